@@ -1,0 +1,10 @@
+# MEMTRAIL_SANITIZE=address builds everything with ASan+UBSan, =thread with TSan.
+if(MEMTRAIL_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+elseif(MEMTRAIL_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(NOT MEMTRAIL_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "MEMTRAIL_SANITIZE must be '', 'address' or 'thread', got '${MEMTRAIL_SANITIZE}'")
+endif()
