@@ -55,13 +55,13 @@ public:
 // Thrown when an allocation cannot be satisfied even after freeing the cache.
 class out_of_memory_error : public std::runtime_error {
 public:
-    out_of_memory_error(const std::string& message, int device, uint64_t requested,
-                        uint64_t device_free, uint64_t device_total)
+    out_of_memory_error(const std::string& message, int device_index, uint64_t requested_bytes,
+                        uint64_t free_bytes, uint64_t total_bytes)
         : std::runtime_error(message),
-          device(device),
-          requested(requested),
-          device_free(device_free),
-          device_total(device_total) {}
+          device(device_index),
+          requested(requested_bytes),
+          device_free(free_bytes),
+          device_total(total_bytes) {}
     int device;
     uint64_t requested;
     uint64_t device_free;
@@ -142,6 +142,9 @@ public:
     // Size of the block at `address` if it is allocated here, else 0.
     uint64_t allocated_size(device_address address) const;
     bool owns(device_address address) const { return allocated_size(address) != 0; }
+    // Recounts every statistic from the blocks and checks the bookkeeping; returns a description
+    // of each inconsistency, or "" when all is well (for tests and debugging, takes the lock).
+    std::string check_consistency() const;
 
     const allocator_config& config() const;
     // Replaces the settings (for example to switch expandable segments off for a while).

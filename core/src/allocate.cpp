@@ -1,0 +1,289 @@
+// The allocation path, in PyTorch's order: recycle finished cross-stream frees, round the size,
+// best-fit search in the stream's pool, free-memory callbacks, garbage collection, a new device
+// allocation, release of cached oversize blocks, release of the whole cache and one retry, OOM.
+
+#include <bit>
+#include <sstream>
+
+#include "detail/device_allocator_impl.hpp"
+
+namespace memtrail::detail {
+
+namespace {
+
+// Rounds up to the next of `divisions` equal steps between two powers of two.
+uint64_t roundup_power2_next_division(uint64_t size, uint64_t divisions) {
+    if (std::has_single_bit(size)) {
+        return size;
+    }
+    const uint64_t power2_floor = std::bit_floor(size);
+    const uint64_t step = power2_floor >> (63 - std::countl_zero(divisions));
+    if (step == 0) {
+        return power2_floor << 1;
+    }
+    const uint64_t floor = size & ~(step - 1);
+    return floor == size ? size : floor + step;
+}
+
+}  // namespace
+
+uint64_t device_allocator_impl::round_size(uint64_t size, const allocator_config& config) {
+    if (size < min_block_size) {
+        return min_block_size;
+    }
+    const uint64_t divisions = config.divisions_for(size);
+    if (divisions > 1 && size > min_block_size * divisions) {
+        return roundup_power2_next_division(size, divisions);
+    }
+    return min_block_size * ((size + min_block_size - 1) / min_block_size);
+}
+
+uint64_t device_allocator_impl::get_allocation_size(uint64_t size) {
+    if (size <= small_size) {
+        return small_buffer;
+    }
+    if (size < min_large_alloc) {
+        return large_buffer;
+    }
+    return round_large * ((size + round_large - 1) / round_large);
+}
+
+block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
+                                     context_handle context) {
+    std::unique_lock<std::recursive_mutex> lock(mutex);
+    if (!stream_events_.empty()) {
+        process_events_locked(context);
+    }
+    alloc_params p;
+    p.search_key.stream = stream;
+    p.search_key.size = round_size(orig_size, config);
+    p.pool = &get_pool(p.search_key.size);
+    p.alloc_size = get_allocation_size(p.search_key.size);
+
+    bool found = get_free_block(p) || (trigger_free_memory_callbacks() && get_free_block(p));
+    if (!found) {
+        if (set_fraction_ && config.garbage_collection_threshold > 0.0) [[unlikely]] {
+            garbage_collect_cached_blocks(context);
+        }
+        found = alloc_block(p, false, context, lock) ||
+                (release_available_cached_blocks(p, context) && alloc_block(p, false, context, lock)) ||
+                (release_cached_blocks(context) && alloc_block(p, true, context, lock));
+    }
+    if (!found) {
+        raise_out_of_memory(p, context, lock);
+    }
+    const bool split = should_split(p.found, p.size());
+    return alloc_found_block(p, orig_size, context, split);
+}
+
+bool device_allocator_impl::get_free_block(alloc_params& p) {
+    block_pool& pool = *p.pool;
+    if (set_fraction_ && config.garbage_collection_threshold > 0.0) [[unlikely]] {
+        ++pool.get_free_blocks_call_count;  // the clock garbage collection ages blocks by
+    }
+    auto it = pool.blocks.lower_bound(&p.search_key);
+    if (it == pool.blocks.end() || (*it)->stream != p.stream()) {
+        return false;
+    }
+    if ((*it)->expandable) {
+        if (config.expandable_segments) {
+            // A free block followed by unmapped space can grow: judge it by what it can become.
+            auto expandable_size = [](const block* b) {
+                return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
+            };
+            auto next = std::next(it);
+            while ((*it)->expandable && next != pool.blocks.end() && (*next)->stream == p.stream() &&
+                   expandable_size(*next) < expandable_size(*it)) {
+                it = next++;
+            }
+        } else {
+            // Expandable segments were switched off after some were made: skip their blocks.
+            do {
+                ++it;
+            } while (it != pool.blocks.end() && (*it)->expandable && (*it)->stream == p.stream());
+            if (it == pool.blocks.end() || (*it)->stream != p.stream()) {
+                return false;
+            }
+        }
+    }
+    // Never hand an oversize block to a request that is not oversize itself...
+    if (p.size() < config.max_split_size && (*it)->size >= config.max_split_size) {
+        return false;
+    }
+    // ...and an oversize request only a block at most max_non_split_rounding_size larger.
+    if (p.size() >= config.max_split_size &&
+        (*it)->size >= p.size() + config.max_non_split_rounding_size) {
+        return false;
+    }
+    p.found = *it;
+    pool.blocks.erase(it);
+    return true;
+}
+
+bool device_allocator_impl::trigger_free_memory_callbacks() {
+    if (free_memory_callbacks.empty()) {
+        return false;
+    }
+    // Pick how hard the host runtime should collect from how full the device is.
+    const memory_info info = dev.get_memory_info();
+    const double total = static_cast<double>(info.total ? info.total : 1);
+    const double reserved =
+        static_cast<double>(stats_.reserved_bytes[0].current);
+    const double allocated_now = static_cast<double>(stats_.allocated_bytes[0].current);
+    if (reserved / total < config.callback_reserved_rate) {
+        return false;  // plenty of room: a collection would cost more than it saves
+    }
+    const memory_pressure pressure =
+        (allocated_now / total >= config.callback_allocated_rate ||
+         (reserved > 0 && allocated_now / reserved >= config.callback_allocated_reserved_rate))
+            ? memory_pressure::full
+            : memory_pressure::light;
+    bool freed = false;
+    for (const auto& callback : free_memory_callbacks) {
+        freed |= callback(device_index_, pressure);
+    }
+    return freed;
+}
+
+bool device_allocator_impl::alloc_block(alloc_params& p, bool is_retry, context_handle context,
+                                        std::unique_lock<std::recursive_mutex>& lock) {
+    const uint64_t size = p.alloc_size;
+    if (is_retry) {
+        stats_.num_alloc_retries += 1;
+    }
+    if (set_fraction_ && total_allocated_memory_ + size > allowed_memory_maximum_) {
+        p.out_of_memory = true;
+        return false;
+    }
+    if (config.expandable_segments) {
+        p.found = try_allocate_expandable_block(p.stream(), *p.pool, p.size(), context);
+        p.out_of_memory = p.found == nullptr;
+        return p.found != nullptr;
+    }
+    device_address ptr = 0;
+    device_status status;
+    if (config.release_lock_on_device_malloc) {
+        lock.unlock();
+        try {
+            status = dev.allocate(size, ptr);
+        } catch (...) {
+            lock.lock();
+            throw;
+        }
+        lock.lock();
+    } else {
+        status = dev.allocate(size, ptr);
+    }
+    if (status != device_status::ok) {
+        p.out_of_memory = true;
+        return false;
+    }
+    total_allocated_memory_ += size;
+    p.found = arena_.make(p.stream(), size, p.pool, ptr);
+    for_pool_stats(stats_.segment, *p.pool, [](stat& s) { s.increase(1); });
+    for_pool_stats(stats_.reserved_bytes, *p.pool, [size](stat& s) { s.increase(size); });
+    if (size >= config.max_split_size) {
+        stats_.oversize_segments.increase(1);
+    }
+    stats_.num_device_alloc++;
+    record(allocator_action::segment_alloc, ptr, size, size, p.stream(), context);
+    p.found->context_when_segment_allocated = context;
+    return true;
+}
+
+bool device_allocator_impl::should_split(const block* b, uint64_t size) const {
+    const uint64_t remaining = b->size - size;
+    if (b->pool->is_small || config.expandable_segments) {
+        return remaining >= min_block_size;
+    }
+    return size < config.max_split_size && remaining > small_size;
+}
+
+block* device_allocator_impl::alloc_found_block(alloc_params& p, uint64_t orig_size,
+                                                context_handle context, bool split_remainder) {
+    const uint64_t size = p.size();
+    block_pool& pool = *p.pool;
+    block* b = p.found;
+    const bool already_split = b->is_split();
+    if (split_remainder) {
+        // The request takes the front of the block; the remainder stays free.
+        block* remaining = b;
+        b = arena_.make(p.stream(), size, &pool, remaining->ptr);
+        b->expandable = remaining->expandable;
+        b->prev = remaining->prev;
+        if (b->prev) {
+            b->prev->next = b;
+        }
+        b->next = remaining;
+        remaining->prev = b;
+        remaining->ptr += size;
+        remaining->size -= size;
+        pool.insert_into_blocks(remaining);
+        if (!b->expandable) {
+            if (already_split) {
+                // An inactive split block shrinks by `size`.
+                for_pool_stats(stats_.inactive_split_bytes, pool, [size](stat& s) { s.decrease(size); });
+            } else {
+                // A new inactive split block appears.
+                const uint64_t rest = remaining->size;
+                for_pool_stats(stats_.inactive_split_bytes, pool, [rest](stat& s) { s.increase(rest); });
+                for_pool_stats(stats_.inactive_split, pool, [](stat& s) { s.increase(1); });
+            }
+        }
+    } else if (already_split && !b->expandable) {
+        const uint64_t whole = b->size;
+        for_pool_stats(stats_.inactive_split_bytes, pool, [whole](stat& s) { s.decrease(whole); });
+        for_pool_stats(stats_.inactive_split, pool, [](stat& s) { s.decrease(1); });
+    }
+
+    b->allocated = true;
+    b->requested_size = orig_size;
+    b->context_when_allocated = context;
+    record(allocator_action::alloc, b->ptr, orig_size, b->size, b->stream, context);
+    add_active(b);
+
+    const uint64_t block_size = b->size;
+    for_pool_stats(stats_.allocation, pool, [](stat& s) { s.increase(1); });
+    for_pool_stats(stats_.allocated_bytes, pool, [block_size](stat& s) { s.increase(block_size); });
+    for_pool_stats(stats_.active, pool, [](stat& s) { s.increase(1); });
+    for_pool_stats(stats_.active_bytes, pool, [block_size](stat& s) { s.increase(block_size); });
+    for_pool_stats(stats_.requested_bytes, pool, [orig_size](stat& s) { s.increase(orig_size); });
+    if (block_size >= config.max_split_size) {
+        stats_.oversize_allocations.increase(1);
+    }
+    return b;
+}
+
+void device_allocator_impl::raise_out_of_memory(alloc_params& p, context_handle context,
+                                                std::unique_lock<std::recursive_mutex>& lock) {
+    const memory_info info = dev.get_memory_info();
+    record(allocator_action::oom, info.free, p.size(), p.size(), p.stream(), context);
+    stats_.num_ooms += 1;
+    const int64_t allocated_bytes = stats_.allocated_bytes[0].current;
+    const int64_t reserved = stats_.reserved_bytes[0].current;
+    const auto observers = oom_observers;
+    const uint64_t allowed = allowed_memory_maximum_;
+    const bool fraction_set = set_fraction_;
+    // Observers may take other locks (a Python GIL, a file): call them without ours.
+    lock.unlock();
+    for (const auto& observe : observers) {
+        observe(device_index_, p.alloc_size, fraction_set ? allowed : info.total, info.free);
+    }
+    std::ostringstream message;
+    message << "memtrail: out of memory. Tried to allocate " << format_size(p.alloc_size)
+            << " (request rounded to " << format_size(p.size()) << "). Device " << device_index_
+            << " has a total capacity of " << format_size(info.total) << " of which "
+            << format_size(info.free) << " is free. ";
+    if (fraction_set) {
+        message << format_size(allowed) << " allowed; ";
+    }
+    message << "Of the allocated memory " << format_size(static_cast<uint64_t>(allocated_bytes))
+            << " is allocated by memtrail, and "
+            << format_size(static_cast<uint64_t>(reserved - allocated_bytes))
+            << " is reserved by memtrail but unallocated. If reserved but unallocated memory is "
+               "large try setting MEMTRAIL_ALLOC_CONF=expandable_segments:True to avoid "
+               "fragmentation.";
+    throw out_of_memory_error(message.str(), device_index_, p.size(), info.free, info.total);
+}
+
+}  // namespace memtrail::detail

@@ -1,0 +1,158 @@
+#pragma once
+// The per-device caching allocator. Its methods follow PyTorch's DeviceCachingAllocator step by
+// step, because parity means taking the same branches in the same order; the files split it by
+// concern: allocate.cpp (the malloc path), free.cpp (frees and cross-stream events),
+// release.cpp (giving memory back: oversize release, empty_cache, garbage collection),
+// expandable.cpp (expandable segments), introspection.cpp (stats, snapshot, consistency checks).
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "detail/address_map.hpp"
+#include "detail/block.hpp"
+#include "detail/expandable_segment.hpp"
+#include "memtrail/core/caching_allocator.hpp"
+
+namespace memtrail::detail {
+
+// Blocks come and go on every split and merge: recycle them instead of new/delete.
+class block_arena {
+public:
+    block* make(stream_handle stream, uint64_t size, block_pool* pool, device_address ptr);
+    void recycle(block* b);
+    ~block_arena();
+
+private:
+    std::vector<block*> free_;
+};
+
+struct alloc_params {
+    block search_key;  // stream + rounded size; ptr 0
+    block_pool* pool = nullptr;
+    uint64_t alloc_size = 0;  // what a new segment would take
+    block* found = nullptr;
+    bool out_of_memory = false;
+    uint64_t size() const { return search_key.size; }
+    stream_handle stream() const { return search_key.stream; }
+};
+
+class device_allocator_impl {
+public:
+    device_allocator_impl(device& dev, allocator_config config);
+    ~device_allocator_impl();
+
+    // allocate.cpp
+    block* malloc(uint64_t orig_size, stream_handle stream, context_handle context);
+
+    // free.cpp
+    void free(block* b, context_handle context);
+    void record_stream(block* b, stream_handle stream);
+    void process_events_locked(context_handle context);
+
+    // release.cpp
+    void empty_cache(context_handle context);
+    void set_memory_fraction(double fraction);
+
+    // introspection.cpp
+    device_stats get_stats() const;
+    void reset_peak_stats();
+    void reset_accumulated_stats();
+    std::vector<segment_info> snapshot(bool record_event) const;
+    std::string check_consistency() const;
+
+    static uint64_t round_size(uint64_t size, const allocator_config& config);
+
+    device& dev;
+    allocator_config config;
+    mutable std::recursive_mutex mutex;
+    address_map allocated;  // address -> allocated block, looked up outside `mutex`
+    allocator_observer* observer = nullptr;
+    std::vector<free_memory_callback> free_memory_callbacks;
+    std::vector<oom_observer> oom_observers;
+
+private:
+    friend class ::memtrail::device_allocator;
+
+    // allocate.cpp
+    block_pool& get_pool(uint64_t size) { return size <= small_size ? small_blocks_ : large_blocks_; }
+    static uint64_t get_allocation_size(uint64_t size);
+    bool get_free_block(alloc_params& p);
+    bool trigger_free_memory_callbacks();
+    bool alloc_block(alloc_params& p, bool is_retry, context_handle context,
+                     std::unique_lock<std::recursive_mutex>& lock);
+    bool should_split(const block* b, uint64_t size) const;
+    block* alloc_found_block(alloc_params& p, uint64_t orig_size, context_handle context,
+                             bool split_remainder);
+    [[noreturn]] void raise_out_of_memory(alloc_params& p, context_handle context,
+                                          std::unique_lock<std::recursive_mutex>& lock);
+
+    // free.cpp
+    void free_block(block* b, context_handle context);
+    uint64_t try_merge_blocks(block* dst, block* src, block_pool& pool);
+    void insert_events(block* b);
+    void synchronize_and_free_events(context_handle context);
+    event_handle acquire_event();
+
+    // release.cpp
+    bool release_available_cached_blocks(const alloc_params& p, context_handle context);
+    bool release_cached_blocks(context_handle context);
+    void release_blocks(block_pool& pool, context_handle context);
+    void release_block(block* b, context_handle context);
+    void garbage_collect_cached_blocks(context_handle context);
+
+    // expandable.cpp
+    block* find_expandable_block(stream_handle stream, block_pool& pool, uint64_t size);
+    bool map_block(block* to_map, uint64_t size, context_handle context);
+    block* try_allocate_expandable_block(stream_handle stream, block_pool& pool, uint64_t size,
+                                         context_handle context);
+    void unmap_block(block* b, context_handle context);
+    void release_expandable_segment(block* b);
+
+    // Active blocks (allocated or waiting on events), kept in an intrusive list.
+    void add_active(block* b);
+    void remove_active(block* b);
+
+    void record(allocator_action action, device_address address, uint64_t size, uint64_t block_size,
+                stream_handle stream, context_handle context) {
+        if (observer) {
+            observer->on_event({action, device_index_, address, size, block_size, stream, context});
+        }
+    }
+    static stat_type pool_stat(const block_pool& pool) {
+        return pool.is_small ? stat_type::small_pool : stat_type::large_pool;
+    }
+    // Applies f to the aggregate stat and to the pool's own stat.
+    template <typename F>
+    static void for_pool_stats(stat_array& array, const block_pool& pool, F f) {
+        f(array[static_cast<size_t>(stat_type::aggregate)]);
+        f(array[static_cast<size_t>(pool_stat(pool))]);
+    }
+
+    static constexpr uint64_t min_block_size = 512;
+    static constexpr uint64_t small_size = 1ull << 20;
+    static constexpr uint64_t small_buffer = 2ull << 20;
+    static constexpr uint64_t min_large_alloc = 10ull << 20;
+    static constexpr uint64_t round_large = 2ull << 20;
+    static constexpr uint64_t large_buffer = 20ull << 20;
+
+    int device_index_;
+    device_stats stats_;
+    block_pool large_blocks_{false};
+    block_pool small_blocks_{true};
+    block* active_head_ = nullptr;
+    size_t active_count_ = 0;
+    block_arena arena_;
+    // Outstanding cross-stream events, per stream, in recording order.
+    std::map<stream_handle, std::deque<std::pair<event_handle, block*>>> stream_events_;
+    std::vector<event_handle> event_pool_;
+    uint64_t total_allocated_memory_ = 0;  // bytes held from the device (segments + mapped pages)
+    uint64_t allowed_memory_maximum_ = 0;
+    bool set_fraction_ = false;
+    std::vector<std::unique_ptr<expandable_segment>> expandable_segments_;
+};
+
+}  // namespace memtrail::detail

@@ -1,0 +1,183 @@
+// Frees: a block used only on its own stream returns to its pool at once and merges with free
+// neighbours; one used on other streams (record_stream) waits for events recorded on those
+// streams, checked at the next allocation (free_requested, later free_completed).
+
+#include "detail/device_allocator_impl.hpp"
+
+namespace memtrail::detail {
+
+void device_allocator_impl::free(block* b, context_handle context) {
+    std::lock_guard<std::recursive_mutex> lock(mutex);
+    b->allocated = false;
+    const uint64_t block_size = b->size;
+    for_pool_stats(stats_.allocation, *b->pool, [](stat& s) { s.decrease(1); });
+    for_pool_stats(stats_.allocated_bytes, *b->pool, [block_size](stat& s) { s.decrease(block_size); });
+    record(allocator_action::free_requested, b->ptr, b->requested_size, b->size, b->stream,
+           context ? context : b->context_when_allocated);
+    if (block_size >= config.max_split_size) {
+        stats_.oversize_allocations.decrease(1);
+    }
+    if (!b->stream_uses.empty()) {
+        insert_events(b);
+    } else {
+        free_block(b, context);
+    }
+}
+
+void device_allocator_impl::record_stream(block* b, stream_handle stream) {
+    std::lock_guard<std::recursive_mutex> lock(mutex);
+    if (stream == b->stream) {
+        return;  // uses on the allocation stream need no synchronization
+    }
+    b->add_stream_use(stream);
+}
+
+void device_allocator_impl::free_block(block* b, context_handle context) {
+    record(allocator_action::free_completed, b->ptr, b->requested_size, b->size, b->stream,
+           context ? context : b->context_when_allocated);
+    b->context_when_allocated = 0;
+    const uint64_t original_size = b->size;
+    const uint64_t requested = b->requested_size;
+    block_pool& pool = *b->pool;
+    int64_t net_inactive_split_blocks = 0;
+    int64_t net_inactive_split_bytes = 0;
+    for (block* candidate : {b->prev, b->next}) {
+        const uint64_t subsumed = try_merge_blocks(b, candidate, pool);
+        if (subsumed > 0) {
+            net_inactive_split_blocks -= 1;
+            net_inactive_split_bytes -= static_cast<int64_t>(subsumed);
+        }
+    }
+    remove_active(b);
+    pool.insert_into_blocks(b);
+    if (b->is_split()) {
+        net_inactive_split_blocks += 1;
+        net_inactive_split_bytes += static_cast<int64_t>(b->size);
+    }
+    auto apply = [](stat& s, int64_t delta) {
+        if (delta > 0) {
+            s.increase(static_cast<uint64_t>(delta));
+        } else if (delta < 0) {
+            s.decrease(static_cast<uint64_t>(-delta));
+        }
+    };
+    // Fully free pages of expandable segments can always be released, so PyTorch keeps them
+    // out of inactive_split.
+    if (!b->expandable) {
+        for_pool_stats(stats_.inactive_split, pool,
+                       [&](stat& s) { apply(s, net_inactive_split_blocks); });
+        for_pool_stats(stats_.inactive_split_bytes, pool,
+                       [&](stat& s) { apply(s, net_inactive_split_bytes); });
+    }
+    for_pool_stats(stats_.active, pool, [](stat& s) { s.decrease(1); });
+    for_pool_stats(stats_.active_bytes, pool, [original_size](stat& s) { s.decrease(original_size); });
+    for_pool_stats(stats_.requested_bytes, pool, [requested](stat& s) { s.decrease(requested); });
+}
+
+uint64_t device_allocator_impl::try_merge_blocks(block* dst, block* src, block_pool& pool) {
+    if (!src || src->allocated || src->event_count > 0 || !src->stream_uses.empty() ||
+        dst->mapped != src->mapped) {
+        return 0;
+    }
+    if (dst->prev == src) {  // [src dst]
+        dst->ptr = src->ptr;
+        dst->prev = src->prev;
+        if (dst->prev) {
+            dst->prev->next = dst;
+        }
+        dst->context_when_segment_allocated = src->context_when_segment_allocated;
+    } else {  // [dst src]
+        dst->next = src->next;
+        if (dst->next) {
+            dst->next->prev = dst;
+        }
+    }
+    const uint64_t subsumed = src->size;
+    dst->size += subsumed;
+    if (src->mapped) {
+        pool.blocks.erase(src);
+    } else {
+        pool.unmapped.erase(src);
+    }
+    arena_.recycle(src);
+    return subsumed;
+}
+
+event_handle device_allocator_impl::acquire_event() {
+    // Creating events can be slow and serializing: keep finished ones for reuse.
+    if (!event_pool_.empty()) {
+        const event_handle e = event_pool_.back();
+        event_pool_.pop_back();
+        return e;
+    }
+    return dev.create_event();
+}
+
+void device_allocator_impl::insert_events(block* b) {
+    std::vector<stream_handle> streams;
+    streams.swap(b->stream_uses);
+    for (stream_handle s : streams) {
+        const event_handle e = acquire_event();
+        dev.record_event(e, s);
+        b->event_count++;
+        stream_events_[s].emplace_back(e, b);
+    }
+}
+
+void device_allocator_impl::process_events_locked(context_handle context) {
+    // Per stream, so one busy stream does not hold back the others.
+    for (auto it = stream_events_.begin(); it != stream_events_.end();) {
+        auto& queue = it->second;
+        while (!queue.empty()) {
+            auto [event, b] = queue.front();
+            if (!dev.query_event(event)) {
+                break;
+            }
+            event_pool_.push_back(event);
+            queue.pop_front();
+            if (--b->event_count == 0) {
+                free_block(b, context);
+            }
+        }
+        it = queue.empty() ? stream_events_.erase(it) : std::next(it);
+    }
+}
+
+void device_allocator_impl::synchronize_and_free_events(context_handle context) {
+    stats_.num_sync_all_streams++;
+    for (auto& [stream, queue] : stream_events_) {
+        for (auto [event, b] : queue) {
+            dev.synchronize_event(event);
+            event_pool_.push_back(event);
+            if (--b->event_count == 0) {
+                free_block(b, context);
+            }
+        }
+    }
+    stream_events_.clear();
+}
+
+void device_allocator_impl::add_active(block* b) {
+    b->active_prev = nullptr;
+    b->active_next = active_head_;
+    if (active_head_) {
+        active_head_->active_prev = b;
+    }
+    active_head_ = b;
+    ++active_count_;
+}
+
+void device_allocator_impl::remove_active(block* b) {
+    if (b->active_prev) {
+        b->active_prev->active_next = b->active_next;
+    } else {
+        active_head_ = b->active_next;
+    }
+    if (b->active_next) {
+        b->active_next->active_prev = b->active_prev;
+    }
+    b->active_prev = b->active_next = nullptr;
+    --active_count_;
+}
+
+}  // namespace memtrail::detail

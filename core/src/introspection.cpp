@@ -1,0 +1,269 @@
+// Looking at the allocator without changing it: statistics, the segment/block snapshot, and a
+// consistency check that recounts everything from the blocks (used by the tests after every step).
+
+#include <algorithm>
+#include <sstream>
+#include <unordered_set>
+
+#include "detail/device_allocator_impl.hpp"
+
+namespace memtrail::detail {
+
+block* block_arena::make(stream_handle stream, uint64_t size, block_pool* pool, device_address ptr) {
+    block* b;
+    if (free_.empty()) {
+        b = new block();
+    } else {
+        b = free_.back();
+        free_.pop_back();
+        *b = block();
+    }
+    b->stream = stream;
+    b->size = size;
+    b->pool = pool;
+    b->ptr = ptr;
+    return b;
+}
+
+void block_arena::recycle(block* b) {
+    b->stream_uses.clear();
+    free_.push_back(b);
+}
+
+block_arena::~block_arena() {
+    for (block* b : free_) {
+        delete b;
+    }
+}
+
+device_allocator_impl::device_allocator_impl(device& d, allocator_config c)
+    : dev(d), config(std::move(c)), device_index_(d.index()) {
+    stats_.max_split_size = config.max_split_size == std::numeric_limits<uint64_t>::max()
+                                ? -1
+                                : static_cast<int64_t>(config.max_split_size);
+}
+
+device_allocator_impl::~device_allocator_impl() {
+    // Blocks are owned by the pools, the active list and the event queues; free each once.
+    std::unordered_set<block*> all;
+    for (block_pool* pool : {&small_blocks_, &large_blocks_}) {
+        all.insert(pool->blocks.begin(), pool->blocks.end());
+        all.insert(pool->unmapped.begin(), pool->unmapped.end());
+    }
+    for (block* b = active_head_; b; b = b->active_next) {
+        all.insert(b);
+    }
+    for (auto& [stream, queue] : stream_events_) {
+        for (auto& [event, b] : queue) {
+            all.insert(b);
+            dev.destroy_event(event);
+        }
+    }
+    for (event_handle e : event_pool_) {
+        dev.destroy_event(e);
+    }
+    for (block* b : all) {
+        delete b;
+    }
+}
+
+device_stats device_allocator_impl::get_stats() const {
+    std::lock_guard<std::recursive_mutex> lock(mutex);
+    return stats_;
+}
+
+void device_allocator_impl::reset_peak_stats() {
+    std::lock_guard<std::recursive_mutex> lock(mutex);
+    for (stat_array* array :
+         {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
+          &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+          &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
+        for (stat& s : *array) {
+            s.reset_peak();
+        }
+    }
+    stats_.oversize_allocations.reset_peak();
+    stats_.oversize_segments.reset_peak();
+}
+
+void device_allocator_impl::reset_accumulated_stats() {
+    std::lock_guard<std::recursive_mutex> lock(mutex);
+    for (stat_array* array :
+         {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
+          &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+          &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
+        for (stat& s : *array) {
+            s.reset_accumulated();
+        }
+    }
+    stats_.num_alloc_retries = 0;
+    stats_.num_ooms = 0;
+    stats_.num_sync_all_streams = 0;
+    stats_.num_device_alloc = 0;
+    stats_.num_device_free = 0;
+    stats_.oversize_allocations.reset_accumulated();
+    stats_.oversize_segments.reset_accumulated();
+}
+
+std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) const {
+    std::lock_guard<std::recursive_mutex> lock(mutex);
+    std::vector<const block*> all;
+    for (const block_pool* pool : {&small_blocks_, &large_blocks_}) {
+        all.insert(all.end(), pool->blocks.begin(), pool->blocks.end());
+    }
+    for (const block* b = active_head_; b; b = b->active_next) {
+        all.push_back(b);
+    }
+    std::vector<segment_info> result;
+    uint64_t total_active = 0;
+    for (const block* head : all) {
+        // An expandable segment is reported as one segment per contiguous mapped range.
+        if (head->prev && head->prev->mapped) {
+            continue;
+        }
+        segment_info& segment = result.emplace_back();
+        segment.device = device_index_;
+        segment.address = head->ptr;
+        segment.stream = head->stream;
+        segment.is_large = !head->pool->is_small;
+        segment.is_expandable = head->expandable != nullptr;
+        segment.context = head->context_when_segment_allocated;
+        for (const block* b = head; b && b->mapped; b = b->next) {
+            block_info& info = segment.blocks.emplace_back();
+            info.address = b->ptr;
+            info.size = b->size;
+            info.requested_size = b->requested_size;
+            info.allocated = b->allocated;
+            info.active = b->allocated || b->event_count > 0 || !b->stream_uses.empty();
+            info.context = b->context_when_allocated;
+            segment.total_size += b->size;
+            if (info.allocated) {
+                segment.allocated_size += b->size;
+            }
+            if (info.active) {
+                segment.active_size += b->size;
+                segment.requested_size += b->requested_size;
+            }
+        }
+        total_active += segment.active_size;
+    }
+    std::sort(result.begin(), result.end(),
+              [](const segment_info& a, const segment_info& b) { return a.address < b.address; });
+    if (record_event) {
+        const_cast<device_allocator_impl*>(this)->record(allocator_action::snapshot, 0, total_active,
+                                                         total_active, 0, 0);
+    }
+    return result;
+}
+
+std::string device_allocator_impl::check_consistency() const {
+    std::lock_guard<std::recursive_mutex> lock(mutex);
+    std::ostringstream problems;
+    // Every block, found from the pools and the active list, then grouped into segments.
+    std::unordered_set<const block*> all;
+    for (const block_pool* pool : {&small_blocks_, &large_blocks_}) {
+        for (const block* b : pool->blocks) {
+            if (b->allocated || !b->mapped) {
+                problems << "pool holds an allocated or unmapped block at " << b->ptr << "\n";
+            }
+            all.insert(b);
+        }
+        for (const block* b : pool->unmapped) {
+            if (b->mapped || b->allocated) {
+                problems << "unmapped set holds a mapped block at " << b->ptr << "\n";
+            }
+            all.insert(b);
+        }
+    }
+    size_t active_seen = 0;
+    for (const block* b = active_head_; b; b = b->active_next) {
+        ++active_seen;
+        all.insert(b);
+    }
+    if (active_seen != active_count_) {
+        problems << "active list length " << active_seen << " != count " << active_count_ << "\n";
+    }
+    device_stats recount;
+    size_t allocated_blocks = 0;
+    for (const block* head : all) {
+        if (head->prev) {
+            continue;
+        }
+        const block_pool& pool = *head->pool;
+        const size_t type = static_cast<size_t>(pool_stat(pool));
+        if (!head->expandable) {
+            recount.segment[0].current++;
+            recount.segment[type].current++;
+        }
+        for (const block* b = head; b; b = b->next) {
+            if (!all.count(b)) {
+                problems << "block at " << b->ptr << " is in a segment but in no pool or list\n";
+            }
+            if (b->next && b->ptr + b->size != b->next->ptr) {
+                problems << "blocks at " << b->ptr << " and " << b->next->ptr
+                         << " do not tile their segment\n";
+            }
+            if (b->next && b->next->prev != b) {
+                problems << "broken back link after " << b->ptr << "\n";
+            }
+            if (b->pool != &pool) {
+                problems << "block at " << b->ptr << " is in another pool than its segment\n";
+            }
+            const bool is_free = !b->allocated && b->event_count == 0 && b->stream_uses.empty();
+            if (b->next && is_free && !b->next->allocated && b->next->event_count == 0 &&
+                b->next->stream_uses.empty() && b->mapped == b->next->mapped) {
+                problems << "free neighbours at " << b->ptr << " and " << b->next->ptr << "\n";
+            }
+            if (!b->mapped) {
+                continue;
+            }
+            auto add = [&](stat_array& a, int64_t v) {
+                a[0].current += v;
+                a[type].current += v;
+            };
+            add(recount.reserved_bytes, static_cast<int64_t>(b->size));
+            if (b->allocated) {
+                ++allocated_blocks;
+                add(recount.allocation, 1);
+                add(recount.allocated_bytes, static_cast<int64_t>(b->size));
+            }
+            if (!is_free) {
+                add(recount.active, 1);
+                add(recount.active_bytes, static_cast<int64_t>(b->size));
+                add(recount.requested_bytes, static_cast<int64_t>(b->requested_size));
+            } else if (b->is_split() && !b->expandable) {
+                add(recount.inactive_split, 1);
+                add(recount.inactive_split_bytes, static_cast<int64_t>(b->size));
+            }
+        }
+    }
+    auto compare = [&](const char* name, const stat_array& expected, const stat_array& actual) {
+        static const char* pools[] = {"all", "small_pool", "large_pool"};
+        for (size_t i = 0; i < stat_type_count; ++i) {
+            if (expected[i].current != actual[i].current) {
+                problems << name << "." << pools[i] << ".current is " << actual[i].current
+                         << " but the blocks add up to " << expected[i].current << "\n";
+            }
+        }
+    };
+    compare("allocation", recount.allocation, stats_.allocation);
+    compare("segment", recount.segment, stats_.segment);
+    compare("active", recount.active, stats_.active);
+    compare("inactive_split", recount.inactive_split, stats_.inactive_split);
+    compare("allocated_bytes", recount.allocated_bytes, stats_.allocated_bytes);
+    compare("reserved_bytes", recount.reserved_bytes, stats_.reserved_bytes);
+    compare("active_bytes", recount.active_bytes, stats_.active_bytes);
+    compare("inactive_split_bytes", recount.inactive_split_bytes, stats_.inactive_split_bytes);
+    compare("requested_bytes", recount.requested_bytes, stats_.requested_bytes);
+    if (static_cast<uint64_t>(recount.reserved_bytes[0].current) != total_allocated_memory_) {
+        problems << "device memory held " << total_allocated_memory_ << " != reserved bytes "
+                 << recount.reserved_bytes[0].current << "\n";
+    }
+    if (allocated.size() != allocated_blocks) {
+        problems << "address map holds " << allocated.size() << " blocks but " << allocated_blocks
+                 << " are allocated\n";
+    }
+    return problems.str();
+}
+
+}  // namespace memtrail::detail

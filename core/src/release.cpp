@@ -1,0 +1,143 @@
+// Giving memory back to the device: cached oversize blocks when an allocation fails, every
+// unsplit cached block on the retry and in empty_cache, and garbage collection of old cached
+// blocks above the configured fraction of the allowed memory.
+
+#include "detail/device_allocator_impl.hpp"
+
+namespace memtrail::detail {
+
+void device_allocator_impl::empty_cache(context_handle context) {
+    std::lock_guard<std::recursive_mutex> lock(mutex);
+    release_cached_blocks(context);
+}
+
+void device_allocator_impl::set_memory_fraction(double fraction) {
+    std::lock_guard<std::recursive_mutex> lock(mutex);
+    const memory_info info = dev.get_memory_info();
+    allowed_memory_maximum_ = static_cast<uint64_t>(fraction * static_cast<double>(info.total));
+    set_fraction_ = true;
+}
+
+bool device_allocator_impl::release_available_cached_blocks(const alloc_params& p,
+                                                            context_handle context) {
+    if (config.max_split_size == std::numeric_limits<uint64_t>::max()) {
+        return false;
+    }
+    block_pool& pool = *p.pool;
+    block key;
+    key.stream = p.stream();
+    key.size = std::max(p.size(), config.max_split_size);
+    auto it = pool.blocks.lower_bound(&key);
+    if (it == pool.blocks.end() || (*it)->stream != p.stream() || (*it)->expandable) {
+        // No single oversize block is large enough: free several, the largest first.
+        if (it == pool.blocks.begin()) {
+            return false;
+        }
+        uint64_t released = 0;
+        --it;
+        while (released < key.size && (*it)->size >= config.max_split_size &&
+               (*it)->stream == p.stream()) {
+            auto current = it;
+            const bool is_first = current == pool.blocks.begin();
+            if (!is_first) {
+                --it;
+            }
+            if (!(*current)->expandable) {
+                released += (*current)->size;
+                release_block(*current, context);
+            }
+            if (is_first) {
+                break;
+            }
+        }
+        return released >= key.size;
+    }
+    release_block(*it, context);
+    return true;
+}
+
+bool device_allocator_impl::release_cached_blocks(context_handle context) {
+    // Blocks still waiting on other streams' events cannot be released until those finish.
+    synchronize_and_free_events(context);
+    release_blocks(large_blocks_, context);
+    release_blocks(small_blocks_, context);
+    return true;
+}
+
+void device_allocator_impl::release_blocks(block_pool& pool, context_handle context) {
+    std::vector<block*> to_unmap;
+    for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
+        block* b = *it;
+        ++it;
+        if (b->expandable) {
+            to_unmap.push_back(b);  // unmapping changes the pool: do it after the walk
+        } else if (!b->prev && !b->next) {
+            release_block(b, context);
+        }
+    }
+    for (block* b : to_unmap) {
+        unmap_block(b, context);
+        if (!b->prev && !b->next) {
+            release_expandable_segment(b);
+        }
+    }
+}
+
+void device_allocator_impl::release_block(block* b, context_handle context) {
+    stats_.num_device_free++;
+    record(allocator_action::segment_free, b->ptr, b->size, b->size, b->stream,
+           context ? context : b->context_when_segment_allocated);
+    dev.free(b->ptr);
+    total_allocated_memory_ -= b->size;
+    const uint64_t size = b->size;
+    for_pool_stats(stats_.segment, *b->pool, [](stat& s) { s.decrease(1); });
+    for_pool_stats(stats_.reserved_bytes, *b->pool, [size](stat& s) { s.decrease(size); });
+    if (size >= config.max_split_size) {
+        stats_.oversize_segments.decrease(1);
+    }
+    b->pool->blocks.erase(b);
+    arena_.recycle(b);
+}
+
+void device_allocator_impl::garbage_collect_cached_blocks(context_handle context) {
+    const auto threshold = static_cast<uint64_t>(config.garbage_collection_threshold *
+                                                 static_cast<double>(allowed_memory_maximum_));
+    if (total_allocated_memory_ <= threshold) {
+        return;
+    }
+    const uint64_t target = total_allocated_memory_ - threshold;
+    uint64_t reclaimed = 0;
+    // The average age of the releasable blocks; older ones go first.
+    uint64_t total_age = 0;
+    int freeable = 0;
+    for (const block* b : large_blocks_.blocks) {
+        if (!b->is_split()) {
+            total_age += static_cast<uint64_t>(large_blocks_.gc_count(b));
+            ++freeable;
+        }
+    }
+    if (freeable == 0) {
+        return;
+    }
+    bool freed_one = true;
+    while (reclaimed < target && freed_one && freeable > 0) {
+        const double age_threshold = static_cast<double>(total_age) / freeable;
+        freed_one = false;
+        // Free every block at least as old as the average, not only up to the target, so
+        // collection does not run again at once.
+        for (auto it = large_blocks_.blocks.begin(); it != large_blocks_.blocks.end();) {
+            block* b = *it;
+            ++it;
+            if (!b->is_split() && !b->expandable &&
+                static_cast<double>(large_blocks_.gc_count(b)) >= age_threshold) {
+                freed_one = true;
+                reclaimed += b->size;
+                total_age -= static_cast<uint64_t>(large_blocks_.gc_count(b));
+                freeable--;
+                release_block(b, context);
+            }
+        }
+    }
+}
+
+}  // namespace memtrail::detail

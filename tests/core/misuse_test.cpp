@@ -1,0 +1,93 @@
+// Bad input gets a clear error and leaves the allocator exactly as it was.
+
+#include <gtest/gtest.h>
+
+#include "memtrail/core/caching_allocator.hpp"
+#include "memtrail/core/simulated_device.hpp"
+
+namespace memtrail {
+namespace {
+
+class Misuse : public ::testing::Test {
+protected:
+    void expect_unchanged() {
+        EXPECT_EQ(allocator.memory_stats(), before);
+        EXPECT_EQ(allocator.check_consistency(), "");
+    }
+    void remember() { before = allocator.memory_stats(); }
+    template <typename F>
+    void expect_usage_error(F f, const std::string& fragment) {
+        try {
+            f();
+            FAIL() << "expected usage_error containing '" << fragment << "'";
+        } catch (const usage_error& e) {
+            EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+        }
+    }
+    simulated_device dev;
+    device_allocator allocator{dev};
+    std::map<std::string, int64_t> before;
+};
+
+TEST_F(Misuse, UnknownPointer) {
+    const device_address x = allocator.allocate(1000);
+    remember();
+    expect_usage_error([&] { allocator.free(x + 8); }, "not an address this allocator handed out");
+    expect_usage_error([&] { allocator.free(0xdeadbeef); }, "0xdeadbeef");
+    expect_usage_error([&] { allocator.record_stream(0x1234, 3); }, "record_stream");
+    expect_unchanged();
+}
+
+TEST_F(Misuse, DoubleFree) {
+    const device_address x = allocator.allocate(1000);
+    const device_address y = allocator.allocate(1000);
+    allocator.free(x);
+    remember();
+    expect_usage_error([&] { allocator.free(x); }, "double free");
+    expect_unchanged();
+    allocator.free(y);
+}
+
+TEST_F(Misuse, ZeroAndAbsurdSizes) {
+    remember();
+    expect_usage_error([&] { allocator.allocate(0); }, "0 bytes");
+    expect_usage_error([&] { allocator.allocate(1ull << 60); }, "absurd");
+    expect_usage_error([&] { allocator.allocate(static_cast<uint64_t>(-1)); }, "absurd");
+    expect_unchanged();
+    // Large but sane requests go down the normal path and fail as out of memory.
+    EXPECT_THROW(allocator.allocate(1ull << 50), out_of_memory_error);
+    EXPECT_EQ(allocator.check_consistency(), "");
+}
+
+TEST_F(Misuse, BadMemoryFraction) {
+    expect_usage_error([&] { allocator.set_memory_fraction(1.5); }, "0.0 to 1.0");
+    expect_usage_error([&] { allocator.set_memory_fraction(-0.1); }, "0.0 to 1.0");
+}
+
+TEST(MultiDevice, OneAllocatorPerDeviceAndWrongDeviceFreesAreRejected) {
+    simulated_device_options o0, o1;
+    o0.index = 0;
+    o1.index = 1;
+    o1.base_address = 0x7e0000000000ull;
+    simulated_device d0(o0), d1(o1);
+    caching_allocator allocator({&d0, &d1});
+    const device_address a = allocator.allocate(4096, 0);
+    const device_address b = allocator.allocate(4096, 1);
+    EXPECT_EQ(allocator.device_of(a), 0);
+    EXPECT_EQ(allocator.device_of(b), 1);
+    try {
+        allocator.free(b, 0);
+        FAIL() << "expected usage_error";
+    } catch (const usage_error& e) {
+        EXPECT_NE(std::string(e.what()).find("allocated on device 1"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(allocator.device_of(b), 1);  // still allocated
+    EXPECT_THROW(allocator.allocate(10, 2), usage_error);
+    allocator.free(a, 0);
+    allocator.free(b);  // no device given: found by address
+    EXPECT_EQ(allocator.on(0).memory_stats().at("allocation.all.current"), 0);
+    EXPECT_EQ(allocator.on(1).memory_stats().at("allocation.all.current"), 0);
+}
+
+}  // namespace
+}  // namespace memtrail
