@@ -1,0 +1,103 @@
+#include "trace_plan.hpp"
+
+#include <map>
+
+namespace memtrail::replay::detail {
+
+namespace {
+
+using snapshot::action;
+
+bool is_allocation_side(action a) {
+    return a == action::segment_alloc || a == action::segment_map || a == action::alloc ||
+           a == action::oom;
+}
+
+}  // namespace
+
+trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_t device_total) {
+    trace_plan plan;
+    const size_t n = entries.size();
+    plan.steps.assign(n, step_kind::consequence);
+
+    // Expandable segments reserve room for 1 1/8 of the device in pages of 2 MiB (small pool)
+    // or 20 MiB (large pool); a map outside every reservation made so far starts a new one.
+    std::map<device_address, device_address> reservations;  // base -> end
+    auto reserved = [&](device_address a) {
+        auto it = reservations.upper_bound(a);
+        return it != reservations.begin() && a < std::prev(it)->second;
+    };
+    // The next alloc/oom after each index tells which pool a segment_map served.
+    std::vector<uint64_t> next_request_size(n + 1, 0);
+    for (size_t i = n; i-- > 0;) {
+        const auto a = entries[i].kind;
+        next_request_size[i] = (a == action::alloc || a == action::oom) ? entries[i].size
+                                                                        : next_request_size[i + 1];
+    }
+
+    bool in_external_release = false;
+    for (size_t i = 0; i < n; ++i) {
+        const auto& e = entries[i];
+        switch (e.kind) {
+            case action::alloc:
+                plan.steps[i] = step_kind::allocate;
+                break;
+            case action::oom:
+                plan.steps[i] = step_kind::allocate_oom;
+                break;
+            case action::free_requested: {
+                const bool completes_now = i + 1 < n && entries[i + 1].kind == action::free_completed &&
+                                           entries[i + 1].address == e.address;
+                plan.steps[i] = completes_now ? step_kind::free : step_kind::free_deferred;
+                break;
+            }
+            case action::free_completed: {
+                const bool follows_its_request = i > 0 && entries[i - 1].kind == action::free_requested &&
+                                                 entries[i - 1].address == e.address;
+                plan.steps[i] = follows_its_request ? step_kind::consequence : step_kind::complete_free;
+                break;
+            }
+            case action::segment_free:
+            case action::segment_unmap: {
+                // Part of an allocation's failure path when the run of frees leads into one;
+                // otherwise the program emptied the cache.
+                size_t j = i;
+                while (j < n && (entries[j].kind == action::segment_free ||
+                                 entries[j].kind == action::segment_unmap ||
+                                 entries[j].kind == action::free_completed)) {
+                    ++j;
+                }
+                const bool serves_allocation = j < n && is_allocation_side(entries[j].kind);
+                if (!serves_allocation && !in_external_release) {
+                    plan.steps[i] = step_kind::empty_cache;
+                }
+                in_external_release = !serves_allocation;
+                break;
+            }
+            case action::segment_alloc:
+                plan.device_addresses.push_back(e.address);
+                break;
+            case action::segment_map:
+                if (!reserved(e.address)) {
+                    const uint64_t page = next_request_size[i] <= (1ull << 20) ? (2ull << 20) : (20ull << 20);
+                    const uint64_t space = device_total + device_total / 8;
+                    const uint64_t pages = (space + page - 1) / page;
+                    reservations[e.address] = e.address + pages * page;
+                    plan.device_addresses.push_back(e.address);
+                }
+                break;
+            case action::snapshot:
+                plan.steps[i] = step_kind::snapshot;
+                break;
+            default:
+                break;  // annotations drive nothing
+        }
+        if (e.kind != action::segment_free && e.kind != action::segment_unmap &&
+            e.kind != action::free_completed) {
+            in_external_release = false;
+        }
+    }
+    return plan;
+}
+
+}  // namespace memtrail::replay::detail

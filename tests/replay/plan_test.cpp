@@ -1,0 +1,68 @@
+// Recovering requests from a trace: which entries drive the replay.
+
+#include <gtest/gtest.h>
+
+#include "../../replay/src/trace_plan.hpp"
+
+namespace memtrail::replay::detail {
+namespace {
+
+using snapshot::action;
+
+snapshot::trace_entry entry(action a, uint64_t address, uint64_t size = 512) {
+    snapshot::trace_entry e;
+    e.kind = a;
+    e.address = address;
+    e.size = size;
+    return e;
+}
+
+TEST(TracePlan, ClassifiesRequestsAndConsequences) {
+    const std::vector<snapshot::trace_entry> trace = {
+        entry(action::segment_alloc, 0x1000, 2 << 20),  // 0 consequence of 1
+        entry(action::alloc, 0x1000),                    // 1
+        entry(action::alloc, 0x1200),                    // 2
+        entry(action::free_requested, 0x1000),           // 3 completes at once
+        entry(action::free_completed, 0x1000),           // 4 consequence
+        entry(action::free_requested, 0x1200),           // 5 deferred (record_stream)
+        entry(action::free_completed, 0x1200),           // 6 the deferred completion
+        entry(action::alloc, 0x1000),                    // 7
+        entry(action::segment_free, 0x9000, 4 << 20),    // 8 serves the oom below
+        entry(action::oom, 0, 1 << 30),                  // 9
+        entry(action::free_requested, 0x1000),           // 10
+        entry(action::free_completed, 0x1000),           // 11
+        entry(action::segment_free, 0x1000, 2 << 20),    // 12 empty_cache
+        entry(action::segment_free, 0x5000, 2 << 20),    // 13 same release
+    };
+    const std::vector<snapshot::trace_entry> with_gap = [&] {
+        auto t = trace;
+        std::swap(t[6], t[5]);  // free_completed no longer follows its request
+        return t;
+    }();
+    const trace_plan plan = plan_trace(with_gap, 80ull << 30);
+    const std::vector<step_kind> expected = {
+        step_kind::consequence, step_kind::allocate,    step_kind::allocate,
+        step_kind::free,        step_kind::consequence, step_kind::complete_free,
+        step_kind::free_deferred, step_kind::allocate,  step_kind::consequence,
+        step_kind::allocate_oom, step_kind::free,       step_kind::consequence,
+        step_kind::empty_cache, step_kind::consequence};
+    EXPECT_EQ(plan.steps, expected);
+    EXPECT_EQ(plan.device_addresses, (std::vector<device_address>{0x1000}));
+}
+
+TEST(TracePlan, NewExpandableSegmentsAreRecognisedByTheirFirstMap) {
+    const uint64_t total = 80ull << 30;
+    const std::vector<snapshot::trace_entry> trace = {
+        entry(action::segment_map, 0x7000000000, 20 << 20),
+        entry(action::alloc, 0x7000000000, 30 << 20),
+        entry(action::segment_map, 0x7000000000 + (20 << 20), 20 << 20),  // grows the same one
+        entry(action::alloc, 0x7000000000 + (30 << 20), 5 << 20),
+        entry(action::segment_map, 0x9000000000, 2 << 20),  // a small-pool segment
+        entry(action::alloc, 0x9000000000, 1000),
+    };
+    const trace_plan plan = plan_trace(trace, total);
+    EXPECT_EQ(plan.device_addresses, (std::vector<device_address>{0x7000000000, 0x9000000000}));
+}
+
+}  // namespace
+}  // namespace memtrail::replay::detail
