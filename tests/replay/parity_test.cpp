@@ -79,7 +79,9 @@ TEST(ParityTraces, AreThere) {
 
 INSTANTIATE_TEST_SUITE_P(Recorded, Parity, ::testing::ValuesIn(recorded_traces()),
                          [](const ::testing::TestParamInfo<fs::path>& param) {
-                             std::string name = param.param.stem().string();
+                             // The anchors and the recorded traces share names: keep the folder in the test name.
+                             std::string name = param.param.parent_path().filename().string() + "_" +
+                                                param.param.stem().string();
                              for (char& c : name) {
                                  if (!std::isalnum(static_cast<unsigned char>(c))) {
                                      c = '_';

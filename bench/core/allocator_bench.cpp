@@ -1,0 +1,109 @@
+// Allocator hot path: an alloc+free pair at fixed sizes and a random mix (1000 live slots,
+// log-uniform sizes from 512 B to 64 MiB), on 1-8 threads, on the simulated device and, where
+// a GPU is visible, on CUDA. Run:  build/bin/bench_allocator --benchmark_repetitions=5
+//   --benchmark_report_aggregates_only=true
+
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "memtrail/core/caching_allocator.hpp"
+#include "memtrail/core/simulated_device.hpp"
+#ifdef MEMTRAIL_HAVE_CUDA
+#include "memtrail/core/cuda_device.hpp"
+#endif
+
+namespace {
+
+using namespace memtrail;
+
+// One allocator per benchmark family and device kind, shared by its threads.
+struct shared_allocator {
+    std::unique_ptr<device> dev;
+    std::unique_ptr<device_allocator> allocator;
+};
+
+shared_allocator& allocator_for(bool cuda) {
+    static shared_allocator sim{std::make_unique<simulated_device>(simulated_device_options{}), nullptr};
+    static shared_allocator gpu;
+    shared_allocator& s = cuda ? gpu : sim;
+    if (!s.allocator) {
+#ifdef MEMTRAIL_HAVE_CUDA
+        if (cuda) {
+            s.dev = std::make_unique<cuda_device>(0);
+        }
+#endif
+        s.allocator = std::make_unique<device_allocator>(*s.dev);
+    }
+    return s;
+}
+
+void pair(benchmark::State& state, bool cuda, uint64_t size) {
+    device_allocator& a = *allocator_for(cuda).allocator;
+    // Per-thread streams keep threads on their own free lists, as PyTorch's per-stream pools do.
+    const stream_handle stream = cuda ? 0 : static_cast<stream_handle>(state.thread_index());
+    a.free(a.allocate(size, stream));  // warm: the segment exists
+    for (auto _ : state) {
+        const device_address p = a.allocate(size, stream);
+        benchmark::DoNotOptimize(p);
+        a.free(p);
+    }
+    state.SetItemsProcessed(state.iterations());
+}
+
+void random_mix(benchmark::State& state, bool cuda) {
+    device_allocator& a = *allocator_for(cuda).allocator;
+    const stream_handle stream = cuda ? 0 : static_cast<stream_handle>(state.thread_index());
+    std::mt19937_64 rng(static_cast<uint64_t>(state.thread_index()) + 7);
+    std::uniform_real_distribution<double> exponent(9.0, 26.0);  // 512 B .. 64 MiB
+    constexpr size_t slots = 1000;
+    std::vector<device_address> live(slots, 0);
+    std::vector<uint64_t> sizes(1 << 16);
+    for (auto& s : sizes) {
+        s = static_cast<uint64_t>(std::exp2(exponent(rng)));
+    }
+    for (size_t i = 0; i < slots; ++i) {
+        live[i] = a.allocate(sizes[i], stream);
+    }
+    size_t k = 0;
+    for (auto _ : state) {
+        // One step: free a random slot and allocate a new random size into it.
+        const size_t slot = rng() % slots;
+        a.free(live[slot]);
+        live[slot] = a.allocate(sizes[k++ & (sizes.size() - 1)], stream);
+    }
+    for (device_address p : live) {
+        a.free(p);
+    }
+    state.SetItemsProcessed(state.iterations());
+}
+
+void register_all(const char* kind, bool cuda) {
+    for (uint64_t size : {512ull, 1ull << 20, 20ull << 20}) {
+        const std::string name = std::string("pair/") + kind + "/" + std::to_string(size);
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { pair(s, cuda, size); })
+            ->ThreadRange(1, 8)
+            ->UseRealTime();
+    }
+    benchmark::RegisterBenchmark((std::string("random_mix/") + kind).c_str(),
+                                 [=](benchmark::State& s) { random_mix(s, cuda); })
+        ->ThreadRange(1, 8)
+        ->UseRealTime();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    register_all("sim", false);
+#ifdef MEMTRAIL_HAVE_CUDA
+    if (cuda_device::count() > 0) {
+        register_all("cuda", true);
+    }
+#endif
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
