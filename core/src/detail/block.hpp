@@ -52,17 +52,81 @@ struct block {
     }
 };
 
+// An entry of the free-block set. It carries a copy of the block's sort key so the best-fit
+// search compares without touching the blocks themselves (a cache miss per tree level saved);
+// a block's key never changes while it is in the set. It converts to the block it names.
+struct free_entry {
+    free_entry(block* blk) : stream(blk->stream), size(blk->size), ptr(blk->ptr), b(blk) {}
+    operator block*() const { return b; }
+    block* operator->() const { return b; }
+    stream_handle stream;
+    uint64_t size;
+    device_address ptr;
+    block* b;
+};
+
 // PyTorch orders free blocks by (stream, size, address): a lower_bound is the best fit.
 struct order_by_size {
-    bool operator()(const block* a, const block* b) const {
-        if (a->stream != b->stream) {
-            return a->stream < b->stream;
+    bool operator()(const free_entry& a, const free_entry& b) const {
+        if (a.stream != b.stream) {
+            return a.stream < b.stream;
         }
-        if (a->size != b->size) {
-            return a->size < b->size;
+        if (a.size != b.size) {
+            return a.size < b.size;
         }
-        return a->ptr < b->ptr;
+        return a.ptr < b.ptr;
     }
+};
+
+// Nodes of the free-block set are freed and made on nearly every allocation and free; keeping
+// them on a free list costs less than the general-purpose heap. Used under the device lock.
+class node_recycler {
+public:
+    node_recycler() = default;
+    node_recycler(const node_recycler&) = delete;
+    node_recycler& operator=(const node_recycler&) = delete;
+    ~node_recycler() {
+        for (void* p : free_) {
+            ::operator delete(p);
+        }
+    }
+    void* get(size_t bytes) {
+        if (bytes == node_size_ && !free_.empty()) {
+            void* p = free_.back();
+            free_.pop_back();
+            return p;
+        }
+        if (node_size_ == 0) {
+            node_size_ = bytes;
+        }
+        return ::operator new(bytes);
+    }
+    void put(void* p, size_t bytes) {
+        if (bytes == node_size_) {
+            free_.push_back(p);
+        } else {
+            ::operator delete(p);
+        }
+    }
+
+private:
+    std::vector<void*> free_;
+    size_t node_size_ = 0;
+};
+
+template <typename T>
+struct recycling_allocator {
+    using value_type = T;
+    explicit recycling_allocator(node_recycler* r) : recycler(r) {}
+    template <typename U>
+    recycling_allocator(const recycling_allocator<U>& other) : recycler(other.recycler) {}
+    T* allocate(size_t n) { return static_cast<T*>(recycler->get(n * sizeof(T))); }
+    void deallocate(T* p, size_t n) { recycler->put(p, n * sizeof(T)); }
+    template <typename U>
+    bool operator==(const recycling_allocator<U>& other) const {
+        return recycler == other.recycler;
+    }
+    node_recycler* recycler;
 };
 
 struct order_by_address {
@@ -75,8 +139,10 @@ struct order_by_address {
 };
 
 struct block_pool {
-    explicit block_pool(bool small) : is_small(small) {}
-    std::set<block*, order_by_size> blocks;        // free, mapped blocks
+    explicit block_pool(bool small)
+        : blocks(order_by_size{}, recycling_allocator<free_entry>(&recycler)), is_small(small) {}
+    node_recycler recycler;  // before `blocks`: it must outlive the set's nodes
+    std::set<free_entry, order_by_size, recycling_allocator<free_entry>> blocks;  // free, mapped
     std::set<block*, order_by_address> unmapped;   // unmapped ranges of expandable segments
     const bool is_small;
     int64_t get_free_blocks_call_count = 0;        // garbage collection's clock
