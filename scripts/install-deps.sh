@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what memtrail needs from Debian 12's packages, skipping what is already there.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config python3 clang
+  libunwind-dev libdw-dev libzstd-dev libmsgpack-cxx-dev
+  libimgui-dev libglfw3-dev libstb-dev libgl-dev libgl1-mesa-dri
+  libgtest-dev libgmock-dev libbenchmark-dev
+  xvfb xauth
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "memtrail: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
