@@ -23,11 +23,6 @@ void address_map::shard::lock() const {
     }
 }
 
-size_t address_map::shard::slot_of(device_address address) const {
-    // The shard was chosen by the low bits of mix(); use the high bits inside it.
-    return (mix(address) >> 20) & (keys.size() - 1);
-}
-
 void address_map::shard::grow() {
     std::vector<device_address> old_keys(keys.size() * 2, 0);
     std::vector<block*> old_values(keys.size() * 2, nullptr);
@@ -38,7 +33,7 @@ void address_map::shard::grow() {
         if (old_keys[i] == 0) {
             continue;
         }
-        size_t slot = slot_of(old_keys[i]);
+        size_t slot = slot_of(mix(old_keys[i]));
         while (keys[slot] != 0) {
             slot = (slot + 1) & mask;
         }
@@ -48,13 +43,14 @@ void address_map::shard::grow() {
 }
 
 void address_map::insert(device_address address, block* b) {
-    shard& s = shard_for(address);
+    const uint64_t hash = mix(address);
+    shard& s = shard_for(hash);
     s.lock();
     if ((s.count + 1) * 4 > s.keys.size() * 3) {
         s.grow();
     }
     const size_t mask = s.keys.size() - 1;
-    size_t slot = s.slot_of(address);
+    size_t slot = s.slot_of(hash);
     while (s.keys[slot] != 0 && s.keys[slot] != address) {
         slot = (slot + 1) & mask;
     }
@@ -67,10 +63,11 @@ void address_map::insert(device_address address, block* b) {
 }
 
 block* address_map::take(device_address address) {
-    shard& s = shard_for(address);
+    const uint64_t hash = mix(address);
+    shard& s = shard_for(hash);
     s.lock();
     const size_t mask = s.keys.size() - 1;
-    size_t slot = s.slot_of(address);
+    size_t slot = s.slot_of(hash);
     while (s.keys[slot] != 0 && s.keys[slot] != address) {
         slot = (slot + 1) & mask;
     }
@@ -81,7 +78,7 @@ block* address_map::take(device_address address) {
         size_t hole = slot;
         size_t next = (hole + 1) & mask;
         while (s.keys[next] != 0) {
-            const size_t home = s.slot_of(s.keys[next]);
+            const size_t home = s.slot_of(mix(s.keys[next]));
             const bool movable = ((next - home) & mask) >= ((next - hole) & mask);
             if (movable) {
                 s.keys[hole] = s.keys[next];
@@ -99,10 +96,11 @@ block* address_map::take(device_address address) {
 }
 
 block* address_map::find(device_address address) const {
-    const shard& s = shard_for(address);
+    const uint64_t hash = mix(address);
+    const shard& s = shard_for(hash);
     s.lock();
     const size_t mask = s.keys.size() - 1;
-    size_t slot = s.slot_of(address);
+    size_t slot = s.slot_of(hash);
     while (s.keys[slot] != 0 && s.keys[slot] != address) {
         slot = (slot + 1) & mask;
     }

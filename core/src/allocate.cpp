@@ -50,7 +50,7 @@ uint64_t device_allocator_impl::get_allocation_size(uint64_t size) {
 
 block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
                                      context_handle context) {
-    std::unique_lock<std::recursive_mutex> lock(mutex);
+    std::unique_lock<reentrant_mutex> lock(mutex);
     if (!stream_events_.empty()) {
         process_events_locked(context);
     }
@@ -146,7 +146,7 @@ bool device_allocator_impl::trigger_free_memory_callbacks() {
 }
 
 bool device_allocator_impl::alloc_block(alloc_params& p, bool is_retry, context_handle context,
-                                        std::unique_lock<std::recursive_mutex>& lock) {
+                                        std::unique_lock<reentrant_mutex>& lock) {
     const uint64_t size = p.alloc_size;
     if (is_retry) {
         stats_.num_alloc_retries += 1;
@@ -255,7 +255,7 @@ block* device_allocator_impl::alloc_found_block(alloc_params& p, uint64_t orig_s
 }
 
 void device_allocator_impl::raise_out_of_memory(alloc_params& p, context_handle context,
-                                                std::unique_lock<std::recursive_mutex>& lock) {
+                                                std::unique_lock<reentrant_mutex>& lock) {
     const memory_info info = dev.get_memory_info();
     record(allocator_action::oom, info.free, p.size(), p.size(), p.stream(), context);
     stats_.num_ooms += 1;

@@ -83,7 +83,7 @@ void device_allocator::set_memory_fraction(double fraction) {
 }
 
 void device_allocator::process_events(context_handle context) {
-    std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
     impl_->process_events_locked(context);
 }
 
@@ -108,7 +108,7 @@ uint64_t device_allocator::allocated_size(device_address address) const {
 const allocator_config& device_allocator::config() const { return impl_->config; }
 
 void device_allocator::set_config(allocator_config config) {
-    std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
     impl_->config = std::move(config);
     impl_->stats_.max_split_size =
         impl_->config.max_split_size == std::numeric_limits<uint64_t>::max()
@@ -117,17 +117,17 @@ void device_allocator::set_config(allocator_config config) {
 }
 
 void device_allocator::set_observer(allocator_observer* observer) {
-    std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
     impl_->observer = observer;
 }
 
 void device_allocator::add_free_memory_callback(free_memory_callback callback) {
-    std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
     impl_->free_memory_callbacks.push_back(std::move(callback));
 }
 
 void device_allocator::add_oom_observer(oom_observer observer) {
-    std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
     impl_->oom_observers.push_back(std::move(observer));
 }
 

@@ -7,7 +7,7 @@
 namespace memtrail::detail {
 
 void device_allocator_impl::free(block* b, context_handle context) {
-    std::lock_guard<std::recursive_mutex> lock(mutex);
+    std::lock_guard<reentrant_mutex> lock(mutex);
     b->allocated = false;
     const uint64_t block_size = b->size;
     for_pool_stats(stats_.allocation, *b->pool, [](stat& s) { s.decrease(1); });
@@ -25,7 +25,7 @@ void device_allocator_impl::free(block* b, context_handle context) {
 }
 
 void device_allocator_impl::record_stream(block* b, stream_handle stream) {
-    std::lock_guard<std::recursive_mutex> lock(mutex);
+    std::lock_guard<reentrant_mutex> lock(mutex);
     if (stream == b->stream) {
         return;  // uses on the allocation stream need no synchronization
     }

@@ -68,12 +68,12 @@ device_allocator_impl::~device_allocator_impl() {
 }
 
 device_stats device_allocator_impl::get_stats() const {
-    std::lock_guard<std::recursive_mutex> lock(mutex);
+    std::lock_guard<reentrant_mutex> lock(mutex);
     return stats_;
 }
 
 void device_allocator_impl::reset_peak_stats() {
-    std::lock_guard<std::recursive_mutex> lock(mutex);
+    std::lock_guard<reentrant_mutex> lock(mutex);
     for (stat_array* array :
          {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
           &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
@@ -87,7 +87,7 @@ void device_allocator_impl::reset_peak_stats() {
 }
 
 void device_allocator_impl::reset_accumulated_stats() {
-    std::lock_guard<std::recursive_mutex> lock(mutex);
+    std::lock_guard<reentrant_mutex> lock(mutex);
     for (stat_array* array :
          {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
           &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
@@ -106,7 +106,7 @@ void device_allocator_impl::reset_accumulated_stats() {
 }
 
 std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) const {
-    std::lock_guard<std::recursive_mutex> lock(mutex);
+    std::lock_guard<reentrant_mutex> lock(mutex);
     std::vector<const block*> all;
     for (const block_pool* pool : {&small_blocks_, &large_blocks_}) {
         all.insert(all.end(), pool->blocks.begin(), pool->blocks.end());
@@ -157,7 +157,7 @@ std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) con
 }
 
 std::string device_allocator_impl::check_consistency() const {
-    std::lock_guard<std::recursive_mutex> lock(mutex);
+    std::lock_guard<reentrant_mutex> lock(mutex);
     std::ostringstream problems;
     // Every block, found from the pools and the active list, then grouped into segments.
     std::unordered_set<const block*> all;

@@ -7,12 +7,12 @@
 namespace memtrail::detail {
 
 void device_allocator_impl::empty_cache(context_handle context) {
-    std::lock_guard<std::recursive_mutex> lock(mutex);
+    std::lock_guard<reentrant_mutex> lock(mutex);
     release_cached_blocks(context);
 }
 
 void device_allocator_impl::set_memory_fraction(double fraction) {
-    std::lock_guard<std::recursive_mutex> lock(mutex);
+    std::lock_guard<reentrant_mutex> lock(mutex);
     const memory_info info = dev.get_memory_info();
     allowed_memory_maximum_ = static_cast<uint64_t>(fraction * static_cast<double>(info.total));
     set_fraction_ = true;

@@ -33,7 +33,8 @@ private:
         void lock() const;
         void unlock() const { locked.store(false, std::memory_order_release); }
         void grow();
-        size_t slot_of(device_address address) const;
+        // The shard is chosen by the hash's low bits; slots use the bits above them.
+        size_t slot_of(uint64_t hash) const { return (hash >> 6) & (keys.size() - 1); }
     };
     static uint64_t mix(device_address a) {
         a ^= a >> 33;
@@ -41,8 +42,8 @@ private:
         a ^= a >> 33;
         return a;
     }
-    shard& shard_for(device_address a) { return shards_[mix(a) % shard_count]; }
-    const shard& shard_for(device_address a) const { return shards_[mix(a) % shard_count]; }
+    shard& shard_for(uint64_t hash) { return shards_[hash % shard_count]; }
+    const shard& shard_for(uint64_t hash) const { return shards_[hash % shard_count]; }
     shard shards_[shard_count];
 };
 

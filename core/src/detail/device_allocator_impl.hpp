@@ -15,6 +15,7 @@
 #include "detail/address_map.hpp"
 #include "detail/block.hpp"
 #include "detail/expandable_segment.hpp"
+#include "detail/reentrant_mutex.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 
 namespace memtrail::detail {
@@ -68,7 +69,7 @@ public:
 
     device& dev;
     allocator_config config;
-    mutable std::recursive_mutex mutex;
+    mutable reentrant_mutex mutex;
     address_map allocated;  // address -> allocated block, looked up outside `mutex`
     allocator_observer* observer = nullptr;
     std::vector<free_memory_callback> free_memory_callbacks;
@@ -83,12 +84,12 @@ private:
     bool get_free_block(alloc_params& p);
     bool trigger_free_memory_callbacks();
     bool alloc_block(alloc_params& p, bool is_retry, context_handle context,
-                     std::unique_lock<std::recursive_mutex>& lock);
+                     std::unique_lock<reentrant_mutex>& lock);
     bool should_split(const block* b, uint64_t size) const;
     block* alloc_found_block(alloc_params& p, uint64_t orig_size, context_handle context,
                              bool split_remainder);
     [[noreturn]] void raise_out_of_memory(alloc_params& p, context_handle context,
-                                          std::unique_lock<std::recursive_mutex>& lock);
+                                          std::unique_lock<reentrant_mutex>& lock);
 
     // free.cpp
     void free_block(block* b, context_handle context);
