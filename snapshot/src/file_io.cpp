@@ -1,0 +1,116 @@
+#include "file_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <string>
+#include <system_error>
+
+namespace memtrail::snapshot::detail {
+
+namespace {
+
+[[noreturn]] void throw_errno(const std::string& what, const std::filesystem::path& path) {
+    throw std::system_error(errno, std::generic_category(), what + " " + path.string());
+}
+
+// Closes the descriptor on every path out, including exceptions.
+class file_descriptor {
+  public:
+    explicit file_descriptor(int fd) : fd_(fd) {}
+    file_descriptor(const file_descriptor&) = delete;
+    file_descriptor& operator=(const file_descriptor&) = delete;
+    ~file_descriptor() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    int get() const { return fd_; }
+    int release() {
+        const int fd = fd_;
+        fd_ = -1;
+        return fd;
+    }
+
+  private:
+    int fd_;
+};
+
+}  // namespace
+
+std::vector<uint8_t> read_whole_file(const std::filesystem::path& path) {
+    file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) {
+        throw_errno("cannot open", path);
+    }
+    struct stat info {};
+    if (::fstat(fd.get(), &info) != 0) {
+        throw_errno("cannot stat", path);
+    }
+    std::vector<uint8_t> bytes;
+    bytes.reserve(static_cast<size_t>(info.st_size));
+    uint8_t buffer[1 << 16];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            throw_errno("cannot read", path);
+        }
+        if (n == 0) {
+            return bytes;
+        }
+        bytes.insert(bytes.end(), buffer, buffer + n);
+    }
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::span<const uint8_t> bytes) {
+    // pid plus a counter keeps concurrent writers (threads, processes) off each other's file.
+    static std::atomic<uint64_t> counter{0};
+    std::filesystem::path temporary = path;
+    temporary += "." + std::to_string(::getpid()) + "." + std::to_string(counter++) + ".tmp";
+
+    file_descriptor fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (fd.get() < 0) {
+        throw_errno("cannot create", temporary);
+    }
+    const auto fail = [&](const char* what) {
+        const int saved = errno;
+        ::unlink(temporary.c_str());
+        errno = saved;
+        throw_errno(what, temporary);
+    };
+    size_t written = 0;
+    while (written < bytes.size()) {
+        const ssize_t n = ::write(fd.get(), bytes.data() + written, bytes.size() - written);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            fail("cannot write");
+        }
+        written += static_cast<size_t>(n);
+    }
+    if (::fsync(fd.get()) != 0) {
+        fail("cannot fsync");
+    }
+    if (::close(fd.release()) != 0) {
+        fail("cannot close");
+    }
+    if (::rename(temporary.c_str(), path.c_str()) != 0) {
+        fail("cannot rename into place");
+    }
+    // Make the rename itself durable; a folder that cannot be opened is not an error for the
+    // caller, the file is already complete.
+    const auto folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    file_descriptor dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir.get() >= 0) {
+        ::fsync(dir.get());
+    }
+}
+
+}  // namespace memtrail::snapshot::detail

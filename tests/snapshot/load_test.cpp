@@ -1,0 +1,39 @@
+// load_snapshot recognises each format by content, whatever the file is called.
+
+#include <gtest/gtest.h>
+
+#include "memtrail/snapshot/format_error.hpp"
+#include "memtrail/snapshot/load.hpp"
+#include "memtrail/snapshot/msgpack_format.hpp"
+#include "memtrail/snapshot/torch_pickle.hpp"
+#include "sample_snapshot.hpp"
+#include "test_paths.hpp"
+
+namespace ms = memtrail::snapshot;
+
+TEST(LoadSnapshot, DetectsEachFormatByContent) {
+    const auto sample = ms::test::make_sample_snapshot();
+    const auto plain = ms::write_snapshot(sample);
+    const auto packed = ms::write_snapshot(sample, {ms::compression::zstd, 3});
+    const auto pickle = ms::write_torch_pickle(sample);
+    EXPECT_EQ(ms::detect_file_kind(plain), ms::file_kind::memtrail);
+    EXPECT_EQ(ms::detect_file_kind(packed), ms::file_kind::memtrail);
+    EXPECT_EQ(ms::detect_file_kind(pickle), ms::file_kind::torch_pickle);
+    EXPECT_TRUE(ms::load_snapshot(std::span<const uint8_t>(plain)) == sample);
+    EXPECT_TRUE(ms::load_snapshot(std::span<const uint8_t>(packed)) == sample);
+    EXPECT_TRUE(ms::load_snapshot(std::span<const uint8_t>(pickle)) ==
+                ms::read_torch_pickle(std::span<const uint8_t>(pickle)));
+}
+
+TEST(LoadSnapshot, FilesOfBothKinds) {
+    EXPECT_EQ(ms::load_snapshot(ms::test::anchor("streams__default.pickle")).segments.size(), 38u);
+    EXPECT_TRUE(ms::load_snapshot(ms::test::test_data("golden_v1.memtrail")) ==
+                ms::test::make_sample_snapshot());
+}
+
+TEST(LoadSnapshot, UnknownContentIsAFormatError) {
+    const std::vector<uint8_t> text = {'{', '"', 'a', '"', '}'};
+    EXPECT_EQ(ms::detect_file_kind(text), ms::file_kind::unknown);
+    EXPECT_THROW(ms::load_snapshot(std::span<const uint8_t>(text)), ms::format_error);
+    EXPECT_THROW(ms::load_snapshot(std::span<const uint8_t>()), ms::format_error);
+}

@@ -1,0 +1,166 @@
+// memtrail's own format: exact round trips (memory, plain file, zstd file, PyTorch anchors), the
+// checked-in golden file, and the size target of 30 bytes per trace event before compression.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include <unistd.h>
+
+#include "memtrail/snapshot/msgpack_format.hpp"
+#include "memtrail/snapshot/torch_pickle.hpp"
+#include "sample_snapshot.hpp"
+#include "synthetic_trace.hpp"
+#include "test_paths.hpp"
+
+namespace ms = memtrail::snapshot;
+namespace fs = std::filesystem;
+using ms::test::anchor;
+using ms::test::make_sample_snapshot;
+
+namespace {
+
+std::vector<uint8_t> file_bytes(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A fresh folder per test, removed afterwards.
+class MsgpackFiles : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        folder_ = fs::temp_directory_path() /
+                  ("memtrail_msgpack_test_" + std::to_string(::getpid()) + "_" +
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::create_directories(folder_);
+    }
+    void TearDown() override { fs::remove_all(folder_); }
+    fs::path folder_;
+};
+
+}  // namespace
+
+TEST(MsgpackFormat, RoundTripInMemory) {
+    const auto sample = make_sample_snapshot();
+    const auto bytes = ms::write_snapshot(sample);
+    ASSERT_GE(bytes.size(), 8u);
+    EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 8), "MEMTRAIL");
+    EXPECT_TRUE(ms::looks_like_snapshot(bytes));
+    const auto back = ms::read_snapshot(std::span<const uint8_t>(bytes));
+    EXPECT_TRUE(back == sample);
+    // Spot checks that equality really covers the parts.
+    EXPECT_EQ(back.find_trace(0)->dropped, 17u);
+    EXPECT_EQ(back.segments[1].pool_id_second, UINT64_MAX);
+    EXPECT_EQ(back.stats.at(1).at("reserved_bytes.all.peak"), -1);
+    EXPECT_EQ(back.info.devices[1].name, "NVIDIA H200");
+    EXPECT_EQ(ms::write_snapshot(back), bytes);
+}
+
+TEST(MsgpackFormat, EmptySnapshotRoundTrips) {
+    const ms::snapshot empty;
+    const auto bytes = ms::write_snapshot(empty);
+    EXPECT_TRUE(ms::read_snapshot(std::span<const uint8_t>(bytes)) == empty);
+}
+
+TEST(MsgpackFormat, ZstdInMemory) {
+    const auto sample = make_sample_snapshot();
+    const auto bytes = ms::write_snapshot(sample, {ms::compression::zstd, 3});
+    ASSERT_GE(bytes.size(), 4u);
+    EXPECT_EQ(bytes[0], 0x28);
+    EXPECT_EQ(bytes[3], 0xfd);
+    EXPECT_TRUE(ms::looks_like_snapshot(bytes));
+    EXPECT_TRUE(ms::read_snapshot(std::span<const uint8_t>(bytes)) == sample);
+}
+
+TEST_F(MsgpackFiles, PlainAndZstdFiles) {
+    const auto sample = make_sample_snapshot();
+    const auto plain = folder_ / "sample.memtrail";
+    const auto packed = folder_ / "sample.memtrail.zst";
+    ms::write_snapshot(sample, plain);
+    ms::write_snapshot(sample, packed);
+    EXPECT_EQ(file_bytes(plain), ms::write_snapshot(sample));
+    const auto packed_bytes = file_bytes(packed);
+    ASSERT_GE(packed_bytes.size(), 4u);
+    EXPECT_EQ(packed_bytes[0], 0x28) << ".zst chooses zstd";
+    EXPECT_TRUE(ms::read_snapshot(plain) == sample);
+    EXPECT_TRUE(ms::read_snapshot(packed) == sample);
+
+    // The option overrides the extension both ways.
+    const auto forced = folder_ / "forced.memtrail";
+    ms::write_snapshot(sample, forced, {ms::compression::zstd, 19});
+    EXPECT_EQ(file_bytes(forced)[0], 0x28);
+    const auto unpacked = folder_ / "unpacked.zst";
+    ms::write_snapshot(sample, unpacked, {ms::compression::none, 3});
+    EXPECT_EQ(file_bytes(unpacked)[0], 'M');
+
+    // Atomic writes leave no temporary files behind, and overwrite in place.
+    ms::write_snapshot(ms::snapshot{}, plain);
+    EXPECT_TRUE(ms::read_snapshot(plain) == ms::snapshot{});
+    size_t files = 0;
+    for (const auto& entry : fs::directory_iterator(folder_)) {
+        EXPECT_EQ(entry.path().extension() == ".tmp", false) << entry.path();
+        ++files;
+    }
+    EXPECT_EQ(files, 4u);
+}
+
+TEST_F(MsgpackFiles, MissingFileAndFolderThrowSystemError) {
+    EXPECT_THROW(ms::read_snapshot(folder_ / "nope.memtrail"), std::system_error);
+    EXPECT_THROW(ms::write_snapshot(ms::snapshot{}, folder_ / "no" / "such" / "x.memtrail"),
+                 std::system_error);
+}
+
+TEST_F(MsgpackFiles, AnchorsRoundTripThroughMsgpack) {
+    for (const char* name : {"streams__default.pickle", "transformer__default.pickle"}) {
+        const auto model = ms::read_torch_pickle(anchor(name));
+        for (const char* extension : {".memtrail", ".memtrail.zst"}) {
+            const auto path = folder_ / (std::string(name) + extension);
+            ms::write_snapshot(model, path);
+            EXPECT_TRUE(ms::read_snapshot(path) == model) << name << extension;
+        }
+    }
+}
+
+// The golden file pins the format: today's writer must produce it byte for byte, and the reader
+// must keep reading it. MEMTRAIL_UPDATE_GOLDEN=1 rewrites it after a deliberate format change.
+TEST(MsgpackFormat, GoldenFile) {
+    const auto golden = ms::test::test_data("golden_v1.memtrail");
+    const auto sample = make_sample_snapshot();
+    const auto bytes = ms::write_snapshot(sample);
+    if (std::getenv("MEMTRAIL_UPDATE_GOLDEN") != nullptr) {
+        std::ofstream(golden, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()),
+                   static_cast<std::streamsize>(bytes.size()));
+    }
+    ASSERT_TRUE(fs::exists(golden)) << golden;
+    EXPECT_EQ(file_bytes(golden), bytes) << "the writer no longer produces " << golden;
+    EXPECT_TRUE(ms::read_snapshot(golden) == sample);
+}
+
+// The same snapshot compressed: zstd's output may change between zstd versions, so only reading
+// is pinned.
+TEST(MsgpackFormat, GoldenZstdFileReads) {
+    const auto golden = ms::test::test_data("golden_v1.memtrail.zst");
+    const auto sample = make_sample_snapshot();
+    if (std::getenv("MEMTRAIL_UPDATE_GOLDEN") != nullptr) {
+        ms::write_snapshot(sample, golden);
+    }
+    ASSERT_TRUE(fs::exists(golden)) << golden;
+    EXPECT_EQ(file_bytes(golden)[0], 0x28);
+    EXPECT_TRUE(ms::read_snapshot(golden) == sample);
+}
+
+TEST(MsgpackFormat, MillionEventsFitThirtyBytesEachBeforeCompression) {
+    constexpr size_t events = 1'000'000;
+    const auto synthetic = ms::test::make_synthetic_trace(events);
+    const auto bytes = ms::write_snapshot(synthetic);
+    const double per_event = static_cast<double>(bytes.size()) / events;
+    RecordProperty("bytes_per_event", std::to_string(per_event));
+    std::printf("1M synthetic events: %zu bytes, %.2f bytes per event (tables included)\n",
+                bytes.size(), per_event);
+    EXPECT_LE(per_event, 30.0);
+    EXPECT_TRUE(ms::read_snapshot(std::span<const uint8_t>(bytes)) == synthetic);
+}
