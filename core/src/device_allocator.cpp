@@ -87,6 +87,10 @@ void device_allocator::process_events(context_handle context) {
     impl_->process_events_locked(context);
 }
 
+bool device_allocator::would_release_memory(uint64_t size, stream_handle stream) const {
+    return impl_->would_release_memory(size, stream);
+}
+
 device_stats device_allocator::stats() const { return impl_->get_stats(); }
 
 std::string device_allocator::memory_summary(bool abbreviated) const {

@@ -67,6 +67,41 @@ device_allocator_impl::~device_allocator_impl() {
     }
 }
 
+bool device_allocator_impl::would_release_memory(uint64_t orig_size, stream_handle stream) {
+    std::lock_guard<reentrant_mutex> lock(mutex);
+    alloc_params p;
+    p.search_key.stream = stream;
+    p.search_key.size = round_size(orig_size, config);
+    p.pool = &get_pool(p.search_key.size);
+    p.alloc_size = get_allocation_size(p.search_key.size);
+    // Look for a cached block exactly as malloc would, then put everything back as it was.
+    const int64_t clock = p.pool->get_free_blocks_call_count;
+    const bool cached = get_free_block(p);
+    p.pool->get_free_blocks_call_count = clock;
+    if (cached) {
+        p.pool->blocks.insert(p.found);
+        return false;
+    }
+    if (set_fraction_ && config.garbage_collection_threshold > 0.0) {
+        const auto threshold = static_cast<uint64_t>(config.garbage_collection_threshold *
+                                                     static_cast<double>(allowed_memory_maximum_));
+        if (total_allocated_memory_ > threshold) {
+            for (const block* b : large_blocks_.blocks) {
+                if (!b->is_split() && !b->expandable) {
+                    return true;
+                }
+            }
+        }
+    }
+    if (set_fraction_ && total_allocated_memory_ + p.alloc_size > allowed_memory_maximum_) {
+        return true;
+    }
+    const uint64_t page = p.pool->is_small ? small_buffer : large_buffer;
+    const uint64_t needed = config.expandable_segments ? (p.size() + page - 1) / page * page
+                                                       : p.alloc_size;
+    return dev.get_memory_info().free < needed;
+}
+
 device_stats device_allocator_impl::get_stats() const {
     std::lock_guard<reentrant_mutex> lock(mutex);
     return stats_;

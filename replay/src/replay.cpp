@@ -1,6 +1,8 @@
 // Replays a trace through memtrail's allocator on the simulated device. The plan says which
 // entries are requests; the allocator produces the rest, and its own trace is the result.
 
+#include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -21,22 +23,31 @@ constexpr stream_handle first_deferral_stream = 0xdefe000000000000ull;
 
 action to_model(allocator_action a) {
     switch (a) {
-        case allocator_action::alloc: return action::alloc;
-        case allocator_action::free_requested: return action::free_requested;
-        case allocator_action::free_completed: return action::free_completed;
-        case allocator_action::segment_alloc: return action::segment_alloc;
-        case allocator_action::segment_free: return action::segment_free;
-        case allocator_action::segment_map: return action::segment_map;
-        case allocator_action::segment_unmap: return action::segment_unmap;
-        case allocator_action::snapshot: return action::snapshot;
-        case allocator_action::oom: return action::oom;
+        case allocator_action::alloc:
+            return action::alloc;
+        case allocator_action::free_requested:
+            return action::free_requested;
+        case allocator_action::free_completed:
+            return action::free_completed;
+        case allocator_action::segment_alloc:
+            return action::segment_alloc;
+        case allocator_action::segment_free:
+            return action::segment_free;
+        case allocator_action::segment_map:
+            return action::segment_map;
+        case allocator_action::segment_unmap:
+            return action::segment_unmap;
+        case allocator_action::snapshot:
+            return action::snapshot;
+        case allocator_action::oom:
+            return action::oom;
     }
     return action::alloc;
 }
 
 // Collects the allocator's events as the replay's own trace.
 class trace_collector : public allocator_observer {
-public:
+  public:
     explicit trace_collector(int device) : device_(device) {}
     void on_event(const allocator_event& e) override {
         snapshot::trace_entry& t = entries.emplace_back();
@@ -44,16 +55,16 @@ public:
         t.device = static_cast<int8_t>(device_);
         t.address = e.address;
         t.size = e.size;
-        t.requested_size = (e.action == allocator_action::alloc ||
-                            e.action == allocator_action::free_requested ||
-                            e.action == allocator_action::free_completed)
-                               ? e.size
-                               : 0;
+        t.requested_size =
+            (e.action == allocator_action::alloc || e.action == allocator_action::free_requested ||
+             e.action == allocator_action::free_completed)
+                ? e.size
+                : 0;
         t.stream = e.stream;
     }
     std::vector<snapshot::trace_entry> entries;
 
-private:
+  private:
     int device_;
 };
 
@@ -102,18 +113,23 @@ void fill_settings(snapshot::allocator_settings& s, const allocator_config& c) {
     s.roundup_power2_divisions = c.roundup_power2_divisions;
 }
 
-}  // namespace
+// The actions a replay reproduces, in the order the comparison checks them.
+bool compared(action a) {
+    return a != action::snapshot && a != action::annotation_start && a != action::annotation_end &&
+           a != action::annotation_marker;
+}
 
-replay_result replay_trace(const snapshot::snapshot& input, const replay_options& options) {
-    const snapshot::device_trace* trace = input.find_trace(options.device);
-    if (!trace) {
-        throw std::runtime_error("replay: the snapshot has no trace for device " +
-                                 std::to_string(options.device));
-    }
-    const auto& entries = trace->entries;
-    const uint64_t total = device_total_of(input, options);
-    const detail::trace_plan plan = detail::plan_trace(entries, total);
+bool same_entry(const snapshot::trace_entry& a, const snapshot::trace_entry& b) {
+    return a.kind == b.kind && a.address == b.address && a.size == b.size && a.stream == b.stream;
+}
 
+// One replay with the ambiguous steps decided by `flipped` (1 = the other reading). With
+// `expected` given, it stops at the first entry that differs from the original and reports
+// that entry's index in the original trace through `mismatch`.
+replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
+                       const detail::trace_plan& plan, const replay_options& options,
+                       uint64_t total, const std::vector<uint8_t>& flipped,
+                       const std::vector<size_t>* expected, size_t& mismatch) {
     simulated_device_options device_options;
     device_options.index = options.device;
     device_options.capacity = total;
@@ -133,78 +149,128 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
     // Trace address -> replayed address of live allocations (they differ in what-if runs).
     std::unordered_map<uint64_t, device_address> live;
     std::unordered_map<uint64_t, stream_handle> deferred;  // trace address -> its wait stream
-    stream_handle next_deferral_stream = first_deferral_stream;
     uint64_t peak_allocated = 0, peak_reserved = 0;
+    size_t produced = 0, compared_so_far = 0;
+    mismatch = entries.size();
+
+    auto complete_deferred = [&](const snapshot::trace_entry& e) {
+        auto it = deferred.find(e.address);
+        if (it != deferred.end()) {
+            dev.complete_stream(it->second);
+            deferred.erase(it);
+            allocator.process_events();
+        }
+    };
 
     for (size_t i = 0; i < entries.size(); ++i) {
         const auto& e = entries[i];
-        switch (plan.steps[i]) {
-            case detail::step_kind::allocate:
-            case detail::step_kind::allocate_oom: {
-                const bool expected_to_fail = plan.steps[i] == detail::step_kind::allocate_oom;
-                try {
-                    const device_address a = allocator.allocate(e.size, e.stream);
-                    if (expected_to_fail) {
-                        allocator.free(a);  // the original failed here: do not keep it
-                    } else {
-                        live[e.address] = a;
-                        ++result.allocations;
-                    }
-                } catch (const out_of_memory_error&) {
-                    if (!expected_to_fail) {
+        const bool flip = flipped[i] != 0;
+        try {
+            switch (plan.steps[i]) {
+                case detail::step_kind::allocate:
+                case detail::step_kind::allocate_oom: {
+                    const bool expected_to_fail = plan.steps[i] == detail::step_kind::allocate_oom;
+                    try {
+                        const device_address a = allocator.allocate(e.size, e.stream);
+                        if (expected_to_fail) {
+                            allocator.free(a);  // the original failed here: do not keep it
+                        } else {
+                            live[e.address] = a;
+                            ++result.allocations;
+                        }
+                    } catch (const out_of_memory_error&) {
                         ++result.ooms;
                         if (!result.first_oom_entry) {
                             result.first_oom_entry = i;
                         }
-                        if (options.stop_at_oom) {
+                        if (options.stop_at_oom && !expected_to_fail) {
                             i = entries.size();
                         }
-                    } else {
-                        ++result.ooms;
-                        if (!result.first_oom_entry) {
-                            result.first_oom_entry = i;
-                        }
                     }
-                }
-                break;
-            }
-            case detail::step_kind::free:
-            case detail::step_kind::free_deferred: {
-                auto it = live.find(e.address);
-                if (it == live.end()) {
-                    ++result.unmatched_frees;  // allocated before the trace began, or failed here
                     break;
                 }
-                if (plan.steps[i] == detail::step_kind::free_deferred) {
-                    const stream_handle wait = next_deferral_stream++;
-                    allocator.record_stream(it->second, wait);
-                    deferred[e.address] = wait;
+                case detail::step_kind::free:
+                case detail::step_kind::free_deferred: {
+                    auto it = live.find(e.address);
+                    if (it == live.end()) {
+                        ++result.unmatched_frees;  // allocated before the trace began, or failed
+                        break;
+                    }
+                    if (plan.steps[i] == detail::step_kind::free_deferred) {
+                        const stream_handle wait = first_deferral_stream + plan.completion[i];
+                        allocator.record_stream(it->second, wait);
+                        deferred[e.address] = wait;
+                    }
+                    allocator.free(it->second);
+                    live.erase(it);
+                    break;
                 }
-                allocator.free(it->second);
-                live.erase(it);
-                break;
-            }
-            case detail::step_kind::complete_free: {
-                auto it = deferred.find(e.address);
-                if (it != deferred.end()) {
-                    dev.complete_stream(it->second);
-                    deferred.erase(it);
-                    allocator.process_events();
+                case detail::step_kind::complete_before_release: {
+                    // Either the allocation's own event check completed it (complete it now)
+                    // or the synchronization on its release path did (the allocator will).
+                    // When releases follow, without garbage collection or oversize releases,
+                    // the synchronization is the likelier: it gives the same outcome unless
+                    // completing now would have let the allocation reuse the block, which the
+                    // original then did not do. Otherwise the event check is.
+                    const bool leave_to_release =
+                        options.config.garbage_collection_threshold == 0.0 &&
+                        options.config.max_split_size == UINT64_MAX;
+                    if (leave_to_release == flip) {
+                        complete_deferred(e);
+                    }
+                    break;
                 }
-                break;
+                case detail::step_kind::complete_free:
+                    complete_deferred(e);
+                    break;
+                case detail::step_kind::empty_cache:
+                    allocator.empty_cache();
+                    break;
+                case detail::step_kind::release_run: {
+                    // The allocation's own releases, or an empty_cache before it: by default
+                    // what the allocator's state says the allocation would do.
+                    const size_t request = plan.next_request[i];
+                    const bool allocation_releases =
+                        request < entries.size() &&
+                        allocator.would_release_memory(entries[request].size,
+                                                       entries[request].stream);
+                    if (allocation_releases == flip) {
+                        allocator.empty_cache();
+                    }
+                    break;
+                }
+                case detail::step_kind::snapshot:
+                    allocator.snapshot(true);
+                    break;
+                case detail::step_kind::consequence:
+                    break;
             }
-            case detail::step_kind::empty_cache:
-                allocator.empty_cache();
-                break;
-            case detail::step_kind::snapshot:
-                allocator.snapshot(true);
-                break;
-            case detail::step_kind::consequence:
-                break;
+        } catch (const usage_error&) {
+            // Only a replay that already diverged frees what it does not hold: count it and go
+            // on, so the comparison can point at the first difference.
+            ++result.unmatched_frees;
+        }
+        if (expected) {
+            for (; produced < collector.entries.size(); ++produced) {
+                const auto& mine = collector.entries[produced];
+                if (!compared(mine.kind)) {
+                    continue;
+                }
+                if (compared_so_far >= expected->size() ||
+                    !same_entry(mine, entries[(*expected)[compared_so_far]])) {
+                    mismatch = compared_so_far < expected->size() ? (*expected)[compared_so_far]
+                                                                  : entries.size() - 1;
+                    allocator.set_observer(nullptr);
+                    return result;
+                }
+                ++compared_so_far;
+            }
         }
         const device_stats s = allocator.stats();
-        peak_allocated = std::max<uint64_t>(peak_allocated, static_cast<uint64_t>(s.allocated_bytes[0].current));
-        peak_reserved = std::max<uint64_t>(peak_reserved, static_cast<uint64_t>(s.reserved_bytes[0].current));
+        peak_allocated =
+            std::max<uint64_t>(peak_allocated, static_cast<uint64_t>(s.allocated_bytes[0].current));
+        peak_reserved =
+            std::max<uint64_t>(peak_reserved, static_cast<uint64_t>(s.reserved_bytes[0].current));
     }
     allocator.set_observer(nullptr);
 
@@ -226,6 +292,112 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
     out.trace_for(options.device).entries = std::move(collector.entries);
     out.stats[options.device] = result.stats;
     return result;
+}
+
+}  // namespace
+
+replay_result replay_trace(const snapshot::snapshot& input, const replay_options& options) {
+    const snapshot::device_trace* trace = input.find_trace(options.device);
+    if (!trace) {
+        throw std::runtime_error("replay: the snapshot has no trace for device " +
+                                 std::to_string(options.device));
+    }
+    const auto& entries = trace->entries;
+    const uint64_t total = device_total_of(input, options);
+    const detail::trace_plan plan = detail::plan_trace(entries, total);
+    std::vector<uint8_t> flipped(entries.size(), 0);
+    size_t mismatch = entries.size();
+    if (!options.reuse_trace_addresses) {
+        return run_once(entries, plan, options, total, flipped, nullptr, mismatch);  // what-if
+    }
+
+    // A trace does not say everything: a few steps have two readings (see trace_plan.hpp).
+    // Replay with the likelier reading of each; where the replay departs from the original (or
+    // ends with other counters), try the other readings of the open steps just before that
+    // point, fewest changes first and explicit empty_cache readings last (programs rarely call
+    // it), and keep the first combination that carries the replay further.
+    std::vector<size_t> expected;
+    for (size_t i = 0; i < entries.size(); ++i) {
+        if (compared(entries[i].kind)) {
+            expected.push_back(i);
+        }
+    }
+    std::vector<size_t> ambiguous;
+    for (size_t i = 0; i < entries.size(); ++i) {
+        if (plan.steps[i] == detail::step_kind::release_run ||
+            plan.steps[i] == detail::step_kind::complete_before_release) {
+            ambiguous.push_back(i);
+        }
+    }
+    auto attempt = [&](const std::vector<uint8_t>& readings) {
+        size_t where = entries.size();
+        const replay_result r = run_once(entries, plan, options, total, readings, &expected, where);
+        if (where == entries.size() && options.expected_stats) {
+            for (const auto& [key, value] : *options.expected_stats) {
+                auto found = r.stats.find(key);
+                if (found != r.stats.end() && found->second != value) {
+                    return entries.size() - 1;  // the trace matches, a counter does not
+                }
+            }
+        }
+        return where;
+    };
+    constexpr int max_runs = 256;
+    constexpr size_t window = 8;  // open steps considered before a departure
+    int runs = 1;
+    size_t reached = attempt(flipped);
+    while (reached != entries.size() && runs < max_runs) {
+        // The open steps up to the departure, nearest first.
+        std::vector<size_t> candidates;
+        for (auto it = std::upper_bound(ambiguous.begin(), ambiguous.end(), reached);
+             it != ambiguous.begin() && candidates.size() < window;) {
+            candidates.push_back(*--it);
+        }
+        // Subsets ordered by how many release runs they read as empty_cache, then by size.
+        std::vector<uint32_t> subsets;
+        for (uint32_t mask = 1; mask < (1u << candidates.size()); ++mask) {
+            subsets.push_back(mask);
+        }
+        auto cost = [&](uint32_t mask) {
+            int empty_caches = 0;
+            for (size_t b = 0; b < candidates.size(); ++b) {
+                if ((mask >> b & 1) &&
+                    plan.steps[candidates[b]] == detail::step_kind::release_run &&
+                    !flipped[candidates[b]]) {
+                    ++empty_caches;
+                }
+            }
+            return std::make_pair(empty_caches, std::popcount(mask));
+        };
+        std::stable_sort(subsets.begin(), subsets.end(),
+                         [&](uint32_t a, uint32_t b) { return cost(a) < cost(b); });
+        bool moved_on = false;
+        for (uint32_t mask : subsets) {
+            if (runs >= max_runs) {
+                break;
+            }
+            std::vector<uint8_t> trial = flipped;
+            for (size_t b = 0; b < candidates.size(); ++b) {
+                if (mask >> b & 1) {
+                    trial[candidates[b]] ^= 1;
+                }
+            }
+            ++runs;
+            const size_t now = attempt(trial);
+            if (now > reached) {
+                flipped = trial;
+                reached = now;
+                moved_on = true;
+                break;
+            }
+        }
+        if (!moved_on) {
+            break;
+        }
+    }
+    const std::vector<uint8_t>& best = flipped;
+    // The full replay with the readings that matched the original furthest.
+    return run_once(entries, plan, options, total, best, nullptr, mismatch);
 }
 
 }  // namespace memtrail::replay

@@ -1,6 +1,7 @@
 #include "trace_plan.hpp"
 
 #include <map>
+#include <unordered_map>
 
 namespace memtrail::replay::detail {
 
@@ -8,9 +9,8 @@ namespace {
 
 using snapshot::action;
 
-bool is_allocation_side(action a) {
-    return a == action::segment_alloc || a == action::segment_map || a == action::alloc ||
-           a == action::oom;
+bool makes_segment(action a) {
+    return a == action::segment_alloc || a == action::segment_map || a == action::oom;
 }
 
 }  // namespace
@@ -19,6 +19,10 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
     trace_plan plan;
     const size_t n = entries.size();
     plan.steps.assign(n, step_kind::consequence);
+    plan.next_request.assign(n, n);
+    plan.completion.assign(n, n);
+    plan.releases_follow.assign(n, 0);
+    std::unordered_map<device_address, size_t> awaiting;  // address -> its deferred free
 
     // Expandable segments reserve room for 1 1/8 of the device in pages of 2 MiB (small pool)
     // or 20 MiB (large pool); a map outside every reservation made so far starts a new one.
@@ -35,7 +39,7 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                                                                         : next_request_size[i + 1];
     }
 
-    bool in_external_release = false;
+    bool in_release_run = false;
     for (size_t i = 0; i < n; ++i) {
         const auto& e = entries[i];
         switch (e.kind) {
@@ -49,29 +53,64 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                 const bool completes_now = i + 1 < n && entries[i + 1].kind == action::free_completed &&
                                            entries[i + 1].address == e.address;
                 plan.steps[i] = completes_now ? step_kind::free : step_kind::free_deferred;
+                if (!completes_now) {
+                    awaiting[e.address] = i;
+                }
                 break;
             }
             case action::free_completed: {
+                if (auto it = awaiting.find(e.address); it != awaiting.end()) {
+                    plan.completion[it->second] = i;
+                    awaiting.erase(it);
+                }
                 const bool follows_its_request = i > 0 && entries[i - 1].kind == action::free_requested &&
                                                  entries[i - 1].address == e.address;
-                plan.steps[i] = follows_its_request ? step_kind::consequence : step_kind::complete_free;
+                // Inside a run of releases the allocator synchronizes pending frees itself.
+                if (follows_its_request || in_release_run) {
+                    plan.steps[i] = step_kind::consequence;
+                    break;
+                }
+                size_t j = i;
+                while (j < n && entries[j].kind == action::free_completed) {
+                    ++j;
+                }
+                size_t k = j;
+                while (k < n && (entries[k].kind == action::segment_free ||
+                                 entries[k].kind == action::segment_unmap)) {
+                    ++k;
+                }
+                const bool before_new_segment = k < n && makes_segment(entries[k].kind);
+                plan.steps[i] = before_new_segment ? step_kind::complete_before_release
+                                                   : step_kind::complete_free;
+                plan.releases_follow[i] = k > j;
                 break;
             }
             case action::segment_free:
             case action::segment_unmap: {
-                // Part of an allocation's failure path when the run of frees leads into one;
-                // otherwise the program emptied the cache.
+                // An allocation only gives memory back on its way to a new segment (garbage
+                // collection, or the release after a failed device allocation), so a run of
+                // frees that does not lead to one is an empty_cache. One that does may be
+                // either; the replay decides from the allocator's state.
                 size_t j = i;
                 while (j < n && (entries[j].kind == action::segment_free ||
                                  entries[j].kind == action::segment_unmap ||
                                  entries[j].kind == action::free_completed)) {
                     ++j;
                 }
-                const bool serves_allocation = j < n && is_allocation_side(entries[j].kind);
-                if (!serves_allocation && !in_external_release) {
-                    plan.steps[i] = step_kind::empty_cache;
+                if (!in_release_run) {
+                    if (j < n && makes_segment(entries[j].kind)) {
+                        size_t request = j;
+                        while (request < n && entries[request].kind != action::alloc &&
+                               entries[request].kind != action::oom) {
+                            ++request;
+                        }
+                        plan.steps[i] = step_kind::release_run;
+                        plan.next_request[i] = request;
+                    } else {
+                        plan.steps[i] = step_kind::empty_cache;
+                    }
                 }
-                in_external_release = !serves_allocation;
+                in_release_run = true;
                 break;
             }
             case action::segment_alloc:
@@ -94,7 +133,7 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
         }
         if (e.kind != action::segment_free && e.kind != action::segment_unmap &&
             e.kind != action::free_completed) {
-            in_external_release = false;
+            in_release_run = false;
         }
     }
     return plan;

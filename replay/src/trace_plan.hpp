@@ -17,13 +17,26 @@ enum class step_kind : uint8_t {
     free,             // free_requested whose free_completed follows at once
     free_deferred,    // free_requested used on other streams: completes later
     complete_free,    // the later free_completed of a deferred free
+    complete_before_release,  // a deferred free completed just before an allocation makes a
+                              // new segment (or fails), with or without releases in between:
+                              // either the allocation's own event check completed it or the
+                              // synchronization on its release path did
     empty_cache,      // segment frees no allocation explains
+    release_run,      // segment frees right before an allocation's new segment: that
+                      // allocation's releases, or an empty_cache first (decided by the state)
     snapshot,         // a snapshot was taken
     consequence,      // produced by the allocator while serving another step
 };
 
 struct trace_plan {
     std::vector<step_kind> steps;  // one per entry
+    std::vector<size_t> next_request;  // for release_run: the index of the allocation (alloc/oom)
+    // For free_deferred: the index of its free_completed (entries.size() if it never completes).
+    // The replay orders deferred frees by it, so a synchronization that completes several at
+    // once completes them in the trace's order.
+    std::vector<size_t> completion;
+    // For complete_before_release: whether segment releases follow before the new segment.
+    std::vector<uint8_t> releases_follow;
     // Device addresses in the order the allocator will ask for them: segment_alloc addresses
     // and the bases of new expandable segments (the first segment_map outside known ranges).
     std::vector<device_address> device_addresses;

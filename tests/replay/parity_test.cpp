@@ -43,6 +43,7 @@ TEST_P(Parity, ReplayMatchesPyTorchExactly) {
     options.config = allocator_config::parse(meta.conf);
     options.device_memory = meta.device_total;
     options.memory_fraction = meta.fraction;
+    options.expected_stats = &meta.stats;
     const replay_result result = replay_trace(original, options);
     const parity_report report = compare_with_original(original, result, &meta.stats);
     EXPECT_TRUE(report.trace_equal) << report.first_difference;

@@ -27,7 +27,7 @@ TEST(TracePlan, ClassifiesRequestsAndConsequences) {
         entry(action::free_requested, 0x1200),           // 5 deferred (record_stream)
         entry(action::free_completed, 0x1200),           // 6 the deferred completion
         entry(action::alloc, 0x1000),                    // 7
-        entry(action::segment_free, 0x9000, 4 << 20),    // 8 serves the oom below
+        entry(action::segment_free, 0x9000, 4 << 20),    // 8 before the oom: decided at replay
         entry(action::oom, 0, 1 << 30),                  // 9
         entry(action::free_requested, 0x1000),           // 10
         entry(action::free_completed, 0x1000),           // 11
@@ -43,10 +43,11 @@ TEST(TracePlan, ClassifiesRequestsAndConsequences) {
     const std::vector<step_kind> expected = {
         step_kind::consequence, step_kind::allocate,    step_kind::allocate,
         step_kind::free,        step_kind::consequence, step_kind::complete_free,
-        step_kind::free_deferred, step_kind::allocate,  step_kind::consequence,
+        step_kind::free_deferred, step_kind::allocate,  step_kind::release_run,
         step_kind::allocate_oom, step_kind::free,       step_kind::consequence,
         step_kind::empty_cache, step_kind::consequence};
     EXPECT_EQ(plan.steps, expected);
+    EXPECT_EQ(plan.next_request[8], 9u);
     EXPECT_EQ(plan.device_addresses, (std::vector<device_address>{0x1000}));
 }
 

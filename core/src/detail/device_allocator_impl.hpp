@@ -59,6 +59,7 @@ public:
     void set_memory_fraction(double fraction);
 
     // introspection.cpp
+    bool would_release_memory(uint64_t size, stream_handle stream);
     device_stats get_stats() const;
     void reset_peak_stats();
     void reset_accumulated_stats();

@@ -130,6 +130,10 @@ public:
     void set_memory_fraction(double fraction);
     // Recycles blocks whose cross-stream uses have completed (done at every allocate as well).
     void process_events(context_handle context = 0);
+    // Whether allocate(size, stream) would give cached memory back to the device first
+    // (garbage collection, or the release after a failed device allocation). Changes nothing;
+    // replay uses it to tell an allocation's releases from an explicit empty_cache.
+    bool would_release_memory(uint64_t size, stream_handle stream) const;
 
     device_stats stats() const;
     std::map<std::string, int64_t> memory_stats() const { return to_memory_stats(stats()); }

@@ -23,6 +23,9 @@ struct replay_options {
     bool reuse_trace_addresses = true;
     // Stop at the first OOM (true) or skip the failed allocation and its free and go on.
     bool stop_at_oom = false;
+    // The original's final memory_stats(), when known: a few steps of a trace have two
+    // readings, and counters the trace does not show (retries) tell them apart.
+    const std::map<std::string, int64_t>* expected_stats = nullptr;
 };
 
 struct replay_result {
