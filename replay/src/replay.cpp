@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -213,6 +214,7 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
                     // completing now would have let the allocation reuse the block, which the
                     // original then did not do. Otherwise the event check is.
                     const bool leave_to_release =
+                        plan.releases_follow[i] &&
                         options.config.garbage_collection_threshold == 0.0 &&
                         options.config.max_split_size == UINT64_MAX;
                     if (leave_to_release == flip) {
@@ -329,9 +331,10 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
             ambiguous.push_back(i);
         }
     }
+    std::optional<replay_result> matched;  // the run that matched the original entirely
     auto attempt = [&](const std::vector<uint8_t>& readings) {
         size_t where = entries.size();
-        const replay_result r = run_once(entries, plan, options, total, readings, &expected, where);
+        replay_result r = run_once(entries, plan, options, total, readings, &expected, where);
         if (where == entries.size() && options.expected_stats) {
             for (const auto& [key, value] : *options.expected_stats) {
                 auto found = r.stats.find(key);
@@ -339,6 +342,9 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
                     return entries.size() - 1;  // the trace matches, a counter does not
                 }
             }
+        }
+        if (where == entries.size()) {
+            matched = std::move(r);
         }
         return where;
     };
@@ -395,9 +401,11 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
             break;
         }
     }
-    const std::vector<uint8_t>& best = flipped;
-    // The full replay with the readings that matched the original furthest.
-    return run_once(entries, plan, options, total, best, nullptr, mismatch);
+    if (matched) {
+        return std::move(*matched);
+    }
+    // No reading matched everything: the full replay with those that matched furthest.
+    return run_once(entries, plan, options, total, flipped, nullptr, mismatch);
 }
 
 }  // namespace memtrail::replay
