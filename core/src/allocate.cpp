@@ -81,7 +81,7 @@ bool device_allocator_impl::get_free_block(alloc_params& p) {
     if (set_fraction_ && config.garbage_collection_threshold > 0.0) [[unlikely]] {
         ++pool.get_free_blocks_call_count;  // the clock garbage collection ages blocks by
     }
-    auto it = pool.blocks.lower_bound(&p.search_key);
+    auto it = pool.blocks.lower_bound(p.search_key);
     if (it == pool.blocks.end() || (*it)->stream != p.stream()) {
         return false;
     }

@@ -14,19 +14,28 @@ block* block_arena::make(stream_handle stream, uint64_t size, block_pool* pool, 
     if (free_.empty()) {
         b = new block();
     } else {
+        // Recycled blocks were reset by recycle(); only the identity fields change here.
         b = free_.back();
         free_.pop_back();
-        *b = block();
     }
     b->stream = stream;
     b->size = size;
+    b->requested_size = 0;
     b->pool = pool;
     b->ptr = ptr;
+    b->allocated = false;
+    b->mapped = true;
+    b->prev = b->next = nullptr;
+    b->event_count = 0;
+    b->gc_count_base = 0;
+    b->context_when_allocated = b->context_when_segment_allocated = 0;
+    b->expandable = nullptr;
+    b->active_prev = b->active_next = nullptr;
     return b;
 }
 
 void block_arena::recycle(block* b) {
-    b->stream_uses.clear();
+    b->stream_uses.clear();  // keeps its capacity for the next user
     free_.push_back(b);
 }
 

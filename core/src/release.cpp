@@ -24,10 +24,8 @@ bool device_allocator_impl::release_available_cached_blocks(const alloc_params& 
         return false;
     }
     block_pool& pool = *p.pool;
-    block key;
-    key.stream = p.stream();
-    key.size = std::max(p.size(), config.max_split_size);
-    auto it = pool.blocks.lower_bound(&key);
+    const free_entry key(p.stream(), std::max(p.size(), config.max_split_size), 0);
+    auto it = pool.blocks.lower_bound(key);
     if (it == pool.blocks.end() || (*it)->stream != p.stream() || (*it)->expandable) {
         // No single oversize block is large enough: free several, the largest first.
         if (it == pool.blocks.begin()) {

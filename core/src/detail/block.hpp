@@ -57,6 +57,8 @@ struct block {
 // a block's key never changes while it is in the set. It converts to the block it names.
 struct free_entry {
     free_entry(block* blk) : stream(blk->stream), size(blk->size), ptr(blk->ptr), b(blk) {}
+    free_entry(stream_handle s, uint64_t bytes, device_address address)
+        : stream(s), size(bytes), ptr(address), b(nullptr) {}
     operator block*() const { return b; }
     block* operator->() const { return b; }
     stream_handle stream;

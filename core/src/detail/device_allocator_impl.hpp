@@ -32,7 +32,7 @@ private:
 };
 
 struct alloc_params {
-    block search_key;  // stream + rounded size; ptr 0
+    free_entry search_key{0, 0, 0};  // stream + rounded size, address 0: the best-fit key
     block_pool* pool = nullptr;
     uint64_t alloc_size = 0;  // what a new segment would take
     block* found = nullptr;
