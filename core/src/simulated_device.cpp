@@ -31,16 +31,37 @@ bool simulated_device::should_fail_locked() {
     return false;
 }
 
+bool simulated_device::range_free_locked(device_address start, uint64_t size) const {
+    auto it = occupied_.upper_bound(start);
+    if (it != occupied_.begin() && std::prev(it)->second > start) {
+        return false;  // the range before reaches into this one
+    }
+    return it == occupied_.end() || it->first >= start + size;
+}
+
 device_address simulated_device::next_address_locked(uint64_t size) {
-    if (!queued_addresses_.empty()) {
+    const uint64_t g = options_.granularity;
+    const uint64_t span = (size + g - 1) / g * g;
+    // Queued addresses come first, unless one would overlap memory already handed out (a
+    // replay that departed from its trace): such an address is dropped.
+    while (!queued_addresses_.empty()) {
         const device_address a = queued_addresses_.front();
         queued_addresses_.pop_front();
-        return a;
+        if (range_free_locked(a, span)) {
+            occupied_[a] = a + span;
+            return a;
+        }
     }
-    // Deterministic: ranges one after another, aligned to the granularity.
+    // Deterministic: ranges one after another, aligned to the granularity, skipping any taken.
+    while (!range_free_locked(next_address_, span)) {
+        next_address_ = occupied_.upper_bound(next_address_) == occupied_.begin()
+                            ? next_address_ + g
+                            : std::max(next_address_ + g,
+                                       std::prev(occupied_.upper_bound(next_address_))->second);
+    }
     const device_address a = next_address_;
-    const uint64_t g = options_.granularity;
-    next_address_ += (size + g - 1) / g * g;
+    next_address_ += span;
+    occupied_[a] = a + span;
     return a;
 }
 
@@ -62,9 +83,11 @@ void simulated_device::free(device_address address) {
     calls_.free++;
     auto it = allocations_.find(address);
     if (it == allocations_.end()) {
-        throw device_error("simulated device: free of " + hex(address) + ", which is not allocated");
+        throw device_error("simulated device: free of " + hex(address) +
+                           ", which is not allocated");
     }
     used_ -= it->second;
+    occupied_.erase(address);
     allocations_.erase(it);
 }
 
@@ -149,6 +172,7 @@ void simulated_device::release_address_range(device_address address, uint64_t si
                            " that was not reserved with that size");
     }
     reservations_.erase(it);
+    occupied_.erase(address);
 }
 
 device_status simulated_device::create_physical(uint64_t size, physical_handle& out) {

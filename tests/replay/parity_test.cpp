@@ -73,6 +73,24 @@ TEST(ParityTraces, ADifferentConfigurationIsDetected) {
     FAIL() << "transformer__default.pickle not found";
 }
 
+TEST(ParityTraces, OtherSettingsWithTheTracesAddressesStillReplay) {
+    // Queued trace addresses that no longer fit are skipped, never handed out twice.
+    for (const fs::path& trace : recorded_traces()) {
+        if (trace.parent_path().filename() != "pytorch") {
+            continue;
+        }
+        const snapshot::snapshot original = snapshot::read_torch_pickle(trace);
+        for (const char* conf : {"expandable_segments:True", "max_split_size_mb:20",
+                                 "roundup_power2_divisions:16"}) {
+            replay_options options;
+            options.config = allocator_config::parse(conf);
+            const replay_result result = replay_trace(original, options);
+            EXPECT_GT(result.allocations, 0u) << trace << " " << conf;
+            EXPECT_EQ(result.unmatched_frees, 0u) << trace << " " << conf;
+        }
+    }
+}
+
 TEST(ParityTraces, AreThere) {
     // The two anchors at least; a missing directory must not make the suite pass vacuously.
     EXPECT_GE(recorded_traces().size(), 2u);

@@ -67,6 +67,7 @@ public:
     // --- address control --------------------------------------------------------------------
     // The next allocate() / reserve_address_range() calls return these addresses, in order,
     // instead of the deterministic ones (replay uses this to reproduce a trace's addresses).
+    // One that would overlap a range already handed out is skipped.
     void queue_addresses(const std::vector<device_address>& addresses);
     size_t queued_address_count() const;
 
@@ -98,6 +99,7 @@ public:
 private:
     bool should_fail_locked();
     device_address next_address_locked(uint64_t size);
+    bool range_free_locked(device_address start, uint64_t size) const;
 
     simulated_device_options options_;
     mutable std::mutex mutex_;
@@ -107,6 +109,7 @@ private:
     std::deque<device_address> queued_addresses_;
     std::unordered_map<device_address, uint64_t> allocations_;  // plain allocations
     std::map<device_address, uint64_t> reservations_;           // reserved VA ranges
+    std::map<device_address, device_address> occupied_;         // start -> end, all ranges handed out
     std::unordered_map<physical_handle, uint64_t> physical_;    // physical handle -> size
     std::map<device_address, std::pair<uint64_t, physical_handle>> mappings_;
     physical_handle next_physical_ = 1;

@@ -1,0 +1,184 @@
+// memtrail top FILE... : the allocation stacks holding the most memory at one moment.
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "memtrail/analysis/flame.hpp"
+#include "memtrail/analysis/frame_text.hpp"
+#include "memtrail/analysis/size_text.hpp"
+#include "report_json.hpp"
+#include "text_table.hpp"
+
+namespace memtrail::cli {
+namespace {
+
+using analysis::format_bytes;
+
+struct rank_top {
+    opened_file file;
+    moment at;
+    std::vector<analysis::stack_bytes> stacks;
+    uint64_t total = 0;
+};
+
+// Stacks are compared across ranks by their frames' text.
+std::string stack_key(const snapshot::snapshot& source, snapshot::stack_id stack) {
+    std::string key;
+    for (const auto& label : analysis::stack_labels(source, stack)) {
+        key += label + "\n";
+    }
+    return key;
+}
+
+}  // namespace
+
+command_spec top_spec() {
+    return {"top",
+            "FILE... [--at EVENT|peak|end] [-n N] [--depth D] [--pending] [--device N] [--json]",
+            "The allocation stacks that hold the most memory at one moment, with their share of "
+            "the live bytes. Several files (one per rank) are compared stack by stack.",
+            "",
+            1,
+            SIZE_MAX,
+            {at_option(),
+             device_option(),
+             {"--count", "-n", "N", "how many stacks to list (default 10)", false},
+             {"--depth", "", "D", "frames to print per stack, innermost first (default 8)", false},
+             {"--pending", "", "", "count blocks freed but waiting for other streams too", false}}};
+}
+
+int run_top(const parsed_arguments& args) {
+    const size_t count =
+        args.value("--count") ? parse_count_option("--count", *args.value("--count")) : 10;
+    const size_t depth =
+        args.value("--depth") ? parse_count_option("--depth", *args.value("--depth")) : 8;
+    const auto measure =
+        args.has("--pending") ? analysis::live_measure::active : analysis::live_measure::allocated;
+    std::vector<rank_top> ranks;
+    for (const auto& path : args.positional) {
+        rank_top r{open_file(path, args), {}, {}, 0};
+        r.at = resolve_at(r.file.model, args.value("--at"));
+        r.stacks = analysis::bytes_by_stack(r.file.model.state_after(r.at.position), measure);
+        for (const auto& s : r.stacks) {
+            r.total += s.bytes;
+        }
+        ranks.push_back(std::move(r));
+    }
+    std::vector<const analysis::device_model*> models;
+    for (const auto& r : ranks) {
+        models.push_back(&r.file.model);
+    }
+    const size_t best = highest_reserved_peak(models);
+
+    if (args.json) {
+        json_writer json(std::cout);
+        json.begin_object().key("ranks").begin_array();
+        for (size_t i = 0; i < ranks.size(); ++i) {
+            const rank_top& r = ranks[i];
+            json.begin_object()
+                .field("rank", static_cast<uint64_t>(i))
+                .field("path", r.file.path)
+                .field("device", r.file.model.device());
+            json.key("at");
+            write_moment(json, r.file.model, r.at);
+            json.field("live_bytes", r.total).key("stacks").begin_array();
+            for (size_t s = 0; s < std::min(count, r.stacks.size()); ++s) {
+                const auto& entry = r.stacks[s];
+                json.begin_object()
+                    .field("bytes", entry.bytes)
+                    .field("blocks", entry.blocks)
+                    .field("largest_block", entry.largest_block)
+                    .field("share", r.total == 0 ? 0.0
+                                                 : static_cast<double>(entry.bytes) /
+                                                       static_cast<double>(r.total));
+                json.key("frames");
+                write_stack(json, r.file.model.source(), entry.stack);
+                json.end_object();
+            }
+            json.end_array().end_object();
+        }
+        json.end_array()
+            .key("highest_peak")
+            .begin_object()
+            .field("rank", static_cast<uint64_t>(best))
+            .field("path", ranks[best].file.path)
+            .end_object()
+            .end_object();
+        return exit_ok;
+    }
+
+    if (ranks.size() == 1) {
+        const rank_top& r = ranks[0];
+        std::cout << r.file.path << ", device " << r.file.model.device() << ", at " << r.at.label
+                  << ": " << format_bytes(r.total)
+                  << (measure == analysis::live_measure::active ? " active" : " allocated")
+                  << " from " << r.stacks.size() << " stacks\n\n";
+        for (size_t s = 0; s < std::min(count, r.stacks.size()); ++s) {
+            const auto& entry = r.stacks[s];
+            std::cout << "#" << s + 1 << "  " << format_bytes(entry.bytes) << "  ("
+                      << percent(r.total == 0 ? 0.0
+                                              : static_cast<double>(entry.bytes) /
+                                                    static_cast<double>(r.total))
+                      << ", " << entry.blocks << " blocks, largest "
+                      << format_bytes(entry.largest_block) << ")\n";
+            for (const auto& line : stack_lines(r.file.model.source(), entry.stack, depth)) {
+                std::cout << "      " << line << "\n";
+            }
+        }
+        return exit_ok;
+    }
+
+    // Side by side: stacks matched by their text, ordered by the most any rank holds.
+    std::map<std::string, std::vector<uint64_t>> by_key;
+    std::map<std::string, std::pair<size_t, snapshot::stack_id>> example;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+        for (const auto& entry : ranks[i].stacks) {
+            const std::string key = stack_key(ranks[i].file.model.source(), entry.stack);
+            auto& bytes = by_key[key];
+            bytes.resize(ranks.size(), 0);
+            bytes[i] += entry.bytes;
+            example.try_emplace(key, i, entry.stack);
+        }
+    }
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> rows(by_key.begin(), by_key.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+        return *std::max_element(a.second.begin(), a.second.end()) >
+               *std::max_element(b.second.begin(), b.second.end());
+    });
+    std::vector<std::string> columns = {"#"};
+    for (size_t i = 0; i < ranks.size(); ++i) {
+        columns.push_back("rank " + std::to_string(i));
+    }
+    columns.emplace_back("<innermost frame");
+    text_table table(columns);
+    for (size_t row = 0; row < std::min(count, rows.size()); ++row) {
+        std::vector<std::string> cells = {std::to_string(row + 1)};
+        for (const uint64_t bytes : rows[row].second) {
+            cells.push_back(format_bytes(bytes));
+        }
+        const auto& [rank, stack] = example[rows[row].first];
+        cells.push_back(innermost_frame(ranks[rank].file.model.source(), stack));
+        table.add_row(cells);
+    }
+    std::vector<std::string> totals = {"all"};
+    for (const auto& r : ranks) {
+        totals.push_back(format_bytes(r.total));
+    }
+    table.add_row(totals);
+    for (size_t i = 0; i < ranks.size(); ++i) {
+        std::cout << "rank " << i << ": " << ranks[i].file.path << ", at " << ranks[i].at.label
+                  << "\n";
+    }
+    std::cout << "\n";
+    table.print(std::cout);
+    const auto& model = ranks[best].file.model;
+    std::cout << "\nrank " << best << " (" << ranks[best].file.path
+              << ") peaks highest: " << format_bytes(peak_bytes(model, analysis::series::reserved))
+              << " reserved\n";
+    return exit_ok;
+}
+
+}  // namespace memtrail::cli

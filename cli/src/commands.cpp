@@ -1,0 +1,20 @@
+#include "commands.hpp"
+
+namespace memtrail::cli {
+
+const std::vector<std::pair<std::string, command>>& all_commands() {
+    static const std::vector<std::pair<std::string, command>> commands = {
+        {"summary", {summary_spec, run_summary}},
+        {"segments", {segments_spec, run_segments}},
+        {"top", {top_spec, run_top}},
+        {"oom", {oom_spec, run_oom}},
+        {"diff", {diff_spec, run_diff}},
+        {"check", {check_spec, run_check}},
+        {"export", {export_spec, run_export}},
+        {"replay", {replay_spec, run_replay_command}},
+        {"whatif", {whatif_spec, run_whatif}},
+    };
+    return commands;
+}
+
+}  // namespace memtrail::cli

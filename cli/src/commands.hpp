@@ -1,0 +1,39 @@
+#pragma once
+// The subcommands: each has a spec (usage, options, help) and a run function returning the
+// exit code.
+
+#include <string>
+#include <vector>
+
+#include "arguments.hpp"
+
+namespace memtrail::cli {
+
+struct command {
+    command_spec (*spec)();
+    int (*run)(const parsed_arguments& args);
+};
+
+command_spec summary_spec();
+int run_summary(const parsed_arguments& args);
+command_spec segments_spec();
+int run_segments(const parsed_arguments& args);
+command_spec top_spec();
+int run_top(const parsed_arguments& args);
+command_spec oom_spec();
+int run_oom(const parsed_arguments& args);
+command_spec diff_spec();
+int run_diff(const parsed_arguments& args);
+command_spec check_spec();
+int run_check(const parsed_arguments& args);
+command_spec export_spec();
+int run_export(const parsed_arguments& args);
+command_spec replay_spec();
+int run_replay_command(const parsed_arguments& args);
+command_spec whatif_spec();
+int run_whatif(const parsed_arguments& args);
+
+// All subcommands in the order `memtrail --help` lists them.
+const std::vector<std::pair<std::string, command>>& all_commands();
+
+}  // namespace memtrail::cli

@@ -1,0 +1,140 @@
+#include "common.hpp"
+
+#include <charconv>
+#include <cstdio>
+
+#include "memtrail/analysis/frame_text.hpp"
+
+namespace memtrail::cli {
+
+option_spec at_option() {
+    return {"--at", "", "EVENT|peak|end",
+            "the moment to report: the state after trace entry EVENT, start, end (default), "
+            "peak (most allocated) or peak-reserved",
+            false};
+}
+
+option_spec device_option() {
+    return {"--device", "", "N", "the device to report (default: the first with a trace)", false};
+}
+
+opened_file open_file(const std::string& path, const parsed_arguments& args) {
+    analysis::loaded_snapshot loaded = analysis::load_snapshot(path);
+    const std::vector<int> devices = analysis::devices_of(*loaded.snapshot);
+    int device = 0;
+    if (const auto text = args.value("--device")) {
+        device = static_cast<int>(parse_count_option("--device", *text));
+        if (std::find(devices.begin(), devices.end(), device) == devices.end() &&
+            !devices.empty()) {
+            std::string known;
+            for (const int d : devices) {
+                known += (known.empty() ? "" : ", ") + std::to_string(d);
+            }
+            throw analysis::load_error(path + ": has no trace or segments for device " +
+                                       std::to_string(device) + " (it has: " + known + ")");
+        }
+    } else {
+        bool found = false;
+        for (const auto& trace : loaded.snapshot->traces) {
+            if (!trace.entries.empty() && !found) {
+                device = trace.device;
+                found = true;
+            }
+        }
+        if (!found && !devices.empty()) {
+            device = devices.front();
+        }
+    }
+    return opened_file{path, loaded.kind, analysis::device_model::build(loaded.snapshot, device)};
+}
+
+std::string position_label(size_t position) {
+    return position == 0 ? "start" : "entry " + std::to_string(position - 1);
+}
+
+moment resolve_at(const analysis::device_model& model, const std::optional<std::string>& at) {
+    const size_t count = model.event_count();
+    if (!at || *at == "end") {
+        return {count, "end"};
+    }
+    if (*at == "start") {
+        return {0, "start"};
+    }
+    if (*at == "peak") {
+        const size_t p = model.peak_position(analysis::series::allocated);
+        return {p, "peak allocated (" + position_label(p) + ")"};
+    }
+    if (*at == "peak-reserved") {
+        const size_t p = model.peak_position(analysis::series::reserved);
+        return {p, "peak reserved (" + position_label(p) + ")"};
+    }
+    size_t entry = 0;
+    const auto [end, error] = std::from_chars(at->data(), at->data() + at->size(), entry);
+    if (error != std::errc() || end != at->data() + at->size()) {
+        throw usage_error("--at: '" + *at +
+                          "' is not an entry index, start, end, peak or peak-reserved");
+    }
+    if (entry >= count) {
+        throw usage_error("--at: entry " + *at + " is past the trace, which has " +
+                          std::to_string(count) + " entries" +
+                          (count > 0 ? " (0.." + std::to_string(count - 1) + ")" : ""));
+    }
+    return {entry + 1, "entry " + *at};
+}
+
+std::vector<std::string> stack_lines(const snapshot::snapshot& source, snapshot::stack_id stack,
+                                     size_t depth) {
+    std::vector<std::string> outer_first = analysis::stack_labels(source, stack);
+    std::vector<std::string> lines;
+    if (outer_first.empty()) {
+        lines.emplace_back(analysis::unknown_stack_label);
+        return lines;
+    }
+    for (auto it = outer_first.rbegin(); it != outer_first.rend() && lines.size() < depth; ++it) {
+        lines.push_back(*it);
+    }
+    if (outer_first.size() > lines.size()) {
+        lines.push_back("... " + std::to_string(outer_first.size() - lines.size()) +
+                        " more frames");
+    }
+    return lines;
+}
+
+std::string innermost_frame(const snapshot::snapshot& source, snapshot::stack_id stack) {
+    const auto& frames = source.stack_at(stack);
+    return frames.empty() ? std::string(analysis::unknown_stack_label)
+                          : analysis::frame_label(source, frames.front());
+}
+
+std::string percent(double fraction) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f%%", fraction * 100.0);
+    return text;
+}
+
+std::string hex_address(uint64_t address) {
+    char text[24];
+    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(address));
+    return text;
+}
+
+uint64_t peak_bytes(const analysis::device_model& model, analysis::series s) {
+    return model.values(s)[model.peak_position(s)];
+}
+
+size_t highest_reserved_peak(const std::vector<const analysis::device_model*>& models) {
+    size_t best = 0;
+    for (size_t i = 1; i < models.size(); ++i) {
+        if (peak_bytes(*models[i], analysis::series::reserved) >
+            peak_bytes(*models[best], analysis::series::reserved)) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+std::string file_kind_name(analysis::file_kind kind) {
+    return kind == analysis::file_kind::torch_pickle ? "PyTorch pickle" : "memtrail snapshot";
+}
+
+}  // namespace memtrail::cli

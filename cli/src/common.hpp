@@ -1,0 +1,60 @@
+#pragma once
+// What the subcommands share: exit codes, opening files, the --at and --device options, stack
+// and number formatting.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arguments.hpp"
+#include "memtrail/analysis/device_model.hpp"
+#include "memtrail/analysis/load.hpp"
+
+namespace memtrail::cli {
+
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_check_failed = 1;
+inline constexpr int exit_bad_input = 2;  // bad usage or a file that cannot be used
+
+option_spec at_option();
+option_spec device_option();
+
+struct opened_file {
+    std::string path;
+    analysis::file_kind kind = analysis::file_kind::memtrail_snapshot;
+    analysis::device_model model;
+};
+
+// Loads `path` and builds the model of --device (default: the first device with a trace, else
+// the first with segments, else 0). Throws analysis::load_error or usage_error.
+opened_file open_file(const std::string& path, const parsed_arguments& args);
+
+// A moment chosen with --at: EVENT (the state after that trace entry), start, end, peak (most
+// allocated) or peak-reserved.
+struct moment {
+    size_t position = 0;
+    std::string label;  // "end", "peak (entry 123)", "entry 42"
+};
+moment resolve_at(const analysis::device_model& model, const std::optional<std::string>& at);
+
+// "entry N" for position N + 1, "start" for position 0.
+std::string position_label(size_t position);
+
+// The stack's frame labels, innermost first, at most `depth` (then "... N more").
+std::vector<std::string> stack_lines(const snapshot::snapshot& source, snapshot::stack_id stack,
+                                     size_t depth);
+// The innermost frame's label, or unknown_stack_label.
+std::string innermost_frame(const snapshot::snapshot& source, snapshot::stack_id stack);
+
+std::string percent(double fraction);       // "12.5%"
+std::string hex_address(uint64_t address);  // "0x7f00..."
+
+// The highest value of a curve.
+uint64_t peak_bytes(const analysis::device_model& model, analysis::series s);
+// Index of the model whose reserved memory peaks highest (the first on a tie).
+size_t highest_reserved_peak(const std::vector<const analysis::device_model*>& models);
+std::string file_kind_name(analysis::file_kind kind);
+
+}  // namespace memtrail::cli

@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+"""Runs the `memtrail` binary the way a user would and checks what it prints against numbers
+computed here independently: straight from the PyTorch anchors' pickles (and the
+memory_stats() saved beside them), or by the reference allocator of make_test_snapshot.
+
+Environment: MEMTRAIL (the binary), MAKE_TEST_SNAPSHOT (the generator), MEMTRAIL_SHARED_DIR.
+Run one group with `python3 test_cli.py Usage`.
+"""
+import collections
+import json
+import os
+import pathlib
+import pickle
+import subprocess
+import sys
+import tempfile
+import unittest
+
+MEMTRAIL = os.environ.get("MEMTRAIL", "memtrail")
+MAKE_TEST_SNAPSHOT = os.environ.get("MAKE_TEST_SNAPSHOT", "make_test_snapshot")
+ANCHORS = pathlib.Path(os.environ.get("MEMTRAIL_SHARED_DIR", "../shared")) / "anchors" / "pytorch"
+COMMANDS = ["summary", "segments", "top", "oom", "diff", "check", "export", "replay", "whatif"]
+
+
+def run(*args):
+    result = subprocess.run([MEMTRAIL, *map(str, args)], capture_output=True, text=True)
+    return result.returncode, result.stdout, result.stderr
+
+
+def run_json(*args):
+    code, out, err = run(*args, "--json")
+    if code != 0:
+        raise AssertionError(f"memtrail {' '.join(map(str, args))} exited {code}: {err}")
+    return json.loads(out)
+
+
+def anchors():
+    return sorted(ANCHORS.glob("*.pickle"))
+
+
+def pickle_totals(path):
+    """Totals over the pickle's final segment list."""
+    with open(path, "rb") as f:
+        data = pickle.load(f)
+    t = collections.Counter()
+    for seg in data["segments"]:
+        t["reserved"] += seg["total_size"]
+        t["segments"] += 1
+        for block in seg["blocks"]:
+            if block["state"] == "active_allocated":
+                t["allocated"] += block["size"]
+            elif block["state"] == "active_pending_free":
+                t["pending_free"] += block["size"]
+            else:
+                t["free"] += block["size"]
+                t["largest_free"] = max(t["largest_free"], block["size"])
+    return data, t
+
+
+def saved_stats(path):
+    return json.loads(path.with_suffix(".json").read_text())["stats"]
+
+
+class Usage(unittest.TestCase):
+    def test_every_command_has_help(self):
+        for command in COMMANDS:
+            code, out, _ = run(command, "--help")
+            self.assertEqual(code, 0, command)
+            self.assertIn(f"usage: memtrail {command}", out)
+            self.assertIn("--help", out)
+        code, out, _ = run("--help")
+        self.assertEqual(code, 0)
+        for command in COMMANDS:
+            self.assertIn(command, out)
+
+    def test_bad_usage_exits_2_with_a_message(self):
+        self.assertEqual(run()[0], 2)
+        code, _, err = run("frobnicate")
+        self.assertEqual(code, 2)
+        self.assertIn("unknown command", err)
+        code, _, err = run("summary", anchors()[0], "--frobnicate")
+        self.assertEqual(code, 2)
+        self.assertIn("--frobnicate", err)
+        code, _, err = run("summary")
+        self.assertEqual(code, 2)
+        self.assertIn("missing", err)
+        code, _, err = run("summary", anchors()[0], "--at", "999999999")
+        self.assertEqual(code, 2)
+        self.assertIn("past the trace", err)
+        code, _, err = run("check", anchors()[0], "--max-peak-reserved", "lots")
+        self.assertEqual(code, 2)
+        self.assertIn("not a size", err)
+        code, _, err = run("check", anchors()[0])
+        self.assertEqual(code, 2)
+        self.assertIn("at least one limit", err)
+        code, _, err = run("export", anchors()[0], "--format", "svg", "-o", "x")
+        self.assertEqual(code, 2)
+        self.assertIn("unknown format", err)
+        code, _, err = run("whatif", anchors()[0], "--alloc-conf", "bogus_key:1")
+        self.assertEqual(code, 2)
+        self.assertIn("bogus_key", err)
+
+    def test_bad_files_exit_2_naming_the_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            text = pathlib.Path(tmp) / "notes.txt"
+            text.write_text("hello")
+            truncated = pathlib.Path(tmp) / "cut.pickle"
+            truncated.write_bytes(anchors()[0].read_bytes()[:200])
+            for path in [text, truncated, pathlib.Path(tmp) / "missing.pickle"]:
+                code, out, err = run("summary", path)
+                self.assertEqual(code, 2, path)
+                self.assertIn(str(path), err)
+                self.assertEqual(out, "")
+
+
+class Anchors(unittest.TestCase):
+    def test_summary_totals_and_counters_match_the_pickle(self):
+        for path in anchors():
+            data, want = pickle_totals(path)
+            report = run_json("summary", path)["ranks"][0]
+            got = report["totals"]
+            for key in ["reserved", "allocated", "pending_free", "free", "largest_free",
+                        "segments"]:
+                self.assertEqual(got[key], want[key], f"{path.name} {key}")
+            self.assertEqual(report["entries"], len(data["device_traces"][0]))
+            self.assertTrue(report["reconstruction"]["matches_final_segments"])
+            stats = saved_stats(path)
+            for name, value in stats.items():
+                if name.startswith(("num_alloc_retries", "num_sync_all_streams")):
+                    continue
+                self.assertEqual(report["memory_stats"][name], value, f"{path.name} {name}")
+            self.assertEqual(report["peaks"]["allocated"]["bytes"],
+                             stats["allocated_bytes.all.peak"])
+            self.assertEqual(report["peaks"]["reserved"]["bytes"],
+                             stats["reserved_bytes.all.peak"])
+
+    def test_summary_at_peak_holds_the_peak(self):
+        for path in anchors():
+            stats = saved_stats(path)
+            report = run_json("summary", path, "--at", "peak")["ranks"][0]
+            self.assertEqual(report["totals"]["allocated"], stats["allocated_bytes.all.peak"])
+            entry = report["peaks"]["allocated"]["position"] - 1
+            again = run_json("summary", path, "--at", entry)["ranks"][0]
+            self.assertEqual(again["totals"], report["totals"])
+
+    def test_several_ranks_name_the_highest(self):
+        paths = anchors()
+        report = run_json("summary", *paths)
+        peaks = [saved_stats(p)["reserved_bytes.all.peak"] for p in paths]
+        self.assertEqual(report["highest_peak"]["rank"], peaks.index(max(peaks)))
+        code, out, _ = run("summary", *paths)
+        self.assertEqual(code, 0)
+        self.assertIn("peaks highest", out)
+        self.assertIn("rank 1", out)
+
+    def test_segments_match_the_pickle_segment_by_segment(self):
+        for path in anchors():
+            data, _ = pickle_totals(path)
+            report = run_json("segments", path)
+            got = report["segments"]
+            want = sorted(data["segments"], key=lambda s: s["address"])
+            self.assertEqual(len(got), len(want))
+            for g, w in zip(got, want):
+                self.assertEqual(g["address"], w["address"])
+                self.assertEqual(g["size"], w["total_size"])
+                self.assertEqual(g["blocks"], len(w["blocks"]))
+                self.assertEqual(g["allocated"], w["allocated_size"])
+                self.assertEqual(g["allocated"] + g["pending_free"], w["active_size"])
+            code, out, _ = run("segments", path)
+            self.assertEqual(code, 0)
+            self.assertIn("total reserved", out)
+
+    def test_top_stacks_add_up_to_the_allocated_bytes(self):
+        for path in anchors():
+            data, want = pickle_totals(path)
+            report = run_json("top", path, "-n", "100000")["ranks"][0]
+            self.assertEqual(sum(s["bytes"] for s in report["stacks"]), want["allocated"])
+            self.assertEqual(report["live_bytes"], want["allocated"])
+            # The largest stack, grouped here by frames from the pickle.
+            by_stack = collections.Counter()
+            for seg in data["segments"]:
+                for block in seg["blocks"]:
+                    if block["state"] == "active_allocated":
+                        by_stack[tuple((f["name"], f["filename"], f["line"])
+                                       for f in block.get("frames", []))] += block["size"]
+            if by_stack:
+                self.assertEqual(report["stacks"][0]["bytes"], by_stack.most_common(1)[0][1])
+        code, out, _ = run("top", *anchors(), "-n", "3")
+        self.assertEqual(code, 0)
+        self.assertIn("peaks highest", out)
+
+    def test_diff_of_a_file_with_itself_changes_nothing(self):
+        path = anchors()[0]
+        report = run_json("diff", path, path)
+        self.assertEqual(report["stacks"], [])
+        self.assertEqual(report["files"][0]["totals"], report["files"][1]["totals"])
+
+    def test_diff_between_anchors_reports_the_difference(self):
+        a, b = anchors()[:2]
+        report = run_json("diff", a, b, "-n", "100000")
+        _, ta = pickle_totals(a)
+        _, tb = pickle_totals(b)
+        self.assertEqual(report["files"][1]["totals"]["reserved"] -
+                         report["files"][0]["totals"]["reserved"],
+                         tb["reserved"] - ta["reserved"])
+        delta = sum(s["delta_from_base"][0] for s in report["stacks"])
+        self.assertEqual(delta, tb["allocated"] - ta["allocated"])
+
+    def test_oom_without_oom_says_so(self):
+        code, out, _ = run("oom", anchors()[0])
+        self.assertEqual(code, 0)
+        self.assertIn("no OOM", out)
+        self.assertEqual(run_json("oom", anchors()[0])["ooms"], [])
+
+
+class Check(unittest.TestCase):
+    def test_limits_pass_and_fail_with_exit_codes(self):
+        path = ANCHORS / "transformer__default.pickle"
+        peak = saved_stats(path)["reserved_bytes.all.peak"]
+        self.assertEqual(run("check", path, "--max-peak-reserved", peak)[0], 0)
+        for text in [f"{peak / 2**30 + 0.01:.2f}GiB", f"{(peak + 10**7) / 1e9:.2f}GB"]:
+            self.assertEqual(run("check", path, "--max-peak-reserved", text)[0], 0, text)
+        code, out, _ = run("check", path, "--max-peak-reserved", peak - 1)
+        self.assertEqual(code, 1)
+        self.assertIn("FAIL", out)
+        self.assertIn("stacks holding the most memory", out)
+        self.assertEqual(run("check", path, "--max-fragmentation", "1")[0], 0)
+        code, out, _ = run("check", path, "--max-fragmentation", "0", "--json")
+        self.assertEqual(code, 1)
+        report = json.loads(out)
+        self.assertFalse(report["passed"])
+        self.assertTrue(report["files"][0]["checks"][0]["responsible"])
+        self.assertEqual(run("check", path, "--no-oom")[0], 0)
+
+
+class Exports(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_folded_stacks_sum_to_the_live_bytes(self):
+        for path in anchors():
+            _, want = pickle_totals(path)
+            out = self.dir / "end.folded"
+            self.assertEqual(run("export", path, "--format", "folded", "-o", out)[0], 0)
+            lines = out.read_text().splitlines()
+            self.assertTrue(all(";" in l or "[no stack" in l or " " in l for l in lines))
+            self.assertEqual(sum(int(l.rsplit(" ", 1)[1]) for l in lines), want["allocated"])
+            run("export", path, "--format", "folded", "--at", "peak", "-o", out)
+            total = sum(int(l.rsplit(" ", 1)[1]) for l in out.read_text().splitlines())
+            self.assertEqual(total, saved_stats(path)["allocated_bytes.all.peak"])
+
+    def test_perfetto_trace_parses_with_counters_and_slices(self):
+        for path in anchors():
+            data, want = pickle_totals(path)
+            out = self.dir / "trace.json"
+            self.assertEqual(run("export", path, "--format", "perfetto", "-o", out)[0], 0)
+            trace = json.loads(out.read_text())
+            events = trace["traceEvents"]
+            counters = [e for e in events if e["ph"] == "C"]
+            self.assertEqual(counters[-1]["args"]["allocated"], want["allocated"])
+            self.assertEqual(counters[-1]["args"]["reserved"], want["reserved"])
+            self.assertEqual(max(c["args"]["allocated"] for c in counters),
+                             saved_stats(path)["allocated_bytes.all.peak"])
+            allocs = sum(1 for e in data["device_traces"][0] if e["action"] == "alloc")
+            self.assertEqual(sum(1 for e in events if e["ph"] == "b"), allocs)
+            self.assertEqual(sum(1 for e in events if e["ph"] == "e"), allocs)
+
+    def test_csv_has_one_row_per_entry(self):
+        path = anchors()[0]
+        data, want = pickle_totals(path)
+        out = self.dir / "trace.csv"
+        self.assertEqual(run("export", path, "--format", "csv", "-o", out)[0], 0)
+        import csv
+        rows = list(csv.DictReader(out.open()))
+        trace = data["device_traces"][0]
+        self.assertEqual(len(rows), len(trace))
+        self.assertEqual([r["action"] for r in rows], [e["action"] for e in trace])
+        self.assertEqual(int(rows[-1]["reserved"]), want["reserved"])
+        self.assertEqual(int(rows[-1]["allocated"]), want["allocated"])
+
+    def test_torch_pickle_reads_back(self):
+        for path in anchors():
+            out = self.dir / "again.pickle"
+            self.assertEqual(run("export", path, "--format", "torch-pickle", "-o", out)[0], 0)
+            with open(out, "rb") as f:
+                again = pickle.load(f)
+            original, _ = pickle_totals(path)
+            self.assertEqual(len(again["segments"]), len(original["segments"]))
+            self.assertEqual(len(again["device_traces"][0]), len(original["device_traces"][0]))
+            # Read back by memtrail's own reader: the same report.
+            self.assertEqual(run_json("summary", out)["ranks"][0]["totals"],
+                             run_json("summary", path)["ranks"][0]["totals"])
+
+
+class MemtrailSnapshots(unittest.TestCase):
+    """memtrail's own format, with numbers from the reference allocator."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        d = pathlib.Path(cls.tmp.name)
+        cls.plain, cls.zstd = d / "random.mtrail", d / "random.mtrail.zst"
+        cls.expected_path = d / "random.json"
+        subprocess.run([MAKE_TEST_SNAPSHOT, "random", cls.plain, cls.expected_path], check=True)
+        subprocess.run([MAKE_TEST_SNAPSHOT, "random", cls.zstd, d / "random2.json", "--zstd"],
+                       check=True)
+        cls.expected = json.loads(cls.expected_path.read_text())
+        cls.oom, cls.oom_expected = d / "oom.mtrail", d / "oom.json"
+        subprocess.run([MAKE_TEST_SNAPSHOT, "oom", cls.oom, cls.oom_expected], check=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_summary_at_end_at_entries_and_peaks(self):
+        want = self.expected
+        for path in [self.plain, self.zstd]:
+            report = run_json("summary", path)["ranks"][0]
+            self.assertEqual(report["kind"], "memtrail snapshot")
+            self.assertEqual(report["entries"], want["entries"])
+            for key, value in want["end"].items():
+                self.assertEqual(report["totals"][key], value, key)
+            self.assertEqual(report["peaks"]["allocated"]["bytes"], want["peak_allocated"])
+            self.assertEqual(report["peaks"]["reserved"]["bytes"], want["peak_reserved"])
+        for entry, at in want["at"].items():
+            report = run_json("summary", self.plain, "--at", entry)["ranks"][0]
+            for key, value in at["totals"].items():
+                self.assertEqual(report["totals"][key], value, f"entry {entry} {key}")
+        report = run_json("summary", self.plain, "--at", "peak")["ranks"][0]
+        self.assertEqual(report["at"]["position"], want["peak_allocated_entry"] + 1)
+
+    def test_segments_and_top(self):
+        want = self.expected
+        got = run_json("segments", self.plain)["segments"]
+        self.assertEqual([[s["address"], s["size"], s["allocated"], s["pending_free"], s["free"],
+                           s["largest_free"], s["blocks"]] for s in got], want["segments"])
+        stacks = run_json("top", self.plain, "-n", "1000")["ranks"][0]["stacks"]
+        by_function = collections.Counter()
+        for s in stacks:
+            inner = s["frames"][0].split(" (")[0] if s["frames"] else "[no stack recorded]"
+            by_function[inner] += s["bytes"]
+        self.assertEqual(dict(by_function), want["by_innermost_function"])
+
+    def test_folded_export_sums_to_allocated(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = pathlib.Path(tmp) / "x.folded"
+            self.assertEqual(run("export", self.zstd, "--format", "folded", "-o", out)[0], 0)
+            total = sum(int(l.rsplit(" ", 1)[1]) for l in out.read_text().splitlines())
+            self.assertEqual(total, self.expected["end"]["allocated"])
+
+    def test_oom_report(self):
+        want = json.loads(self.oom_expected.read_text())
+        report = run_json("oom", self.oom)["ooms"]
+        self.assertEqual(len(report), 1)
+        oom = report[0]
+        self.assertEqual(oom["entry"], want["oom_entry"])
+        self.assertEqual(oom["requested"], want["requested"])
+        self.assertEqual(oom["device_free"], want["device_free"])
+        self.assertEqual(oom["device_total"], want["device_total"])
+        self.assertEqual(oom["verdict"], want["verdict"])
+        self.assertEqual(oom["blockers"][0]["blocks"][0]["address"], want["blocker"])
+        code, out, _ = run("oom", self.oom)
+        self.assertEqual(code, 0)
+        self.assertIn("verdict: fragmentation", out)
+        self.assertEqual(run("check", self.oom, "--no-oom")[0], 1)
+
+
+class ReplayWhatif(unittest.TestCase):
+    def test_replay_of_the_anchors_is_identical(self):
+        for path in anchors():
+            report = run_json("replay", path, "--expect-stats", path.with_suffix(".json"))
+            self.assertTrue(report["parity"]["ok"], report["parity"]["first_difference"])
+            self.assertEqual(report["peak_reserved"],
+                             saved_stats(path)["reserved_bytes.all.peak"])
+
+    def test_replay_writes_its_outputs(self):
+        path = anchors()[0]
+        with tempfile.TemporaryDirectory() as tmp:
+            d = pathlib.Path(tmp)
+            code, _, err = run("replay", path, "-o", d / "r.mtrail", "--torch-pickle",
+                               d / "r.pickle", "--stats-json", d / "r.json")
+            self.assertEqual(code, 0, err)
+            stats = json.loads((d / "r.json").read_text())
+            self.assertEqual(stats["allocated_bytes.all.peak"],
+                             saved_stats(path)["allocated_bytes.all.peak"])
+            self.assertEqual(run_json("summary", d / "r.mtrail")["ranks"][0]["totals"],
+                             run_json("summary", path)["ranks"][0]["totals"])
+            with open(d / "r.pickle", "rb") as f:
+                self.assertIn("segments", pickle.load(f))
+
+    def test_whatif_lists_every_policy(self):
+        path = ANCHORS / "transformer__default.pickle"
+        report = run_json("whatif", path, "--alloc-conf", "expandable_segments:True",
+                          "--alloc-conf", "max_split_size_mb:64")
+        names = [o["name"] for o in report["outcomes"]]
+        self.assertEqual(len(names), 5)
+        self.assertEqual(names[0], "as recorded")
+        recorded = report["outcomes"][0]
+        self.assertEqual(recorded["peak_reserved"], saved_stats(path)["reserved_bytes.all.peak"])
+        self.assertEqual(recorded["device_allocations"], saved_stats(path)["num_device_alloc"])
+        for outcome in report["outcomes"]:
+            self.assertGreaterEqual(outcome["peak_reserved"], outcome["peak_allocated"])
+            self.assertEqual(outcome["ooms"], 0)
+        tight = run_json("whatif", path, "--alloc-conf", "expandable_segments:True",
+                         "--device-memory", "1GiB")
+        self.assertTrue(all(o["ooms"] > 0 for o in tight["outcomes"][1:]))
+
+
+if __name__ == "__main__":
+    unittest.main()
