@@ -1,0 +1,88 @@
+/* memtrail's C API: the caching allocator with its recorder, for C, C++, Python (ctypes), R and
+ * PyTorch's CUDAPluggableAllocator. Link librecorder.so (or dlopen it).
+ *
+ * The device comes from the MEMTRAIL_DEVICE environment variable: "cuda" (the default; needs a
+ * build with CUDA) or "sim[:capacity]" for a simulated device ("sim:80GiB"). Other switches,
+ * read once at the first call: MEMTRAIL_RECORD (off | state | all), MEMTRAIL_MAX_ENTRIES,
+ * MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF syntax), MEMTRAIL_OOM_DUMP (a path pattern:
+ * a snapshot is written there on every out-of-memory), MEMTRAIL_SIGNAL_DUMP (a path pattern:
+ * a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL, SIGUSR1 by
+ * default). Path patterns expand %p (pid), %d (device) and %t (time, ns since the epoch).
+ *
+ * Errors: functions returning int return 0 on success and -1 on failure; memtrail_malloc returns
+ * NULL. Every call first clears the calling thread's error, so after a call memtrail_last_error()
+ * is "" on success and describes the failure otherwise. Nothing throws. */
+#ifndef MEMTRAIL_MEMTRAIL_H
+#define MEMTRAIL_MEMTRAIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* librecorder is built with hidden visibility; only what is marked here is exported. */
+#if defined(__GNUC__)
+#define MEMTRAIL_API __attribute__((visibility("default")))
+#else
+#define MEMTRAIL_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- allocation: exactly the signatures PyTorch's CUDAPluggableAllocator loads -------------- */
+
+/* A block of at least `size` bytes on `device`, usable on `stream` (a cudaStream_t, NULL for the
+ * default stream). NULL on failure, out of memory included. */
+MEMTRAIL_API void* memtrail_malloc(ssize_t size, int device, void* stream);
+/* Returns a block from memtrail_malloc; `size` and `stream` are not needed and may be anything.
+ * A pointer memtrail did not hand out is reported through memtrail_last_error. */
+MEMTRAIL_API void memtrail_free(void* ptr, ssize_t size, int device, void* stream);
+
+/* --- history ------------------------------------------------------------------------------ */
+
+/* As torch.cuda.memory._record_memory_history, for every device.
+ * enabled: "off" (or NULL), "state" or "all". context: "none" (or NULL), "state", "alloc" or
+ * "all". stacks: "native" (or NULL). max_entries: trace entries kept per device, 0 for the
+ * default (MEMTRAIL_MAX_ENTRIES, else 1000000). */
+MEMTRAIL_API int memtrail_record_memory_history(const char* enabled, const char* context,
+                                                const char* stacks, size_t max_entries);
+/* Forgets the trace recorded so far, on every device. */
+MEMTRAIL_API int memtrail_clear_memory_history(void);
+/* Writes a snapshot of the allocator's state and history: a PyTorch pickle when `path` ends in
+ * ".pickle", else memtrail's format. */
+MEMTRAIL_API int memtrail_dump_snapshot(const char* path);
+
+/* --- annotations ------------------------------------------------------------------------- */
+
+MEMTRAIL_API int memtrail_range_start(const char* name);
+MEMTRAIL_API int memtrail_range_end(const char* name);
+MEMTRAIL_API int memtrail_marker(const char* name);
+/* Copied into every event the calling thread records from now on; NULL or "" for none. */
+MEMTRAIL_API int memtrail_set_thread_metadata(const char* metadata);
+
+/* --- allocator control --------------------------------------------------------------------- */
+
+/* Returns the cached, unused memory of `device` (-1: every device) to the device. */
+MEMTRAIL_API int memtrail_empty_cache(int device);
+/* Marks `ptr` as in use on `stream` until the work queued there so far is done. */
+MEMTRAIL_API int memtrail_record_stream(void* ptr, void* stream);
+/* Limits `device` to fraction * its total memory (torch.cuda.set_per_process_memory_fraction). */
+MEMTRAIL_API int memtrail_set_memory_fraction(double fraction, int device);
+/* Replaces the allocator settings of every device (PYTORCH_CUDA_ALLOC_CONF syntax). */
+MEMTRAIL_API int memtrail_set_allocator_config(const char* config);
+
+/* --- information --------------------------------------------------------------------------- */
+
+/* PyTorch's memory_summary() table for `device`. The text stays valid until the calling thread's
+ * next memtrail_memory_summary; NULL on failure. */
+MEMTRAIL_API const char* memtrail_memory_summary(int device);
+/* Number of devices memtrail manages, or -1 when it cannot start (see memtrail_last_error). */
+MEMTRAIL_API int memtrail_device_count(void);
+/* What went wrong in the calling thread's last memtrail call, "" if nothing did. */
+MEMTRAIL_API const char* memtrail_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEMTRAIL_MEMTRAIL_H */

@@ -1,0 +1,41 @@
+#pragma once
+// Snapshots written when something happens rather than when asked: on out-of-memory, and when
+// the process receives a signal (to look at a long run while it runs).
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "memtrail/recorder/recorder.hpp"
+
+namespace memtrail::recorder {
+
+// A dump path from a pattern: %p the pid, %d the device (-1 when not about one device), %t the
+// time in ns since the epoch, %% a percent sign.
+std::string expand_dump_path(std::string_view pattern, int device, int64_t time_ns);
+
+// After every out-of-memory on any device of `history`'s allocator, writes a snapshot to
+// expand_dump_path(pattern, device, now) and prints the path to stderr. It runs outside the
+// allocator's lock, before the allocation fails; a failure to write is reported on stderr and
+// never thrown into the failing allocation. `history` must outlive its allocator's use.
+void dump_on_out_of_memory(recorder& history, std::string pattern);
+
+// While it exists, `signal` makes `dump` run. The handler only wakes a helper thread, which does
+// the work: writing a file is not async-signal-safe. One instance per process.
+class signal_dump {
+  public:
+    /// @throws std::logic_error when another signal_dump exists; std::system_error when the
+    ///         handler cannot be installed.
+    signal_dump(int signal, std::function<void()> dump);
+    ~signal_dump();
+    signal_dump(const signal_dump&) = delete;
+    signal_dump& operator=(const signal_dump&) = delete;
+
+  private:
+    struct state;
+    std::unique_ptr<state> state_;
+};
+
+}  // namespace memtrail::recorder

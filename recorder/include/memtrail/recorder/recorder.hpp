@@ -1,0 +1,89 @@
+#pragma once
+// The recorder: allocation history of a caching_allocator, as PyTorch's _record_memory_history
+// keeps it. It is the allocator's front door for recorded calls (stacks are captured there,
+// before the allocator's lock) and the allocator's observer (a trace entry per event, under the
+// lock). take_snapshot() turns state and history into a memtrail::snapshot::snapshot.
+//
+//   memtrail::simulated_device gpu;
+//   memtrail::caching_allocator allocator({&gpu});
+//   memtrail::recorder::recorder history(allocator);
+//   history.record_memory_history({});          // enabled="all", context="all", native stacks
+//   auto p = history.allocate(1 << 20, 0);
+//   history.free(p);
+//   history.dump_snapshot("run.memtrail");
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memtrail/core/caching_allocator.hpp"
+#include "memtrail/recorder/history_options.hpp"
+#include "memtrail/recorder/stack_table.hpp"
+#include "memtrail/snapshot/model.hpp"
+
+namespace memtrail::recorder {
+
+inline constexpr int all_devices = -1;
+
+class recorder final : public allocator_observer {
+  public:
+    // Observes every device of `allocator`, which must outlive the recorder. Records nothing
+    // until record_memory_history() switches recording on.
+    explicit recorder(caching_allocator& allocator);
+    ~recorder() override;
+    recorder(const recorder&) = delete;
+    recorder& operator=(const recorder&) = delete;
+
+    /// Switches recording for one device or all of them (PyTorch's _record_memory_history).
+    /// @throws std::invalid_argument for a device that does not exist or a stack depth over
+    ///         max_stack_depth; std::runtime_error when native stacks are asked for and libunwind
+    ///         cannot be loaded.
+    void record_memory_history(const history_options& options, int device = all_devices);
+    history_options options(int device) const;
+
+    // --- the allocator, with the calling stack recorded ----------------------------------------
+    // As caching_allocator's; they throw what it throws (out_of_memory_error, usage_error).
+    // `wrapper_frames`: how many frames of the caller's own to leave out of the stack, so that
+    // an API layer (memtrail_malloc) does not appear in every stack it records.
+    device_address allocate(uint64_t size, int device, stream_handle stream = 0,
+                            size_t wrapper_frames = 0);
+    void free(device_address address, int expected_device = -1, size_t wrapper_frames = 0);
+    void empty_cache(int device = all_devices, size_t wrapper_frames = 0);
+    caching_allocator& allocator() { return allocator_; }
+
+    // --- annotations, shown in every recording device's trace ----------------------------------
+    void range_start(std::string_view name);
+    void range_end(std::string_view name);
+    void marker(std::string_view name);
+    // Copied into every entry the calling thread records from now on ("" = none): a training
+    // step, a phase.
+    static void set_thread_metadata(std::string_view metadata);
+
+    // --- output -----------------------------------------------------------------------------
+    // The allocator's state and the recorded history, with every stack symbolized.
+    snapshot::snapshot take_snapshot();
+    /// Writes take_snapshot() to `path`: a PyTorch pickle when the name ends in ".pickle", else
+    /// memtrail's msgpack format. @throws std::system_error when the file cannot be written.
+    void dump_snapshot(const std::filesystem::path& path);
+
+    const stack_table& stacks() const { return stacks_; }
+
+    void on_event(const allocator_event& event) override;
+
+  private:
+    struct device_history;
+
+    context_handle capture_context(int device, bool is_free, size_t wrapper_frames);
+    void annotate(uint8_t action, std::string_view name);
+    device_history& history(int device) const;
+
+    caching_allocator& allocator_;
+    const int64_t epoch_ns_;
+    stack_table stacks_;
+    std::vector<std::unique_ptr<device_history>> devices_;
+};
+
+}  // namespace memtrail::recorder

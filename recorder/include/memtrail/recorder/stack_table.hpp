@@ -1,0 +1,60 @@
+#pragma once
+// Interned native stacks: each distinct list of return addresses is stored once and named by a
+// 32-bit id. Many threads intern at once, so the table is split into independently locked
+// shards chosen by the stack's hash.
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace memtrail::recorder {
+
+using stack_id = uint32_t;
+inline constexpr stack_id no_stack = 0;
+
+class stack_table {
+  public:
+    // Ids fit in 24 bits so that an id and a time share one allocator context handle.
+    static constexpr stack_id max_id = (stack_id{1} << 24) - 1;
+
+    // The id of `frames` (innermost first), added on first sight. no_stack for an empty list,
+    // and when no id up to max_id is left (counted in overflow_count()).
+    stack_id intern(std::span<const uintptr_t> frames);
+
+    // The addresses of stack `id`, innermost first (empty for no_stack or an unknown id).
+    std::vector<uintptr_t> frames_of(stack_id id) const;
+
+    size_t size() const { return size_.load(std::memory_order_relaxed); }
+    uint64_t overflow_count() const { return overflow_.load(std::memory_order_relaxed); }
+
+  private:
+    static constexpr size_t shard_count = 64;
+
+    struct stack_entry {
+        uint64_t hash;
+        uint64_t offset;  // into shard::addresses
+        uint32_t length;
+    };
+
+    // Cache-line aligned: threads hammering neighbouring shards do not share lines.
+    struct alignas(64) shard {
+        mutable std::mutex mutex;
+        std::vector<uintptr_t> addresses;  // every stack's addresses, back to back
+        std::vector<stack_entry> stacks;   // local index -> stack
+        std::vector<uint32_t> slots;       // open addressing: local index + 1, 0 = empty
+
+        bool matches(const stack_entry& entry, uint64_t hash,
+                     std::span<const uintptr_t> frames) const;
+        void grow();
+    };
+
+    std::array<shard, shard_count> shards_;
+    std::atomic<size_t> size_{0};
+    std::atomic<uint64_t> overflow_{0};
+};
+
+}  // namespace memtrail::recorder

@@ -1,0 +1,212 @@
+// The C API of memtrail.h. Every function catches everything: an exception must never cross
+// into C, Python or R. Errors become return codes and the thread's last error.
+
+#include <cstdint>
+#include <exception>
+#include <string>
+
+#include "librecorder/runtime.hpp"
+#include "memtrail/memtrail.h"
+
+using memtrail::recorder::librecorder::runtime;
+
+namespace {
+
+thread_local std::string last_error;
+
+void set_error(const char* message) noexcept {
+    try {
+        last_error = message;
+    } catch (...) {
+        last_error.clear();  // out of host memory: an empty message beats none
+    }
+}
+
+// Called in a catch block: records what was thrown as the thread's error.
+int report_current_exception() noexcept {
+    try {
+        throw;
+    } catch (const std::exception& error) {
+        set_error(error.what());
+    } catch (...) {
+        set_error("memtrail: unknown error");
+    }
+    return -1;
+}
+
+// Runs `body` with the thread's error cleared; 0 on success, -1 with the error set on failure.
+template <typename Body>
+int guarded(Body&& body) noexcept {
+    last_error.clear();
+    try {
+        body(runtime::get());
+        return 0;
+    } catch (...) {
+        return report_current_exception();
+    }
+}
+
+// The calls that record stacks call the recorder from their own frame (no lambda that might stay
+// out of line), so that exactly one frame, theirs, is left out of every stack.
+constexpr size_t c_api_frames = 1;
+
+memtrail::device_address address_of(const void* pointer) {
+    return reinterpret_cast<uintptr_t>(pointer);
+}
+
+memtrail::stream_handle stream_of(const void* stream) {
+    return reinterpret_cast<uintptr_t>(stream);
+}
+
+std::string_view text_or(const char* text, std::string_view fallback) {
+    return text != nullptr ? std::string_view(text) : fallback;
+}
+
+}  // namespace
+
+extern "C" {
+
+[[gnu::noinline]] void* memtrail_malloc(ssize_t size, int device, void* stream) {
+    last_error.clear();
+    try {
+        if (size < 0) {
+            throw std::invalid_argument("memtrail_malloc: negative size " + std::to_string(size));
+        }
+        if (size == 0) {
+            return nullptr;
+        }
+        const memtrail::device_address address = runtime::get().history().allocate(
+            static_cast<uint64_t>(size), device, stream_of(stream), c_api_frames);
+        return reinterpret_cast<void*>(address);
+    } catch (...) {
+        report_current_exception();
+        return nullptr;
+    }
+}
+
+[[gnu::noinline]] void memtrail_free(void* ptr, ssize_t, int device, void*) {
+    last_error.clear();
+    if (ptr == nullptr) {
+        return;
+    }
+    try {
+        runtime::get().history().free(address_of(ptr), device, c_api_frames);
+    } catch (...) {
+        report_current_exception();
+    }
+}
+
+int memtrail_record_memory_history(const char* enabled, const char* context, const char* stacks,
+                                   size_t max_entries) {
+    return guarded([&](runtime& r) {
+        using namespace memtrail::recorder;
+        history_options options;
+        const std::string_view enabled_name = text_or(enabled, "off");
+        const std::string_view context_name = text_or(context, "none");
+        const std::string_view stacks_name = text_or(stacks, "native");
+        if (!parse_record_mode(enabled_name, options.enabled)) {
+            throw std::invalid_argument("memtrail: enabled must be off, state or all, not \"" +
+                                        std::string(enabled_name) + "\"");
+        }
+        if (!parse_context_mode(context_name, options.context)) {
+            throw std::invalid_argument(
+                "memtrail: context must be none, state, alloc or all, not \"" +
+                std::string(context_name) + "\"");
+        }
+        if (!parse_stack_source(stacks_name, options.stacks)) {
+            throw std::invalid_argument(
+                "memtrail: stacks must be native (Python stacks are not "
+                "supported yet), not \"" +
+                std::string(stacks_name) + "\"");
+        }
+        options.max_entries = max_entries != 0 ? max_entries : r.default_max_entries();
+        options.stack_unwinder = r.history().options(0).stack_unwinder;
+        r.history().record_memory_history(options);
+    });
+}
+
+int memtrail_clear_memory_history(void) {
+    return guarded([](runtime& r) {
+        for (int d = 0; d < r.allocator().device_count(); ++d) {
+            memtrail::recorder::history_options options = r.history().options(d);
+            options.clear_history = true;
+            r.history().record_memory_history(options, d);
+        }
+    });
+}
+
+int memtrail_dump_snapshot(const char* path) {
+    return guarded([&](runtime& r) {
+        if (path == nullptr || *path == '\0') {
+            throw std::invalid_argument("memtrail_dump_snapshot: no path");
+        }
+        r.history().dump_snapshot(path);
+    });
+}
+
+int memtrail_range_start(const char* name) {
+    return guarded([&](runtime& r) { r.history().range_start(text_or(name, "")); });
+}
+
+int memtrail_range_end(const char* name) {
+    return guarded([&](runtime& r) { r.history().range_end(text_or(name, "")); });
+}
+
+int memtrail_marker(const char* name) {
+    return guarded([&](runtime& r) { r.history().marker(text_or(name, "")); });
+}
+
+int memtrail_set_thread_metadata(const char* metadata) {
+    return guarded([&](runtime&) {
+        memtrail::recorder::recorder::set_thread_metadata(text_or(metadata, ""));
+    });
+}
+
+[[gnu::noinline]] int memtrail_empty_cache(int device) {
+    last_error.clear();
+    try {
+        runtime::get().history().empty_cache(device < 0 ? memtrail::recorder::all_devices : device,
+                                             c_api_frames);
+        return 0;
+    } catch (...) {
+        return report_current_exception();
+    }
+}
+
+int memtrail_record_stream(void* ptr, void* stream) {
+    return guarded(
+        [&](runtime& r) { r.allocator().record_stream(address_of(ptr), stream_of(stream)); });
+}
+
+int memtrail_set_memory_fraction(double fraction, int device) {
+    return guarded([&](runtime& r) { r.allocator().on(device).set_memory_fraction(fraction); });
+}
+
+int memtrail_set_allocator_config(const char* config) {
+    return guarded([&](runtime& r) {
+        const memtrail::allocator_config parsed =
+            memtrail::allocator_config::parse(text_or(config, ""));
+        for (int d = 0; d < r.allocator().device_count(); ++d) {
+            r.allocator().on(d).set_config(parsed);
+        }
+    });
+}
+
+const char* memtrail_memory_summary(int device) {
+    thread_local std::string summary;
+    const int status =
+        guarded([&](runtime& r) { summary = r.allocator().on(device).memory_summary(); });
+    return status == 0 ? summary.c_str() : nullptr;
+}
+
+int memtrail_device_count(void) {
+    int count = -1;
+    guarded([&](runtime& r) { count = r.allocator().device_count(); });
+    return count;
+}
+
+const char* memtrail_last_error(void) {
+    return last_error.c_str();
+}
+
+}  // extern "C"

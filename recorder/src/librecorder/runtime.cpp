@@ -1,0 +1,79 @@
+#include "librecorder/runtime.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+
+#include "librecorder/environment.hpp"
+#include "memtrail/core/simulated_device.hpp"
+#ifdef MEMTRAIL_HAVE_CUDA
+#include "memtrail/core/cuda_device.hpp"
+#endif
+
+namespace memtrail::recorder::librecorder {
+
+namespace {
+
+std::vector<std::unique_ptr<device>> make_devices(const environment_settings& settings) {
+    std::vector<std::unique_ptr<device>> devices;
+    if (settings.simulated_device) {
+        simulated_device_options options;
+        options.capacity = settings.simulated_capacity;
+        devices.push_back(std::make_unique<simulated_device>(options));
+        return devices;
+    }
+#ifdef MEMTRAIL_HAVE_CUDA
+    const int count = cuda_device::count();
+    if (count == 0) {
+        throw std::runtime_error(
+            "memtrail: MEMTRAIL_DEVICE=cuda but no CUDA device is visible (use "
+            "MEMTRAIL_DEVICE=sim:80GiB for a simulated one)");
+    }
+    for (int i = 0; i < count; ++i) {
+        devices.push_back(std::make_unique<cuda_device>(i));
+    }
+    return devices;
+#else
+    throw std::runtime_error(
+        "memtrail: this librecorder was built without CUDA; set MEMTRAIL_DEVICE=sim[:capacity] "
+        "for a simulated device, or rebuild with the CUDA toolkit");
+#endif
+}
+
+}  // namespace
+
+runtime& runtime::get() {
+    // Never destroyed: a host program may free memory from its own static destructors, after
+    // ours would have run.
+    static runtime* instance = new runtime();
+    return *instance;
+}
+
+runtime::runtime() {
+    const environment_settings settings = read_environment();
+    devices_ = make_devices(settings);
+    std::vector<device*> pointers;
+    for (const auto& d : devices_) {
+        pointers.push_back(d.get());
+    }
+    allocator_ =
+        std::make_unique<caching_allocator>(pointers, allocator_config::from_environment());
+    recorder_ = std::make_unique<recorder>(*allocator_);
+    default_max_entries_ = settings.history.max_entries;
+    recorder_->record_memory_history(settings.history);
+    if (!settings.oom_dump_pattern.empty()) {
+        dump_on_out_of_memory(*recorder_, settings.oom_dump_pattern);
+    }
+    if (!settings.signal_dump_pattern.empty()) {
+        signal_dump_ = std::make_unique<signal_dump>(
+            settings.dump_signal, [this, pattern = settings.signal_dump_pattern] {
+                const auto now = std::chrono::system_clock::now().time_since_epoch();
+                const std::string path = expand_dump_path(
+                    pattern, -1, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+                recorder_->dump_snapshot(path);
+                std::fprintf(stderr, "memtrail: snapshot written to %s\n", path.c_str());
+            });
+    }
+}
+
+}  // namespace memtrail::recorder::librecorder

@@ -1,0 +1,213 @@
+// The recording path: capture_context runs before the allocator's lock, on_event under it.
+// Both are on every allocation's path, so they stay short.
+
+#include "memtrail/recorder/recorder.hpp"
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include "detail/call_context.hpp"
+#include "detail/device_history.hpp"
+#include "detail/thread_identity.hpp"
+#include "detail/trace_ring.hpp"
+
+namespace memtrail::recorder {
+
+namespace {
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// allocator_action and snapshot::action share their first values.
+static_assert(static_cast<int>(allocator_action::oom) == static_cast<int>(snapshot::action::oom));
+
+// Which trace entries keep their stack under each context mode.
+bool entry_keeps_stack(context_mode context, allocator_action action) {
+    switch (context) {
+        case context_mode::none:
+        case context_mode::state:
+            return false;
+        case context_mode::alloc:
+            return action == allocator_action::alloc || action == allocator_action::segment_alloc ||
+                   action == allocator_action::segment_map || action == allocator_action::oom;
+        case context_mode::all:
+            return true;
+    }
+    return false;
+}
+
+// Frames of the recorder between the caller and capture_stack: capture_context and the front
+// door method (both kept out of line so that the count holds).
+constexpr size_t recorder_frames = 2;
+
+}  // namespace
+
+recorder::recorder(caching_allocator& allocator) : allocator_(allocator), epoch_ns_(now_ns()) {
+    for (int d = 0; d < allocator_.device_count(); ++d) {
+        devices_.push_back(std::make_unique<device_history>());
+        devices_.back()->options.enabled = record_mode::off;
+        allocator_.on(d).set_observer(this);
+    }
+}
+
+recorder::~recorder() {
+    for (int d = 0; d < allocator_.device_count(); ++d) {
+        allocator_.on(d).set_observer(nullptr);
+    }
+}
+
+recorder::device_history& recorder::history(int device) const {
+    if (device < 0 || device >= static_cast<int>(devices_.size())) {
+        throw std::invalid_argument("memtrail: no device " + std::to_string(device) +
+                                    " (there are " + std::to_string(devices_.size()) + ")");
+    }
+    return *devices_[static_cast<size_t>(device)];
+}
+
+void recorder::record_memory_history(const history_options& options, int device) {
+    if (options.max_stack_depth > max_stack_depth) {
+        throw std::invalid_argument("memtrail: max_stack_depth " +
+                                    std::to_string(options.max_stack_depth) + " is over " +
+                                    std::to_string(max_stack_depth));
+    }
+    if (device != all_devices) {
+        history(device);
+    }
+    if (options.enabled != record_mode::off && options.context != context_mode::none) {
+        prepare_stack_capture(options.stack_unwinder);
+    }
+    for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
+        if (device != all_devices && d != device) {
+            continue;
+        }
+        device_history& h = *devices_[static_cast<size_t>(d)];
+        std::lock_guard lock(h.options_mutex);
+        if (options.clear_history) {
+            h.ring.clear();
+        }
+        h.ring.set_capacity(options.max_entries);
+        h.options = options;
+        h.options.clear_history = false;
+        h.stack_unwinder.store(options.stack_unwinder, std::memory_order_relaxed);
+        h.max_stack_depth.store(options.max_stack_depth, std::memory_order_relaxed);
+        h.context.store(options.context, std::memory_order_relaxed);
+        h.enabled.store(options.enabled, std::memory_order_release);
+    }
+}
+
+history_options recorder::options(int device) const {
+    const device_history& h = history(device);
+    std::lock_guard lock(h.options_mutex);
+    return h.options;
+}
+
+[[gnu::noinline]] context_handle recorder::capture_context(int device, bool is_free,
+                                                           size_t wrapper_frames) {
+    if (device < 0 || device >= static_cast<int>(devices_.size())) {
+        return 0;  // the allocator reports the bad device
+    }
+    const device_history& h = *devices_[static_cast<size_t>(device)];
+    if (h.enabled.load(std::memory_order_acquire) == record_mode::off) {
+        return 0;
+    }
+    const context_mode context = h.context.load(std::memory_order_relaxed);
+    stack_id stack = no_stack;
+    if (is_free ? context == context_mode::all : context != context_mode::none) {
+        std::array<uintptr_t, max_stack_depth> frames;
+        const size_t depth = h.max_stack_depth.load(std::memory_order_relaxed);
+        const size_t count = capture_stack(h.stack_unwinder.load(std::memory_order_relaxed),
+                                           std::span<uintptr_t>(frames.data(), depth),
+                                           recorder_frames + wrapper_frames);
+        stack = stacks_.intern(std::span<const uintptr_t>(frames.data(), count));
+    }
+    return detail::encode_call_context(stack, now_ns(), epoch_ns_);
+}
+
+[[gnu::noinline]] device_address recorder::allocate(uint64_t size, int device, stream_handle stream,
+                                                    size_t wrapper_frames) {
+    const context_handle context = capture_context(device, false, wrapper_frames);
+    return allocator_.allocate(size, device, stream, context);
+}
+
+[[gnu::noinline]] void recorder::free(device_address address, int expected_device,
+                                      size_t wrapper_frames) {
+    const int device = expected_device >= 0 ? expected_device : allocator_.device_of(address);
+    const context_handle context = capture_context(device, true, wrapper_frames);
+    allocator_.free(address, device, context);
+}
+
+[[gnu::noinline]] void recorder::empty_cache(int device, size_t wrapper_frames) {
+    if (device != all_devices) {
+        history(device);
+    }
+    for (int d = 0; d < allocator_.device_count(); ++d) {
+        if (device != all_devices && d != device) {
+            continue;
+        }
+        const context_handle context = capture_context(d, true, wrapper_frames);
+        allocator_.on(d).empty_cache(context);
+    }
+}
+
+void recorder::on_event(const allocator_event& event) {
+    if (event.device < 0 || event.device >= static_cast<int>(devices_.size())) {
+        return;
+    }
+    device_history& h = *devices_[static_cast<size_t>(event.device)];
+    if (h.enabled.load(std::memory_order_acquire) != record_mode::all) {
+        return;
+    }
+    const detail::call_context call = detail::decode_call_context(event.context, epoch_ns_);
+    detail::trace_record record;
+    record.action = static_cast<uint8_t>(event.action);
+    record.device = static_cast<int8_t>(event.device);
+    record.address = event.address;
+    record.size = event.size;
+    record.stream = event.stream;
+    // The call's own time, taken just before the lock, saves a clock read per event (the ring
+    // keeps times from going backwards when calls wait for the lock in another order).
+    record.time_ns = call.time_ns != 0 ? call.time_ns : now_ns();
+    record.stack =
+        entry_keeps_stack(h.context.load(std::memory_order_relaxed), event.action) ? call.stack : 0;
+    record.thread = detail::this_thread_number();
+    record.metadata = detail::this_thread_metadata();
+    h.ring.push(record);
+}
+
+void recorder::annotate(uint8_t action, std::string_view name) {
+    detail::trace_record record;
+    record.action = action;
+    record.time_ns = now_ns();
+    record.thread = detail::this_thread_number();
+    record.metadata = detail::this_thread_metadata();
+    record.name = detail::intern_label(name);
+    for (size_t d = 0; d < devices_.size(); ++d) {
+        device_history& h = *devices_[d];
+        if (h.enabled.load(std::memory_order_acquire) == record_mode::all) {
+            record.device = static_cast<int8_t>(d);
+            h.ring.push(record);
+        }
+    }
+}
+
+void recorder::range_start(std::string_view name) {
+    annotate(static_cast<uint8_t>(snapshot::action::annotation_start), name);
+}
+
+void recorder::range_end(std::string_view name) {
+    annotate(static_cast<uint8_t>(snapshot::action::annotation_end), name);
+}
+
+void recorder::marker(std::string_view name) {
+    annotate(static_cast<uint8_t>(snapshot::action::annotation_marker), name);
+}
+
+void recorder::set_thread_metadata(std::string_view metadata) {
+    detail::set_this_thread_metadata(metadata);
+}
+
+}  // namespace memtrail::recorder

@@ -1,0 +1,112 @@
+#include "memtrail/recorder/stack_table.hpp"
+
+#include <algorithm>
+
+namespace memtrail::recorder {
+
+namespace {
+
+uint64_t mix(uint64_t lane, uintptr_t address) {
+    lane = (lane ^ address) * 0xbf58476d1ce4e5b9ull;
+    return lane ^ (lane >> 31);
+}
+
+// Multiply-xorshift mixing in four independent lanes, so that the multiplications of
+// neighbouring addresses overlap instead of forming one chain as long as the stack. The lanes
+// are plain variables: vectorized, 64-bit multiplies cost more than scalar ones on x86-64.
+uint64_t hash_frames(std::span<const uintptr_t> frames) {
+    uint64_t a = 0x9e3779b97f4a7c15ull ^ frames.size();
+    uint64_t b = 0x94d049bb133111ebull;
+    uint64_t c = 0x2545f4914f6cdd1dull;
+    uint64_t d = 0xda942042e4dd58b5ull;
+    size_t i = 0;
+    for (; i + 4 <= frames.size(); i += 4) {
+        a = mix(a, frames[i]);
+        b = mix(b, frames[i + 1]);
+        c = mix(c, frames[i + 2]);
+        d = mix(d, frames[i + 3]);
+    }
+    for (; i < frames.size(); ++i) {
+        a = mix(a, frames[i]);
+    }
+    return mix(mix(mix(a, b), c), d);
+}
+
+constexpr size_t initial_slots = 64;
+
+}  // namespace
+
+bool stack_table::shard::matches(const stack_entry& entry, uint64_t hash,
+                                 std::span<const uintptr_t> frames) const {
+    return entry.hash == hash && entry.length == frames.size() &&
+           std::equal(frames.begin(), frames.end(),
+                      addresses.begin() + static_cast<ptrdiff_t>(entry.offset));
+}
+
+// Doubles the slot array, keeping the load at or under one half.
+void stack_table::shard::grow() {
+    std::vector<uint32_t> bigger(std::max(initial_slots, slots.size() * 2), 0);
+    const size_t mask = bigger.size() - 1;
+    for (uint32_t local = 0; local < stacks.size(); ++local) {
+        size_t slot = (stacks[local].hash >> 6) & mask;
+        while (bigger[slot] != 0) {
+            slot = (slot + 1) & mask;
+        }
+        bigger[slot] = local + 1;
+    }
+    slots.swap(bigger);
+}
+
+stack_id stack_table::intern(std::span<const uintptr_t> frames) {
+    if (frames.empty()) {
+        return no_stack;
+    }
+    const uint64_t hash = hash_frames(frames);
+    const size_t shard_index = hash % shard_count;
+    shard& s = shards_[shard_index];
+    std::lock_guard lock(s.mutex);
+    if (s.slots.empty()) {
+        s.grow();
+    }
+    // The low bits picked the shard; the slot comes from the bits above them.
+    const size_t mask = s.slots.size() - 1;
+    size_t slot = (hash >> 6) & mask;
+    while (s.slots[slot] != 0) {
+        const uint32_t local = s.slots[slot] - 1;
+        if (s.matches(s.stacks[local], hash, frames)) {
+            return static_cast<stack_id>(local * shard_count + shard_index + 1);
+        }
+        slot = (slot + 1) & mask;
+    }
+    const auto local = static_cast<uint32_t>(s.stacks.size());
+    const uint64_t id = uint64_t{local} * shard_count + shard_index + 1;
+    if (id > max_id) {
+        overflow_.fetch_add(1, std::memory_order_relaxed);
+        return no_stack;
+    }
+    size_.fetch_add(1, std::memory_order_relaxed);
+    s.stacks.push_back({hash, s.addresses.size(), static_cast<uint32_t>(frames.size())});
+    s.addresses.insert(s.addresses.end(), frames.begin(), frames.end());
+    s.slots[slot] = local + 1;
+    if (s.stacks.size() * 2 > s.slots.size()) {
+        s.grow();
+    }
+    return static_cast<stack_id>(id);
+}
+
+std::vector<uintptr_t> stack_table::frames_of(stack_id id) const {
+    if (id == no_stack) {
+        return {};
+    }
+    const shard& s = shards_[(id - 1) % shard_count];
+    const size_t local = (id - 1) / shard_count;
+    std::lock_guard lock(s.mutex);
+    if (local >= s.stacks.size()) {
+        return {};
+    }
+    const stack_entry& entry = s.stacks[local];
+    const auto first = s.addresses.begin() + static_cast<ptrdiff_t>(entry.offset);
+    return {first, first + entry.length};
+}
+
+}  // namespace memtrail::recorder

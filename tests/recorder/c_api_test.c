@@ -1,0 +1,125 @@
+/* The C API from C: every call, its error reporting, and the environment switches
+ * (MEMTRAIL_DEVICE, MEMTRAIL_OOM_DUMP, MEMTRAIL_SIGNAL_DUMP). Usage: test_recorder_c_api FOLDER */
+#define _POSIX_C_SOURCE 200809L
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memtrail/memtrail.h"
+
+#define CHECK(condition)                                                                         \
+    do {                                                                                         \
+        if (!(condition)) {                                                                      \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: \"%s\"\n", __FILE__, __LINE__, \
+                    #condition, memtrail_last_error());                                          \
+            return 1;                                                                            \
+        }                                                                                        \
+    } while (0)
+
+static int file_exists(const char* path) {
+    struct stat info;
+    return stat(path, &info) == 0 && info.st_size > 0;
+}
+
+static int wait_for_file(const char* path) {
+    for (int i = 0; i < 1000 && !file_exists(path); ++i) {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return file_exists(path);
+}
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s FOLDER\n", argv[0]);
+        return 2;
+    }
+    const char* folder = argv[1];
+    char path[4096];
+
+    /* A bad environment is reported, and the next call tries again. */
+    setenv("MEMTRAIL_DEVICE", "sim:lots", 1);
+    CHECK(memtrail_device_count() == -1);
+    CHECK(strstr(memtrail_last_error(), "MEMTRAIL_DEVICE") != NULL);
+    CHECK(memtrail_malloc(16, 0, NULL) == NULL);
+
+    setenv("MEMTRAIL_DEVICE", "sim:1GiB", 1);
+    snprintf(path, sizeof path, "%s/c-oom-%%p-%%d.memtrail", folder);
+    setenv("MEMTRAIL_OOM_DUMP", path, 1);
+    snprintf(path, sizeof path, "%s/c-signal-%%p.memtrail", folder);
+    setenv("MEMTRAIL_SIGNAL_DUMP", path, 1);
+    setenv("MEMTRAIL_RECORD", "all", 1);
+    CHECK(memtrail_device_count() == 1);
+    CHECK(strcmp(memtrail_last_error(), "") == 0);
+
+    /* Allocation, annotations and metadata. */
+    CHECK(memtrail_set_thread_metadata("step 1") == 0);
+    CHECK(memtrail_range_start("forward") == 0);
+    void* a = memtrail_malloc(1 << 20, 0, NULL);
+    CHECK(a != NULL);
+    void* b = memtrail_malloc(512, 0, (void*)0x10);
+    CHECK(b != NULL);
+    CHECK(memtrail_record_stream(a, (void*)0x20) == 0);
+    CHECK(memtrail_marker("loss") == 0);
+    CHECK(memtrail_range_end("forward") == 0);
+    CHECK(memtrail_set_thread_metadata(NULL) == 0);
+    memtrail_free(a, 1 << 20, 0, NULL);
+    CHECK(strcmp(memtrail_last_error(), "") == 0);
+    memtrail_free(NULL, 0, 0, NULL);
+    CHECK(strcmp(memtrail_last_error(), "") == 0);
+    CHECK(memtrail_malloc(0, 0, NULL) == NULL);
+    CHECK(strcmp(memtrail_last_error(), "") == 0);
+
+    /* Errors: codes and messages, never a crash. */
+    memtrail_free((void*)0x1234, 0, 0, NULL);
+    CHECK(strlen(memtrail_last_error()) > 0);
+    CHECK(memtrail_malloc(-1, 0, NULL) == NULL);
+    CHECK(strstr(memtrail_last_error(), "negative") != NULL);
+    CHECK(memtrail_malloc(16, 3, NULL) == NULL);
+    CHECK(strstr(memtrail_last_error(), "device 3") != NULL);
+    CHECK(memtrail_record_memory_history("sometimes", NULL, NULL, 0) == -1);
+    CHECK(strstr(memtrail_last_error(), "sometimes") != NULL);
+    CHECK(memtrail_record_memory_history("all", "all", "python", 0) == -1);
+    CHECK(memtrail_set_allocator_config("no_such_key:1") == -1);
+    CHECK(strstr(memtrail_last_error(), "no_such_key") != NULL);
+    CHECK(memtrail_memory_summary(7) == NULL);
+    CHECK(memtrail_dump_snapshot(NULL) == -1);
+
+    /* Allocator control. */
+    const char* summary = memtrail_memory_summary(0);
+    CHECK(summary != NULL && strlen(summary) > 100);
+    CHECK(memtrail_empty_cache(-1) == 0);
+    CHECK(memtrail_empty_cache(0) == 0);
+    CHECK(memtrail_set_allocator_config("max_split_size_mb:64") == 0);
+    CHECK(memtrail_set_memory_fraction(0.5, 0) == 0);
+    CHECK(memtrail_record_memory_history("all", "alloc", "native", 1000) == 0);
+
+    /* Out of memory: NULL, a message, and a snapshot where MEMTRAIL_OOM_DUMP says. */
+    CHECK(memtrail_malloc((ssize_t)900 << 20, 0, NULL) == NULL);
+    CHECK(strstr(memtrail_last_error(), "out of memory") != NULL);
+    snprintf(path, sizeof path, "%s/c-oom-%d-0.memtrail", folder, (int)getpid());
+    CHECK(file_exists(path));
+
+    /* Snapshots on request and on a signal. */
+    snprintf(path, sizeof path, "%s/c-api.memtrail", folder);
+    CHECK(memtrail_dump_snapshot(path) == 0);
+    CHECK(file_exists(path));
+    snprintf(path, sizeof path, "%s/c-api.pickle", folder);
+    CHECK(memtrail_dump_snapshot(path) == 0);
+    CHECK(file_exists(path));
+    CHECK(raise(SIGUSR1) == 0);
+    snprintf(path, sizeof path, "%s/c-signal-%d.memtrail", folder, (int)getpid());
+    CHECK(wait_for_file(path));
+
+    CHECK(memtrail_clear_memory_history() == 0);
+    CHECK(memtrail_record_memory_history(NULL, NULL, NULL, 0) == 0);
+    memtrail_free(b, 512, 0, NULL);
+    CHECK(strcmp(memtrail_last_error(), "") == 0);
+    puts("c api: all checks passed");
+    return 0;
+}

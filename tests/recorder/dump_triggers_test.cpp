@@ -1,0 +1,94 @@
+// Snapshots written on out-of-memory and on a signal, and the dump path patterns.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "memtrail/core/simulated_device.hpp"
+#include "memtrail/recorder/dump_triggers.hpp"
+#include "memtrail/snapshot/msgpack_format.hpp"
+
+namespace {
+
+using namespace memtrail;
+
+TEST(dump_path, expands_placeholders) {
+    const std::string pid = std::to_string(getpid());
+    EXPECT_EQ(recorder::expand_dump_path("oom-%p-%d-%t.memtrail", 3, 12345),
+              "oom-" + pid + "-3-12345.memtrail");
+    EXPECT_EQ(recorder::expand_dump_path("100%%-%x-%", 0, 0), "100%-%x-%");
+}
+
+TEST(oom_dump, leaves_a_readable_snapshot) {
+    const auto folder = std::filesystem::path(::testing::TempDir()) / "memtrail_oom";
+    std::filesystem::remove_all(folder);
+    std::filesystem::create_directories(folder);
+
+    simulated_device_options options;
+    options.capacity = 256ull << 20;
+    simulated_device gpu(options);
+    caching_allocator allocator({&gpu});
+    recorder::recorder history(allocator);
+    history.record_memory_history({});
+    recorder::dump_on_out_of_memory(history, (folder / "oom-%d.memtrail").string());
+
+    history.allocate(200ull << 20, 0);
+    ::testing::internal::CaptureStderr();
+    EXPECT_THROW(history.allocate(200ull << 20, 0), out_of_memory_error);
+    const std::string printed = ::testing::internal::GetCapturedStderr();
+
+    const auto path = folder / "oom-0.memtrail";
+    ASSERT_TRUE(std::filesystem::exists(path));
+    EXPECT_NE(printed.find(path.string()), std::string::npos) << printed;
+    const snapshot::snapshot s = snapshot::read_snapshot(path);
+    const auto& entries = s.find_trace(0)->entries;
+    ASSERT_FALSE(entries.empty());
+    bool saw_oom = false;
+    for (const auto& entry : entries) {
+        saw_oom = saw_oom || entry.kind == snapshot::action::oom;
+    }
+    EXPECT_TRUE(saw_oom);
+    ASSERT_EQ(s.segments.size(), 1u);
+    EXPECT_EQ(s.segments[0].total_size, 200ull << 20);
+}
+
+TEST(oom_dump, a_failing_dump_does_not_replace_the_out_of_memory_error) {
+    simulated_device_options options;
+    options.capacity = 64ull << 20;
+    simulated_device gpu(options);
+    caching_allocator allocator({&gpu});
+    recorder::recorder history(allocator);
+    recorder::dump_on_out_of_memory(history, "/nonexistent-folder/oom.memtrail");
+    ::testing::internal::CaptureStderr();
+    EXPECT_THROW(history.allocate(1ull << 30, 0), out_of_memory_error);
+    EXPECT_NE(::testing::internal::GetCapturedStderr().find("snapshot failed"), std::string::npos);
+}
+
+TEST(signal_dump, runs_the_dump_on_a_helper_thread) {
+    std::atomic<int> dumps{0};
+    std::atomic<bool> on_other_thread{false};
+    const auto main_thread = std::this_thread::get_id();
+    {
+        recorder::signal_dump trigger(SIGUSR2, [&] {
+            on_other_thread = std::this_thread::get_id() != main_thread;
+            ++dumps;
+        });
+        EXPECT_THROW(recorder::signal_dump(SIGUSR1, [] {}), std::logic_error);
+        raise(SIGUSR2);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (dumps.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+    EXPECT_EQ(dumps.load(), 1);
+    EXPECT_TRUE(on_other_thread.load());
+    // The previous disposition is back, and a new trigger can be installed.
+    recorder::signal_dump again(SIGUSR2, [] {});
+}
+
+}  // namespace
