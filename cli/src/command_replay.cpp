@@ -191,6 +191,9 @@ int run_replay_command(const parsed_arguments& args) {
     // Recorded addresses only make sense under the recorded settings.
     const bool compared = conf == recorded_conf;
     options.reuse_trace_addresses = compared;
+    if (compared && expected) {
+        options.expected_stats = &expected->stats;  // settles what the trace leaves ambiguous
+    }
     const replay::replay_result result = run_replay(input, options, path);
     replay::parity_report parity;
     if (compared) {
