@@ -1,0 +1,79 @@
+// Checks that a screenshot shows something: enough distinct colours over the whole image, and
+// enough pixels unlike the background below the viewer's tab bars (where the view draws).
+//
+//   png_check FILE.png [MIN_CONTENT_FRACTION]
+//
+// Exits 0 when the image passes, 1 with the reason otherwise.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include <stb_image.h>
+
+namespace {
+
+constexpr size_t min_distinct_colors = 24;
+// Menu bar, snapshot tabs, toolbar, overview strip and feature tabs take about this much.
+constexpr int chrome_height = 150;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || argc > 3) {
+        std::fprintf(stderr, "usage: png_check FILE.png [MIN_CONTENT_FRACTION]\n");
+        return 2;
+    }
+    const double min_content = argc == 3 ? std::atof(argv[2]) : 0.02;
+    int width = 0;
+    int height = 0;
+    int channels = 0;
+    unsigned char* pixels = stbi_load(argv[1], &width, &height, &channels, 3);
+    if (pixels == nullptr) {
+        std::fprintf(stderr, "png_check: cannot read %s: %s\n", argv[1], stbi_failure_reason());
+        return 1;
+    }
+    std::map<uint32_t, size_t> counts;
+    for (int i = 0; i < width * height; ++i) {
+        const unsigned char* p = pixels + static_cast<size_t>(i) * 3;
+        ++counts[(uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2]];
+    }
+    uint32_t background = 0;
+    size_t most = 0;
+    for (const auto& [color, n] : counts) {
+        if (n > most) {
+            most = n;
+            background = color;
+        }
+    }
+    size_t content = 0;
+    size_t content_area = 0;
+    for (int y = chrome_height; y < height; ++y) {
+        for (int x = 0; x < width; ++x) {
+            const unsigned char* p = pixels + (static_cast<size_t>(y) * width + x) * 3;
+            const uint32_t color = (uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2];
+            content += color != background;
+            ++content_area;
+        }
+    }
+    stbi_image_free(pixels);
+    const double fraction =
+        content_area == 0 ? 0.0 : static_cast<double>(content) / static_cast<double>(content_area);
+    std::printf("%s: %dx%d, %zu distinct colours, %.2f%% of the view area drawn\n", argv[1], width,
+                height, counts.size(), fraction * 100.0);
+    if (counts.size() < min_distinct_colors) {
+        std::fprintf(stderr, "png_check: only %zu distinct colours (want %zu): blank?\n",
+                     counts.size(), min_distinct_colors);
+        return 1;
+    }
+    if (fraction < min_content) {
+        std::fprintf(stderr,
+                     "png_check: only %.3f%% of the view area differs from the background "
+                     "(want %.3f%%)\n",
+                     fraction * 100.0, min_content * 100.0);
+        return 1;
+    }
+    return 0;
+}

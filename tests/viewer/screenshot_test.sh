@@ -1,0 +1,17 @@
+#!/bin/sh
+# Renders one view of a snapshot with memtrail-viewer under Xvfb and checks the PNG shows it.
+#   screenshot_test.sh VIEWER PNG_CHECK MIN_CONTENT OUT.png VIEWER_ARGS...
+set -eu
+viewer=$1
+png_check=$2
+min_content=$3
+out=$4
+shift 4
+if ! command -v xvfb-run >/dev/null 2>&1; then
+    echo "screenshot_test: xvfb-run is missing; install the xvfb package (apt-get install xvfb)" \
+         "to run the viewer's screenshot tests" >&2
+    exit 1
+fi
+rm -f "$out"
+xvfb-run -a -s "-screen 0 1920x1080x24" "$viewer" --screenshot "$out" "$@"
+"$png_check" "$out" "$min_content"

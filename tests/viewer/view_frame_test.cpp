@@ -1,0 +1,251 @@
+// The views, headless: every view builds a frame for a PyTorch pickle and a memtrail snapshot,
+// the frame stays within a per-pixel budget, and the linked selection and the keyboard work.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "memtrail/viewer/document.hpp"
+#include "memtrail/viewer/headless_frame.hpp"
+#include "memtrail/viewer/view.hpp"
+#include "memtrail/viewer/workspace.hpp"
+
+namespace memtrail::viewer {
+namespace {
+
+constexpr int width = 1280;
+constexpr int height = 800;
+
+std::shared_ptr<const document> load(const std::string& path) {
+    load_progress progress;
+    return load_document(path, progress);
+}
+
+const std::shared_ptr<const document>& torch_document() {
+    static const auto doc = load(MEMTRAIL_TEST_TORCH_PICKLE);
+    return doc;
+}
+
+const std::shared_ptr<const document>& memtrail_document() {
+    static const auto doc = load(MEMTRAIL_TEST_SNAPSHOT);
+    return doc;
+}
+
+// Draws `v` as the one window of the frame.
+void draw_frame(headless_frame& frame, view& v) {
+    frame.begin();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
+    ImGui::Begin("view", nullptr, ImGuiWindowFlags_NoDecoration);
+    v.draw();
+    ImGui::End();
+}
+
+// Frames until the view's background work is done and drawn (a result that arrives is taken by
+// the next frame, hence two quiet frames); returns the last frame's data.
+const ImDrawData& settle(headless_frame& frame, view& v) {
+    int quiet = 0;
+    for (int i = 0;; ++i) {
+        draw_frame(frame, v);
+        quiet = v.busy() ? 0 : quiet + 1;
+        const ImDrawData& data = frame.end();
+        if (i >= 3 && quiet >= 2) {
+            return data;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+}
+
+struct view_case {
+    const char* file;
+    view_kind kind;
+};
+
+class every_view : public ::testing::TestWithParam<view_case> {};
+
+TEST_P(every_view, builds_a_frame_within_the_pixel_budget) {
+    const auto& doc =
+        std::string(GetParam().file) == "torch" ? torch_document() : memtrail_document();
+    ASSERT_TRUE(doc);
+    headless_frame frame(width, height);
+    view v(doc);
+    v.show(GetParam().kind);
+    ASSERT_TRUE(v.select_moment("peak"));
+    v.set_comparison(GetParam().kind == view_kind::compare ? memtrail_document() : nullptr);
+    const ImDrawData& data = settle(frame, v);
+    EXPECT_EQ(v.shown(), GetParam().kind);
+    EXPECT_GT(data.CmdListsCount, 0);
+    EXPECT_GT(data.TotalVtxCount, 1000) << "the view drew almost nothing";
+    // Per-pixel aggregation: a frame holds a few quads per pixel column and text, never one
+    // item per event or block. 4 vertices per quad, a dozen quads per column is generous.
+    EXPECT_LT(data.TotalVtxCount, 4 * 12 * width + 200000);
+}
+
+std::string case_name(const ::testing::TestParamInfo<view_case>& info) {
+    return std::string(info.param.file) + "_" + std::string(view_kind_name(info.param.kind));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    viewer, every_view,
+    ::testing::Values(
+        view_case{"torch", view_kind::timeline}, view_case{"torch", view_kind::segments},
+        view_case{"torch", view_kind::flame}, view_case{"torch", view_kind::events},
+        view_case{"torch", view_kind::allocation}, view_case{"torch", view_kind::stats},
+        view_case{"torch", view_kind::oom}, view_case{"torch", view_kind::compare},
+        view_case{"memtrail", view_kind::timeline}, view_case{"memtrail", view_kind::segments},
+        view_case{"memtrail", view_kind::flame}, view_case{"memtrail", view_kind::events},
+        view_case{"memtrail", view_kind::allocation}, view_case{"memtrail", view_kind::stats},
+        view_case{"memtrail", view_kind::oom}, view_case{"memtrail", view_kind::compare}),
+    case_name);
+
+TEST(view_kind, names_round_trip) {
+    for (int i = 0; i < view_kind_count; ++i) {
+        const auto kind = static_cast<view_kind>(i);
+        view_kind parsed{};
+        ASSERT_TRUE(parse_view_kind(view_kind_name(kind), parsed));
+        EXPECT_EQ(parsed, kind);
+    }
+    view_kind ignored{};
+    EXPECT_FALSE(parse_view_kind("memory", ignored));
+}
+
+TEST(view, moments_by_name_and_index) {
+    view v(torch_document());
+    const auto& model = torch_document()->devices.front().model;
+    EXPECT_EQ(v.moment(), model.event_count());
+    ASSERT_TRUE(v.select_moment("peak"));
+    EXPECT_EQ(v.moment(), model.peak_position(analysis::series::allocated));
+    ASSERT_TRUE(v.select_moment("12"));
+    EXPECT_EQ(v.moment(), 13u);  // the state after entry 12
+    ASSERT_TRUE(v.select_moment("end"));
+    EXPECT_EQ(v.moment(), model.event_count());
+    EXPECT_FALSE(v.select_moment("middle"));
+    EXPECT_FALSE(v.select_moment("12x"));
+    ASSERT_TRUE(v.select_moment("999999999"));
+    EXPECT_EQ(v.moment(), model.event_count()) << "clamped to the trace";
+}
+
+TEST(view, arrow_keys_step_and_escape_clears) {
+    headless_frame frame(width, height);
+    ImGuiIO& io = ImGui::GetIO();
+    // The key codes a backend would map; the GLFW backend uses these.
+    io.KeyMap[ImGuiKey_LeftArrow] = 263;
+    io.KeyMap[ImGuiKey_RightArrow] = 262;
+    io.KeyMap[ImGuiKey_Escape] = 256;
+    view v(torch_document());
+    v.set_moment(100);
+    v.set_allocation(0);
+    v.set_range(std::pair<size_t, size_t>(50, 10));
+    ASSERT_EQ(v.range()->first, 10u) << "a range is kept in order";
+    settle(frame, v);
+
+    auto press = [&](int key) {
+        io.KeysDown[key] = true;
+        draw_frame(frame, v);
+        frame.end();
+        io.KeysDown[key] = false;
+        draw_frame(frame, v);
+        frame.end();
+    };
+    press(262);
+    EXPECT_EQ(v.moment(), 101u);
+    press(263);
+    press(263);
+    EXPECT_EQ(v.moment(), 99u);
+    press(256);
+    EXPECT_FALSE(v.allocation().has_value());
+    EXPECT_FALSE(v.range().has_value());
+}
+
+TEST(view, a_click_in_the_timeline_selects_that_moment_and_the_wheel_zooms) {
+    headless_frame frame(width, height);
+    ImGuiIO& io = ImGui::GetIO();
+    view v(torch_document());
+    settle(frame, v);
+    const size_t end = v.moment();
+    // The plot spans the width below the controls; its middle is about the trace's middle.
+    io.MousePos = ImVec2(width / 2.0f, height * 0.7f);
+    io.MouseDown[0] = true;
+    draw_frame(frame, v);
+    frame.end();
+    io.MouseDown[0] = false;
+    draw_frame(frame, v);
+    frame.end();
+    EXPECT_GT(v.moment(), end / 4);
+    EXPECT_LT(v.moment(), end * 3 / 4);
+
+    // Zoomed in around the same place, the same click lands on nearly the same moment.
+    const size_t clicked = v.moment();
+    io.MouseWheel = 5;
+    draw_frame(frame, v);
+    frame.end();
+    io.MouseWheel = 0;
+    v.set_moment(0);
+    io.MouseDown[0] = true;
+    draw_frame(frame, v);
+    frame.end();
+    io.MouseDown[0] = false;
+    draw_frame(frame, v);
+    frame.end();
+    const size_t again = v.moment();
+    EXPECT_LT(again > clicked ? again - clicked : clicked - again, end / 100);
+}
+
+TEST(document, every_allocation_entry_finds_its_lifetime) {
+    for (const auto* doc : {torch_document().get(), memtrail_document().get()}) {
+        for (const device_document& d : doc->devices) {
+            const auto& lifetimes = d.model.lifetimes();
+            size_t checked = 0;
+            for (size_t i = 0; i < d.model.event_count(); ++i) {
+                const snapshot::trace_entry& e = d.model.entry(i);
+                if (e.kind != snapshot::action::alloc) {
+                    continue;
+                }
+                const std::optional<size_t> life = d.allocation_of_entry(i);
+                ASSERT_TRUE(life.has_value()) << doc->name << " entry " << i;
+                EXPECT_EQ(lifetimes[*life].begin, i + 1);
+                EXPECT_EQ(lifetimes[*life].address, e.address);
+                ++checked;
+            }
+            EXPECT_GT(checked, 0u) << doc->name;
+        }
+    }
+}
+
+TEST(document, memtrail_snapshot_has_annotations_streams_and_ooms) {
+    const device_document& d = memtrail_document()->devices.front();
+    EXPECT_FALSE(d.annotation_lanes.empty());
+    EXPECT_GE(d.streams.size(), 1u);
+    EXPECT_FALSE(d.oom_entries.empty());
+    for (const auto& lane : d.annotation_lanes) {
+        for (size_t i = 1; i < lane.size(); ++i) {
+            EXPECT_LE(lane[i - 1].last, lane[i].first) << "ranges in a lane do not overlap";
+        }
+    }
+}
+
+TEST(workspace, loads_in_the_background_in_opening_order) {
+    headless_frame frame(width, height);
+    workspace ws;
+    ws.open(MEMTRAIL_TEST_SNAPSHOT);
+    ws.open(MEMTRAIL_TEST_TORCH_PICKLE);
+    ws.open("/nonexistent/file.pickle");
+    while (ws.loading()) {
+        frame.begin();
+        ws.draw();
+        frame.end();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    const std::vector<view*> views = ws.views();
+    ASSERT_EQ(views.size(), 2u);
+    EXPECT_EQ(views[0]->doc().name, "viewer_test.memtrail");
+    EXPECT_EQ(views[1]->doc().name, "transformer__default.pickle");
+    ASSERT_EQ(ws.errors().size(), 1u);
+    EXPECT_NE(ws.errors()[0].find("/nonexistent/file.pickle"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace memtrail::viewer

@@ -1,0 +1,71 @@
+#pragma once
+// One opened snapshot file: the snapshot, a device model per device, and the small indices the
+// views look things up in (frame labels for search, OOM entries, annotation ranges, allocations
+// by address).
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memtrail/analysis/device_model.hpp"
+#include "memtrail/snapshot/model.hpp"
+
+namespace memtrail::viewer {
+
+// A named range of the trace: an annotation's start to its end, in positions.
+struct annotation_range {
+    snapshot::string_id name = snapshot::no_id;
+    size_t first = 0;  // position of the start
+    size_t last = 0;   // position of the end (event_count() when it never ended)
+};
+
+// What the views need of one device beyond its model.
+struct device_document {
+    int device = 0;
+    analysis::device_model model;
+    std::vector<size_t> oom_entries;     // indices of the trace's oom entries
+    std::vector<size_t> marker_entries;  // annotation_marker entries
+    // Annotation ranges in lanes; a lane's ranges do not overlap and are sorted by position.
+    std::vector<std::vector<annotation_range>> annotation_lanes;
+    std::vector<uint64_t> streams;  // streams seen in the trace, ascending
+    // Lifetime indices sorted by (address, begin): finds the allocation at an address and moment.
+    std::vector<uint32_t> lifetimes_by_address;
+
+    // The allocation holding `address` at `position` (allocated or pending free), if any.
+    std::optional<size_t> allocation_at(uint64_t address, size_t position) const;
+    // The allocation an alloc, free_requested or free_completed entry belongs to, if any.
+    std::optional<size_t> allocation_of_entry(size_t entry) const;
+};
+
+struct document {
+    std::string path;
+    std::string name;  // the file name, for tab titles
+    std::shared_ptr<const snapshot::snapshot> source;
+    std::vector<device_document> devices;  // ascending by device
+    // frame_labels[f] is analysis::frame_label of frame f, lowercased for search.
+    std::vector<std::string> frame_search_text;
+};
+
+// How far a load has come, written by the loading thread and read by the UI.
+struct load_progress {
+    std::atomic<float> fraction{0.0f};
+    std::atomic<int> stage{0};  // index into load_stage_names
+};
+
+inline constexpr const char* load_stage_names[] = {"reading file", "building device models",
+                                                   "indexing"};
+
+// Reads `path` (a memtrail snapshot, plain or zstd, or a PyTorch pickle) and builds everything
+// the views need.
+// @throws std::exception with a message for the user when the file cannot be read.
+std::shared_ptr<const document> load_document(const std::string& path, load_progress& progress);
+
+// Builds the document of a snapshot already in memory (tests and benchmarks).
+std::shared_ptr<const document> make_document(std::shared_ptr<const snapshot::snapshot> source,
+                                              std::string name, load_progress& progress);
+
+}  // namespace memtrail::viewer

@@ -1,0 +1,58 @@
+#pragma once
+// Everything in the window: a menu bar with an open dialog and a path box, the loads in flight
+// with their progress, and one tab per open snapshot, each holding a view.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "memtrail/viewer/load_job.hpp"
+#include "memtrail/viewer/view.hpp"
+
+namespace memtrail::viewer {
+
+class file_dialog;
+
+class workspace {
+  public:
+    workspace();
+    ~workspace();
+
+    // Starts loading `path` in the background; it gets a tab when loaded.
+    void open(const std::string& path);
+    // Adds a tab for a document already loaded; returns its view.
+    view& add(std::shared_ptr<const document> doc);
+
+    // Draws the workspace over the whole display.
+    void draw();
+
+    bool loading() const { return !loads_.empty(); }
+    // Loads running or views computing in the background.
+    bool busy() const;
+    bool quit_requested() const { return quit_requested_; }
+    // Messages of loads that failed, oldest first.
+    const std::vector<std::string>& errors() const { return errors_; }
+
+    std::vector<view*> views();
+    // Makes `v`'s tab the selected one on the next frame.
+    void select(const view& v);
+
+  private:
+    struct tab {
+        std::unique_ptr<view> content;
+        int id = 0;
+    };
+    void draw_menu();
+    void collect_finished_loads();
+
+    std::vector<tab> tabs_;
+    std::vector<std::unique_ptr<load_job>> loads_;
+    std::vector<std::string> errors_;
+    std::unique_ptr<file_dialog> dialog_;
+    const view* select_ = nullptr;
+    int next_id_ = 1;
+    char path_box_[1024] = {};
+    bool quit_requested_ = false;
+};
+
+}  // namespace memtrail::viewer

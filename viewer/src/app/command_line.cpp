@@ -1,0 +1,78 @@
+#include "command_line.hpp"
+
+#include <stdexcept>
+#include <string_view>
+
+namespace memtrail::viewer::app {
+
+namespace {
+
+int parse_int(std::string_view text, const char* what) {
+    int value = 0;
+    size_t used = 0;
+    try {
+        value = std::stoi(std::string(text), &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != text.size()) {
+        throw std::invalid_argument(std::string("bad ") + what + ": '" + std::string(text) + "'");
+    }
+    return value;
+}
+
+}  // namespace
+
+const char* usage() {
+    return "usage: memtrail-viewer [FILE...]\n"
+           "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end]\n"
+           "                       [--size WxH] [--device N] FILE [FILE2]\n"
+           "FILE: a memtrail snapshot (plain or zstd) or a PyTorch snapshot pickle.\n"
+           "NAME: timeline, segments, flame, events, allocation, stats, oom, compare\n"
+           "      (compare shows FILE against FILE2).\n";
+}
+
+options parse_command_line(int argc, char** argv) {
+    options result;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        auto value = [&](const char* name) -> std::string_view {
+            if (i + 1 >= argc) {
+                throw std::invalid_argument(std::string(name) + " needs a value");
+            }
+            return argv[++i];
+        };
+        if (arg == "-h" || arg == "--help") {
+            result.help = true;
+        } else if (arg == "--screenshot") {
+            result.screenshot = value("--screenshot");
+        } else if (arg == "--view") {
+            result.view = value("--view");
+        } else if (arg == "--at") {
+            result.at = value("--at");
+        } else if (arg == "--device") {
+            result.device = parse_int(value("--device"), "device");
+        } else if (arg == "--size") {
+            const std::string_view size = value("--size");
+            const size_t x = size.find('x');
+            if (x == std::string_view::npos) {
+                throw std::invalid_argument("--size wants WxH, e.g. 1600x900");
+            }
+            result.width = parse_int(size.substr(0, x), "width");
+            result.height = parse_int(size.substr(x + 1), "height");
+            if (result.width < 64 || result.height < 64) {
+                throw std::invalid_argument("--size must be at least 64x64");
+            }
+        } else if (arg.size() > 1 && arg[0] == '-') {
+            throw std::invalid_argument("unknown option '" + std::string(arg) + "'");
+        } else {
+            result.files.emplace_back(arg);
+        }
+    }
+    if (!result.screenshot.empty() && result.files.empty()) {
+        throw std::invalid_argument("--screenshot needs a FILE");
+    }
+    return result;
+}
+
+}  // namespace memtrail::viewer::app

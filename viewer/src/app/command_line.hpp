@@ -1,0 +1,28 @@
+#pragma once
+// memtrail-viewer's command line:
+//   memtrail-viewer [FILE...]
+//   memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end] [--size WxH]
+//                   [--device N] FILE [FILE2]
+
+#include <string>
+#include <vector>
+
+namespace memtrail::viewer::app {
+
+struct options {
+    std::vector<std::string> files;
+    std::string screenshot;  // "" = interactive
+    std::string view = "timeline";
+    std::string at = "end";
+    int device = -1;  // -1: the first device with a trace
+    int width = 1600;
+    int height = 900;
+    bool help = false;
+};
+
+// Throws std::invalid_argument with a message fit for the user.
+options parse_command_line(int argc, char** argv);
+
+const char* usage();
+
+}  // namespace memtrail::viewer::app

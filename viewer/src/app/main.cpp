@@ -1,0 +1,119 @@
+// memtrail-viewer: the interactive viewer, and with --screenshot a renderer of one frame of one
+// view to a PNG file (under xvfb-run where there is no display).
+
+#include <cstdio>
+#include <exception>
+
+#include "command_line.hpp"
+#include "gl_window.hpp"
+#include "memtrail/viewer/workspace.hpp"
+#include "png_file.hpp"
+
+namespace {
+
+using memtrail::viewer::app::gl_window;
+using memtrail::viewer::app::options;
+
+int run_interactive(const options& opts) {
+    gl_window window("memtrail-viewer", opts.width, opts.height);
+    memtrail::viewer::workspace ws;
+    for (const std::string& file : opts.files) {
+        ws.open(file);
+    }
+    while (!window.should_close() && !ws.quit_requested()) {
+        for (const std::string& path : window.take_dropped_paths()) {
+            ws.open(path);
+        }
+        // Sleep until input comes; while something loads or computes, look again soon.
+        window.begin_frame(ws.busy() ? 0.05 : 0.5);
+        ws.draw();
+        window.render();
+        window.present();
+    }
+    return 0;
+}
+
+int run_screenshot(const options& opts) {
+    memtrail::viewer::view_kind kind{};
+    if (!memtrail::viewer::parse_view_kind(opts.view, kind)) {
+        std::fprintf(stderr, "memtrail-viewer: unknown view '%s'\n%s", opts.view.c_str(),
+                     memtrail::viewer::app::usage());
+        return 2;
+    }
+    gl_window window("memtrail-viewer", opts.width, opts.height);
+    window.ignore_mouse();
+    memtrail::viewer::workspace ws;
+    for (const std::string& file : opts.files) {
+        ws.open(file);
+    }
+    // Frames go on while the files load; then the first file's view is set up as asked.
+    while (ws.loading()) {
+        window.begin_frame(0.05);
+        ws.draw();
+        window.render();
+        window.present();
+    }
+    if (!ws.errors().empty()) {
+        for (const std::string& error : ws.errors()) {
+            std::fprintf(stderr, "memtrail-viewer: %s\n", error.c_str());
+        }
+        return 1;
+    }
+    const std::vector<memtrail::viewer::view*> views = ws.views();
+    memtrail::viewer::view& v = *views.front();
+    ws.select(v);
+    v.show(kind);
+    if (opts.device >= 0 && !v.select_device(opts.device)) {
+        std::fprintf(stderr, "memtrail-viewer: %s has no device %d\n", opts.files[0].c_str(),
+                     opts.device);
+        return 2;
+    }
+    if (!v.select_moment(opts.at)) {
+        std::fprintf(stderr, "memtrail-viewer: --at wants EVENT, peak or end, not '%s'\n",
+                     opts.at.c_str());
+        return 2;
+    }
+    if (views.size() > 1) {
+        v.set_comparison(views[1]->shared_doc());
+    }
+    if (kind == memtrail::viewer::view_kind::allocation) {
+        v.select_largest_live_allocation();  // the details of something, not the picking list
+    }
+    // A few frames settle the layout (tabs, tables and auto-sized windows take one each), and
+    // the views' background results must have arrived and been drawn once.
+    int settled = 0;
+    for (int frame = 0;; ++frame) {
+        window.begin_frame(ws.busy() ? 0.01 : 0.0);
+        ws.draw();
+        window.render();
+        settled = ws.busy() ? 0 : settled + 1;
+        if (frame >= 3 && settled >= 2) {
+            int width = 0;
+            int height = 0;
+            const std::vector<uint8_t> pixels = window.read_back_buffer(width, height);
+            memtrail::viewer::app::write_png(opts.screenshot, pixels, width, height);
+            break;
+        }
+        window.present();
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        const options opts = memtrail::viewer::app::parse_command_line(argc, argv);
+        if (opts.help) {
+            std::fputs(memtrail::viewer::app::usage(), stdout);
+            return 0;
+        }
+        return opts.screenshot.empty() ? run_interactive(opts) : run_screenshot(opts);
+    } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "memtrail-viewer: %s\n%s", e.what(), memtrail::viewer::app::usage());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "memtrail-viewer: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,30 @@
+#include "memtrail/viewer/load_job.hpp"
+
+#include <exception>
+#include <iterator>
+
+namespace memtrail::viewer {
+
+load_job::load_job(std::string path) : path_(std::move(path)) {
+    thread_ = std::thread([this] {
+        try {
+            result_ = load_document(path_, progress_);
+        } catch (const std::exception& e) {
+            error_ = e.what();
+        }
+        done_ = true;  // publishes result_ and error_ to the UI thread
+    });
+}
+
+load_job::~load_job() {
+    thread_.join();
+}
+
+const char* load_job::stage() const {
+    const int stage = progress_.stage.load();
+    return stage >= 0 && stage < static_cast<int>(std::size(load_stage_names))
+               ? load_stage_names[stage]
+               : "";
+}
+
+}  // namespace memtrail::viewer

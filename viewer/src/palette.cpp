@@ -1,0 +1,31 @@
+#include "palette.hpp"
+
+#include <algorithm>
+
+namespace memtrail::viewer::palette {
+
+ImU32 for_key(uint64_t key) {
+    // splitmix64 finaliser: neighbouring ids get unrelated hues.
+    key += 0x9e3779b97f4a7c15ull;
+    key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ull;
+    key = (key ^ (key >> 27)) * 0x94d049bb133111ebull;
+    key ^= key >> 31;
+    const float hue = static_cast<float>(key % 360) / 360.0f;
+    const float saturation = 0.45f + static_cast<float>((key >> 16) % 20) / 100.0f;
+    const float value = 0.70f + static_cast<float>((key >> 24) % 20) / 100.0f;
+    float r = 0;
+    float g = 0;
+    float b = 0;
+    ImGui::ColorConvertHSVtoRGB(hue, saturation, value, r, g, b);
+    return ImGui::ColorConvertFloat4ToU32(ImVec4(r, g, b, 1.0f));
+}
+
+ImU32 shade(ImU32 color, float factor) {
+    ImVec4 c = ImGui::ColorConvertU32ToFloat4(color);
+    c.x = std::clamp(c.x * factor, 0.0f, 1.0f);
+    c.y = std::clamp(c.y * factor, 0.0f, 1.0f);
+    c.z = std::clamp(c.z * factor, 0.0f, 1.0f);
+    return ImGui::ColorConvertFloat4ToU32(c);
+}
+
+}  // namespace memtrail::viewer::palette

@@ -1,0 +1,31 @@
+#pragma once
+// Colours shared by the views, so a state or a stack has the same colour everywhere.
+
+#include <imgui.h>
+
+#include <cstdint>
+
+namespace memtrail::viewer::palette {
+
+inline constexpr ImU32 allocated = IM_COL32(76, 141, 222, 255);
+inline constexpr ImU32 pending_free = IM_COL32(230, 160, 60, 255);
+inline constexpr ImU32 free_block = IM_COL32(58, 62, 70, 255);
+inline constexpr ImU32 rounding_waste = IM_COL32(214, 84, 104, 255);
+inline constexpr ImU32 reserved = IM_COL32(150, 150, 160, 255);
+inline constexpr ImU32 selection = IM_COL32(255, 235, 90, 255);
+inline constexpr ImU32 range = IM_COL32(255, 235, 90, 40);
+inline constexpr ImU32 oom = IM_COL32(255, 60, 60, 255);
+inline constexpr ImU32 annotation = IM_COL32(120, 200, 140, 90);
+inline constexpr ImU32 grid = IM_COL32(255, 255, 255, 24);
+inline constexpr ImU32 text_dim = IM_COL32(170, 170, 180, 255);
+inline constexpr ImU32 grown = IM_COL32(220, 90, 80, 255);
+inline constexpr ImU32 shrunk = IM_COL32(80, 170, 110, 255);
+
+// A stable, distinguishable colour for a key (a stack id, a frame name hash): hue from the key,
+// saturation and value fixed so text stays readable on top.
+ImU32 for_key(uint64_t key);
+
+// `color` made darker (factor < 1) or lighter (> 1), alpha kept.
+ImU32 shade(ImU32 color, float factor);
+
+}  // namespace memtrail::viewer::palette

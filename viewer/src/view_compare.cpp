@@ -1,0 +1,183 @@
+// Compare: this snapshot against a baseline (another open snapshot), side by side at their ends
+// or their peaks, and a differential flame graph: a frame's width is its bytes in both
+// snapshots, its colour says whether it grew (red) or shrank (green).
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "flame_canvas.hpp"
+#include "format.hpp"
+#include "memtrail/viewer/view.hpp"
+#include "palette.hpp"
+
+namespace memtrail::viewer {
+
+namespace {
+
+// The model of `device` in `doc`, or its first device when it has no such one.
+const analysis::device_model& model_for(const document& doc, int device) {
+    for (const device_document& d : doc.devices) {
+        if (d.device == device) {
+            return d.model;
+        }
+    }
+    return doc.devices.front().model;
+}
+
+ImU32 delta_color(int64_t delta, uint64_t before, uint64_t after) {
+    const uint64_t larger = std::max(before, after);
+    if (delta == 0 || larger == 0) {
+        return IM_COL32(120, 124, 135, 255);
+    }
+    const float amount = 0.35f + 0.65f * static_cast<float>(std::abs(static_cast<double>(delta)) /
+                                                            static_cast<double>(larger));
+    const ImVec4 base =
+        ImGui::ColorConvertU32ToFloat4(delta > 0 ? palette::grown : palette::shrunk);
+    const ImVec4 gray(0.47f, 0.49f, 0.53f, 1.0f);
+    return ImGui::ColorConvertFloat4ToU32(ImVec4(gray.x + (base.x - gray.x) * amount,
+                                                 gray.y + (base.y - gray.y) * amount,
+                                                 gray.z + (base.z - gray.z) * amount, 1.0f));
+}
+
+void totals_row(const char* name, uint64_t before, uint64_t after) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextDisabled("%s", name);
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(format_bytes(before).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(format_bytes(after).c_str());
+    ImGui::TableNextColumn();
+    const int64_t delta = static_cast<int64_t>(after) - static_cast<int64_t>(before);
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(delta > 0   ? palette::grown
+                                                      : delta < 0 ? palette::shrunk
+                                                                  : palette::text_dim),
+                       "%s", format_bytes_delta(delta).c_str());
+}
+
+}  // namespace
+
+void view::draw_compare() {
+    compare_state& c = compare_;
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("baseline:");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(320);
+    if (ImGui::BeginCombo("##baseline", compare_doc_ ? compare_doc_->name.c_str() : "(none)")) {
+        for (const auto& candidate : candidates_) {
+            if (candidate != doc_ &&
+                ImGui::Selectable(candidate->name.c_str(), candidate == compare_doc_)) {
+                set_comparison(candidate);
+            }
+        }
+        ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+    int at_peak = c.at_peak ? 1 : 0;
+    ImGui::RadioButton("at the ends", &at_peak, 0);
+    ImGui::SameLine();
+    ImGui::RadioButton("at the peaks", &at_peak, 1);
+    c.at_peak = at_peak == 1;
+    ImGui::SameLine();
+    if (ImGui::SmallButton("reset zoom")) {
+        c.zoom = 0;
+    }
+    if (!compare_doc_) {
+        ImGui::TextDisabled(
+            "Open a second snapshot (or pass FILE2 on the command line) and pick "
+            "it as the baseline.");
+        return;
+    }
+
+    const compare_state::key want{compare_doc_.get(), doc_.get(), device_index_, c.at_peak};
+    if (c.pending.valid() &&
+        c.pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        compare_state::result r = c.pending.get();
+        c.diff = std::move(r.diff);
+        c.before_totals = r.before_totals;
+        c.after_totals = r.after_totals;
+        c.shown_key = c.pending_key;
+        c.max_depth = 0;
+        for (const analysis::flame_diff_node& n : c.diff.nodes) {
+            c.max_depth = std::max(c.max_depth, n.depth);
+        }
+        c.zoom = 0;
+    }
+    if (!c.pending.valid() && c.shown_key != want) {
+        const analysis::device_model before = model_for(*compare_doc_, dev().device);
+        const analysis::device_model after = model();
+        const bool peak = c.at_peak;
+        c.pending_key = want;
+        c.pending = std::async(std::launch::async, [before, after, peak] {
+            auto position = [peak](const analysis::device_model& m) {
+                return peak ? m.peak_position(analysis::series::allocated) : m.event_count();
+            };
+            const size_t before_at = position(before);
+            const size_t after_at = position(after);
+            compare_state::result r;
+            r.diff = analysis::diff_flames(
+                analysis::flame_at(before, before_at, analysis::live_measure::allocated),
+                analysis::flame_at(after, after_at, analysis::live_measure::allocated));
+            r.before_totals = analysis::totals_of(before.state_after(before_at));
+            r.after_totals = analysis::totals_of(after.state_after(after_at));
+            return r;
+        });
+    }
+    if (c.diff.nodes.empty()) {
+        ImGui::TextDisabled("comparing...");
+        return;
+    }
+
+    const ImGuiTableFlags flags =
+        ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV;
+    if (ImGui::BeginTable("##totals", 4, flags)) {
+        // Widths from the texts: the table appears only once the comparison is ready, and
+        // fitting its columns to their first frames' contents left them collapsed.
+        const float number = ImGui::CalcTextSize("-1023.99MiB").x + 12;
+        auto fixed = [&](const char* label, float at_least) {
+            ImGui::TableSetupColumn(label, ImGuiTableColumnFlags_WidthFixed,
+                                    std::max(at_least, ImGui::CalcTextSize(label).x + 12));
+        };
+        fixed("", ImGui::CalcTextSize("largest free block").x + 12);
+        fixed(compare_doc_->name.c_str(), number);
+        fixed(doc_->name.c_str(), number);
+        fixed("change", number);
+        ImGui::TableHeadersRow();
+        const analysis::memory_totals& b = c.before_totals;
+        const analysis::memory_totals& a = c.after_totals;
+        totals_row("reserved", b.reserved, a.reserved);
+        totals_row("allocated", b.allocated, a.allocated);
+        totals_row("pending free", b.pending_free, a.pending_free);
+        totals_row("free in segments", b.free, a.free);
+        totals_row("rounding waste", b.rounding_waste, a.rounding_waste);
+        totals_row("largest free block", b.largest_free, a.largest_free);
+        ImGui::EndTable();
+    }
+    if (c.pending.valid() || c.shown_key != want) {
+        ImGui::TextDisabled("(updating...)");
+    } else {
+        ImGui::TextDisabled("width: bytes in both; red grew, green shrank; click: zoom");
+    }
+
+    const auto& nodes = c.diff.nodes;
+    const flame_canvas_result r = draw_flame_canvas(
+        "##diff", nodes, c.zoom, c.max_depth, false,
+        [&](uint32_t i) { return nodes[i].before + nodes[i].after; },
+        [&](uint32_t i) { return delta_color(nodes[i].delta(), nodes[i].before, nodes[i].after); });
+    if (r.hovered) {
+        const analysis::flame_diff_node& n = nodes[*r.hovered];
+        ImGui::BeginTooltip();
+        ImGui::TextUnformatted(n.name.c_str());
+        ImGui::Separator();
+        ImGui::Text("baseline %s", format_bytes(n.before).c_str());
+        ImGui::Text("this     %s", format_bytes(n.after).c_str());
+        ImGui::Text("change   %s", format_bytes_delta(n.delta()).c_str());
+        ImGui::EndTooltip();
+    }
+    if (r.clicked) {
+        c.zoom = *r.clicked;
+    }
+}
+
+}  // namespace memtrail::viewer

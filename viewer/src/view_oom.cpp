@@ -1,0 +1,244 @@
+// OOM: the trace's out-of-memory events and, for the selected one, the analysis's report: what
+// was asked, what the device had free of its total, allocated against reserved, the largest free
+// block per pool and stream, fragmentation, and the live blocks that stood in the way.
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+#include "format.hpp"
+#include "memtrail/viewer/view.hpp"
+#include "palette.hpp"
+
+namespace memtrail::viewer {
+
+namespace {
+
+void number_row(const char* name, const std::string& value) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextDisabled("%s", name);
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(value.c_str());
+}
+
+// One horizontal bar of the device's memory: where every byte was when the request failed.
+void device_bar(const analysis::oom_report& r) {
+    const analysis::memory_totals& t = r.totals;
+    const uint64_t known = t.reserved + r.device_free;
+    const uint64_t total = std::max(r.device_total, known);
+    struct part {
+        uint64_t bytes;
+        ImU32 color;
+        const char* name;
+    };
+    const part parts[] = {
+        {t.allocated, palette::allocated, "allocated"},
+        {t.pending_free, palette::pending_free, "pending free"},
+        {t.free, palette::free_block, "free in the cache"},
+        {r.device_free, IM_COL32(90, 160, 110, 255), "free on the device"},
+        {total - known, IM_COL32(110, 80, 130, 255), "used outside this allocator"},
+    };
+    const float width = ImGui::GetContentRegionAvail().x;
+    const float height = 22;
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    float x = origin.x;
+    for (const part& p : parts) {
+        const float w =
+            total == 0
+                ? 0
+                : static_cast<float>(static_cast<double>(p.bytes) / static_cast<double>(total)) *
+                      width;
+        draw->AddRectFilled(ImVec2(x, origin.y), ImVec2(x + w, origin.y + height), p.color);
+        if (ImGui::IsMouseHoveringRect(ImVec2(x, origin.y), ImVec2(x + w, origin.y + height))) {
+            ImGui::SetTooltip("%s: %s", p.name, format_bytes(p.bytes).c_str());
+        }
+        x += w;
+    }
+    // The request, drawn to the same scale from the left.
+    const float asked =
+        total == 0
+            ? 0
+            : static_cast<float>(static_cast<double>(r.requested) / static_cast<double>(total)) *
+                  width;
+    draw->AddRect(ImVec2(origin.x, origin.y - 3),
+                  ImVec2(origin.x + std::max(2.0f, asked), origin.y + height + 3), palette::oom, 0,
+                  0, 2.0f);
+    ImGui::Dummy(ImVec2(width, height + 4));
+    for (const part& p : parts) {
+        const ImVec2 at = ImGui::GetCursorScreenPos();
+        const float h = ImGui::GetTextLineHeight();
+        draw->AddRectFilled(ImVec2(at.x, at.y + 2), ImVec2(at.x + h, at.y + h - 2), p.color);
+        ImGui::Dummy(ImVec2(h, h));
+        ImGui::SameLine();
+        ImGui::Text("%s %s", p.name, format_bytes(p.bytes).c_str());
+        ImGui::SameLine(0, 18);
+    }
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::oom), "[ ] the request");
+}
+
+}  // namespace
+
+void view::draw_oom() {
+    const std::vector<size_t>& ooms = dev().oom_entries;
+    if (ooms.empty()) {
+        ImGui::TextDisabled("No out-of-memory event in this trace.");
+        return;
+    }
+    oom_state& o = oom_;
+    if (o.followed_moment != moment_) {
+        // The last OOM at or before the moment; the first when the moment is before them all.
+        const auto after = std::upper_bound(ooms.begin(), ooms.end(), moment_,
+                                            [](size_t m, size_t entry) { return m < entry + 1; });
+        o.selected = after == ooms.begin() ? 0 : static_cast<size_t>(after - ooms.begin()) - 1;
+        o.followed_moment = moment_;
+    }
+    o.selected = std::min(o.selected, ooms.size() - 1);
+    if (ooms.size() > 1) {
+        ImGui::SetNextItemWidth(420);
+        char current[96];
+        std::snprintf(current, sizeof current, "OOM %zu of %zu: event %s", o.selected + 1,
+                      ooms.size(), format_count(ooms[o.selected]).c_str());
+        if (ImGui::BeginCombo("##oom", current)) {
+            ImGuiListClipper clipper;
+            clipper.Begin(static_cast<int>(ooms.size()));
+            while (clipper.Step()) {
+                for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+                    const snapshot::trace_entry& e = model().entry(ooms[static_cast<size_t>(i)]);
+                    char label[96];
+                    std::snprintf(label, sizeof label, "event %s: %s",
+                                  format_count(ooms[static_cast<size_t>(i)]).c_str(),
+                                  format_bytes(e.size).c_str());
+                    ImGui::PushID(i);
+                    if (ImGui::Selectable(label, static_cast<size_t>(i) == o.selected)) {
+                        o.selected = static_cast<size_t>(i);
+                    }
+                    ImGui::PopID();
+                }
+            }
+            ImGui::EndCombo();
+        }
+        ImGui::SameLine();
+    }
+    if (!o.valid || o.device_index != device_index_ || o.shown != o.selected) {
+        o.report = analysis::analyze_oom(model(), ooms[o.selected]);
+        o.valid = true;
+        o.device_index = device_index_;
+        o.shown = o.selected;
+    }
+    const analysis::oom_report& r = o.report;
+
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::oom),
+                       "Out of memory at event %s (%s): asked for %s on stream %" PRIu64
+                       ", %s pool",
+                       format_count(r.entry).c_str(), axis_label(axis_of(r.entry + 1)).c_str(),
+                       format_bytes(r.requested).c_str(), r.stream, r.is_large ? "large" : "small");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("go to this moment")) {
+        set_moment(r.entry + 1);
+    }
+    ImGui::Text("Verdict: %s", analysis::verdict_name(r.verdict).data());
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("%s", r.explanation.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::Spacing();
+    device_bar(r);
+    ImGui::Spacing();
+
+    ImGui::BeginChild("##oom_details");
+    const ImGuiTableFlags flags = ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg;
+    ImGui::BeginGroup();
+    if (ImGui::BeginTable("##numbers", 2, flags)) {
+        number_row("asked (rounded)", format_bytes(r.requested));
+        number_row("free on the device", format_bytes(r.device_free));
+        number_row("device total",
+                   r.device_total > 0 ? format_bytes(r.device_total) : std::string("unknown"));
+        number_row("reserved", format_bytes(r.totals.reserved));
+        number_row("allocated", format_bytes(r.totals.allocated));
+        number_row("pending free", format_bytes(r.totals.pending_free));
+        number_row("free in the cache", format_bytes(r.totals.free));
+        number_row("largest free block", format_bytes(r.totals.largest_free));
+        char fragmentation[32];
+        std::snprintf(fragmentation, sizeof fragmentation, "%.1f%%", r.fragmentation * 100.0);
+        number_row("fragmentation", fragmentation);
+        ImGui::EndTable();
+    }
+    ImGui::EndGroup();
+    ImGui::SameLine(0, 30);
+    ImGui::BeginGroup();
+    ImGui::TextUnformatted("Free space by pool and stream");
+    if (ImGui::BeginTable("##pools", 6, flags | ImGuiTableFlags_BordersInnerV)) {
+        ImGui::TableSetupColumn("pool");
+        ImGui::TableSetupColumn("stream");
+        ImGui::TableSetupColumn("free");
+        ImGui::TableSetupColumn("largest free");
+        ImGui::TableSetupColumn("free blocks");
+        ImGui::TableSetupColumn("pending free");
+        ImGui::TableHeadersRow();
+        for (const analysis::free_space& f : r.free_by_pool) {
+            ImGui::TableNextRow();
+            const bool usable = f.is_large == r.is_large && f.stream == r.stream;
+            if (usable) {
+                ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(90, 60, 60, 120));
+            }
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(f.is_large ? "large" : "small");
+            ImGui::TableNextColumn();
+            ImGui::Text("%" PRIu64 "%s", f.stream, usable ? " (the request's)" : "");
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(format_bytes(f.free).c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(format_bytes(f.largest_free).c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(format_count(f.free_blocks).c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(format_bytes(f.pending_free).c_str());
+        }
+        ImGui::EndTable();
+    }
+    ImGui::EndGroup();
+
+    ImGui::Spacing();
+    ImGui::Text("Blockers: live blocks whose release would have made room (%zu)",
+                r.blockers.size());
+    for (size_t i = 0; i < r.blockers.size(); ++i) {
+        const analysis::oom_blocker& b = r.blockers[i];
+        ImGui::PushID(static_cast<int>(i));
+        const bool open = ImGui::TreeNodeEx(
+            "##blocker", i == 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0,
+            "segment %s: release %s in %zu blocks%s to free %s at %s",
+            format_address(b.segment_address).c_str(), format_bytes(b.live_bytes).c_str(),
+            b.blocks.size(), b.only_pending_frees() ? " (all pending frees)" : "",
+            format_bytes(b.range_size).c_str(), format_address(b.range_address).c_str());
+        if (open) {
+            for (const snapshot::block& blk : b.blocks) {
+                ImGui::PushID(static_cast<const void*>(&blk));
+                char label[160];
+                std::snprintf(label, sizeof label, "%s  %s  %s",
+                              format_address(blk.address).c_str(), format_bytes(blk.size).c_str(),
+                              snapshot::block_state_name(blk.state).data());
+                if (ImGui::Selectable(
+                        label,
+                        allocation_ && allocation_ == dev().allocation_at(blk.address, r.entry))) {
+                    set_allocation(dev().allocation_at(blk.address, r.entry));
+                }
+                if (ImGui::IsItemHovered()) {
+                    ImGui::BeginTooltip();
+                    stack_tooltip(blk.stack, 16);
+                    ImGui::EndTooltip();
+                }
+                ImGui::PopID();
+            }
+            ImGui::TreePop();
+        }
+        ImGui::PopID();
+    }
+    ImGui::Spacing();
+    ImGui::TextUnformatted("Stack of the failed request");
+    ImGui::Separator();
+    stack_tooltip(r.stack, 64);
+    ImGui::EndChild();
+}
+
+}  // namespace memtrail::viewer

@@ -1,0 +1,554 @@
+// The timeline: allocated and reserved memory over the trace, with the largest allocations as
+// stacked bands (PyTorch memory_viz's Active Memory Timeline), annotation ranges, OOM markers,
+// and the overview strip above every feature tab.
+//
+// Everything is drawn per pixel column: the curves come as one min/max bucket per column, and
+// a band is one rectangle per run of columns where it sits at the same height, so a frame never
+// draws more than a few items per pixel column however long the trace.
+//
+// Index of this file:
+// [SECTION] geometry helpers
+// [SECTION] overview strip
+// [SECTION] cached geometry
+// [SECTION] timeline
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <future>
+
+#include "format.hpp"
+#include "memtrail/viewer/view.hpp"
+#include "palette.hpp"
+
+namespace memtrail::viewer {
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] geometry helpers
+//-------------------------------------------------------------------------------------------------
+
+namespace {
+
+// Allocations drawn as bands of their own; the rest shows as the curve behind them.
+constexpr size_t band_count = 48;
+constexpr float lane_height = 15.0f;
+constexpr int max_lanes = 4;
+constexpr float axis_height = 18.0f;
+
+// A step of 1, 2 or 5 times a power of `base` units near `raw`.
+double nice_step(double raw, double base) {
+    if (raw <= 0) {
+        return 1;
+    }
+    double unit = 1;
+    while (unit * base <= raw) {
+        unit *= base;
+    }
+    for (const double m : {1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0}) {
+        if (unit * m >= raw) {
+            return unit * m;
+        }
+    }
+    return unit * base;
+}
+
+}  // namespace
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] overview strip
+//-------------------------------------------------------------------------------------------------
+
+void view::draw_overview(float height) {
+    timeline_state& t = timeline_;
+    if (!t.view_set) {
+        t.view_first = 0;
+        t.view_last = axis_end();
+        t.view_set = true;
+    }
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    const float width = std::max(16.0f, ImGui::GetContentRegionAvail().x);
+    const int columns = static_cast<int>(width);
+    const size_t count = model().event_count();
+    if (t.overview_width != columns || t.overview_device != device_index_ ||
+        t.overview_by_time != t.by_time) {
+        const int64_t t0 = model().time_at(0);
+        if (t.by_time) {
+            const int64_t t1 = model().time_at(count) + 1;
+            t.overview_reserved = analysis::buckets_by_time(model(), analysis::series::reserved, t0,
+                                                            t1, static_cast<size_t>(columns));
+            t.overview_allocated = analysis::buckets_by_time(model(), analysis::series::allocated,
+                                                             t0, t1, static_cast<size_t>(columns));
+        } else {
+            t.overview_reserved = analysis::buckets_by_position(
+                model(), analysis::series::reserved, 0, count + 1, static_cast<size_t>(columns));
+            t.overview_allocated = analysis::buckets_by_position(
+                model(), analysis::series::allocated, 0, count + 1, static_cast<size_t>(columns));
+        }
+        t.overview_width = columns;
+        t.overview_device = device_index_;
+        t.overview_by_time = t.by_time;
+    }
+
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImVec2 end(origin.x + width, origin.y + height);
+    draw->AddRectFilled(origin, end, IM_COL32(24, 25, 30, 255));
+    uint64_t top = 1;
+    for (const analysis::curve_bucket& b : t.overview_reserved) {
+        top = std::max(top, b.max);
+    }
+    const double total = axis_end();
+    auto x_of = [&](double axis) { return origin.x + static_cast<float>(axis / total) * width; };
+    auto y_of = [&](uint64_t bytes) {
+        return end.y - static_cast<float>(static_cast<double>(bytes) / static_cast<double>(top)) *
+                           (height - 2);
+    };
+    auto bucket_x = [&](size_t i, const analysis::curve_bucket& b, size_t n) {
+        if (t.by_time) {
+            const float w = width / static_cast<float>(n);
+            return std::pair(origin.x + w * static_cast<float>(i),
+                             origin.x + w * static_cast<float>(i + 1));
+        }
+        return std::pair(x_of(static_cast<double>(b.first)), x_of(static_cast<double>(b.last)));
+    };
+    for (size_t i = 0; i < t.overview_reserved.size(); ++i) {
+        const auto [x0, x1] = bucket_x(i, t.overview_reserved[i], t.overview_reserved.size());
+        draw->AddRectFilled(ImVec2(x0, y_of(t.overview_reserved[i].max)), ImVec2(x1, end.y),
+                            palette::shade(palette::reserved, 0.45f));
+    }
+    for (size_t i = 0; i < t.overview_allocated.size(); ++i) {
+        const auto [x0, x1] = bucket_x(i, t.overview_allocated[i], t.overview_allocated.size());
+        draw->AddRectFilled(ImVec2(x0, y_of(t.overview_allocated[i].max)), ImVec2(x1, end.y),
+                            palette::allocated);
+    }
+    float last_oom_x = -1;
+    for (const size_t entry : dev().oom_entries) {
+        const float x = std::floor(x_of(axis_of(entry + 1)));
+        if (x != last_oom_x) {
+            draw->AddLine(ImVec2(x, origin.y), ImVec2(x, end.y), palette::oom, 2.0f);
+            last_oom_x = x;
+        }
+    }
+    if (range_) {
+        draw->AddRectFilled(ImVec2(x_of(axis_of(range_->first)), origin.y),
+                            ImVec2(x_of(axis_of(range_->second)) + 1, end.y), palette::range);
+    }
+    draw->AddRect(ImVec2(x_of(t.view_first), origin.y), ImVec2(x_of(t.view_last) + 1, end.y),
+                  IM_COL32(255, 255, 255, 160));
+    const float moment_x = x_of(axis_of(moment_));
+    draw->AddLine(ImVec2(moment_x, origin.y), ImVec2(moment_x, end.y), palette::selection, 1.5f);
+
+    // Click or drag to centre the visible range there.
+    ImGui::InvisibleButton("##overview", ImVec2(width, height));
+    if (ImGui::IsItemActive()) {
+        const double at = std::clamp(
+            static_cast<double>(ImGui::GetIO().MousePos.x - origin.x) / width * total, 0.0, total);
+        const double span = t.view_last - t.view_first;
+        t.view_first = std::clamp(at - span / 2, 0.0, std::max(0.0, total - span));
+        t.view_last = t.view_first + span;
+    }
+    if (ImGui::IsItemHovered()) {
+        ImGui::SetTooltip("overview: click or drag to move the visible range");
+    }
+}
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] cached geometry
+//-------------------------------------------------------------------------------------------------
+
+void view::timeline_rebuild(int width) {
+    timeline_state& t = timeline_;
+    t.columns.clear();
+    t.bands.clear();
+    const analysis::device_model m = model();  // a copy shares the model; the job keeps one
+    const size_t count = m.event_count();
+    const analysis::series curve =
+        t.include_pending ? analysis::series::active : analysis::series::allocated;
+    const double span = t.view_last - t.view_first;
+    auto x_of = [&](double axis) {
+        return static_cast<float>((axis - t.view_first) / span * width);
+    };
+
+    std::vector<analysis::curve_bucket> active;
+    std::vector<analysis::curve_bucket> reserved;
+    std::vector<analysis::curve_bucket> allocated;
+    if (t.by_time) {
+        const int64_t t0 = m.time_at(0);
+        const int64_t first_ns = t0 + static_cast<int64_t>(t.view_first);
+        const int64_t last_ns = std::max(first_ns + 1, t0 + static_cast<int64_t>(t.view_last));
+        const auto buckets = static_cast<size_t>(width);
+        active = analysis::buckets_by_time(m, curve, first_ns, last_ns, buckets);
+        reserved =
+            analysis::buckets_by_time(m, analysis::series::reserved, first_ns, last_ns, buckets);
+        allocated =
+            analysis::buckets_by_time(m, analysis::series::allocated, first_ns, last_ns, buckets);
+    } else {
+        const size_t first = position_of_axis(t.view_first);
+        const size_t last = std::min(count + 1, position_of_axis(t.view_last) + 1);
+        const auto buckets = static_cast<size_t>(width);
+        active = analysis::buckets_by_position(m, curve, first, last, buckets);
+        reserved =
+            analysis::buckets_by_position(m, analysis::series::reserved, first, last, buckets);
+        allocated =
+            analysis::buckets_by_position(m, analysis::series::allocated, first, last, buckets);
+    }
+    t.y_max = 1;
+    for (size_t i = 0; i < active.size(); ++i) {
+        timeline_state::column c;
+        if (t.by_time) {
+            c.x0 = static_cast<float>(i);
+            c.x1 = static_cast<float>(i + 1);
+        } else {
+            c.x0 = x_of(static_cast<double>(active[i].first));
+            c.x1 = x_of(static_cast<double>(active[i].last));
+        }
+        c.first = active[i].first;
+        c.last = active[i].last;
+        c.active_min = active[i].min;
+        c.active_max = active[i].max;
+        c.reserved_min = reserved[i].min;
+        c.reserved_max = reserved[i].max;
+        c.allocated_max = allocated[i].max;
+        t.y_max = std::max({t.y_max, c.reserved_max, c.active_max});
+        t.columns.push_back(c);
+    }
+    if (t.columns.empty()) {
+        return;
+    }
+
+    // The largest allocations, stacked in allocation order like memory_viz: when one below is
+    // freed, those above move down.
+    const auto& lifetimes = m.lifetimes();
+    const timeline_state::largest_key want{device_index_, t.columns.front().first,
+                                           t.columns.back().last, t.include_pending};
+    if (!t.largest_job.valid() && t.largest_shown != want) {
+        t.largest_wanted = want;
+        t.largest_job = std::async(std::launch::async, [m, want] {
+            std::vector<size_t> largest =
+                analysis::largest_allocations(m, want.first, want.last, band_count, 1,
+                                              want.include_pending)
+                    .largest;
+            const auto& lives = m.lifetimes();
+            std::sort(largest.begin(), largest.end(), [&](size_t a, size_t b) {
+                return lives[a].begin != lives[b].begin ? lives[a].begin < lives[b].begin : a < b;
+            });
+            return largest;
+        });
+    }
+    // Bands chosen for another device or measure do not apply; for another range they do.
+    static const std::vector<size_t> none;
+    const bool usable = t.largest_shown && t.largest_shown->device_index == device_index_ &&
+                        t.largest_shown->include_pending == t.include_pending;
+    const std::vector<size_t>& largest = usable ? t.largest : none;
+    std::vector<int> open_band(largest.size(), -1);
+    std::vector<size_t> open_column(largest.size(), 0);
+    for (size_t ci = 0; ci < t.columns.size(); ++ci) {
+        const timeline_state::column& c = t.columns[ci];
+        uint64_t offset = 0;
+        for (size_t k = 0; k < largest.size(); ++k) {
+            const analysis::allocation_lifetime& life = lifetimes[largest[k]];
+            const size_t until = t.include_pending ? life.released : life.end;
+            if (life.begin >= c.last || until <= c.first) {
+                continue;
+            }
+            const uint64_t bottom = offset;
+            offset += life.size;
+            const int b = open_band[k];
+            if (b >= 0 && open_column[k] + 1 == ci &&
+                t.bands[static_cast<size_t>(b)].bottom == bottom) {
+                t.bands[static_cast<size_t>(b)].x1 = c.x1;
+            } else {
+                open_band[k] = static_cast<int>(t.bands.size());
+                t.bands.push_back({largest[k], c.x0, c.x1, bottom, offset});
+            }
+            open_column[k] = ci;
+        }
+        t.y_max = std::max(t.y_max, offset);
+    }
+    t.y_max = t.y_max + t.y_max / 16;
+}
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] timeline
+//-------------------------------------------------------------------------------------------------
+
+void view::draw_timeline() {
+    timeline_state& t = timeline_;
+    const ImGuiIO& io = ImGui::GetIO();
+    if (ImGui::Checkbox("wall clock", &t.by_time)) {
+        t.view_set = false;
+        t.view_first = 0;
+        t.view_last = axis_end();
+        t.view_set = true;
+    }
+    ImGui::SameLine();
+    ImGui::Checkbox("include pending frees", &t.include_pending);
+    ImGui::SameLine();
+    if (ImGui::SmallButton("zoom to fit")) {
+        t.view_first = 0;
+        t.view_last = axis_end();
+    }
+    if (range_) {
+        ImGui::SameLine();
+        if (ImGui::SmallButton("zoom to range")) {
+            t.view_first = axis_of(range_->first);
+            t.view_last = std::max(t.view_first + 1, axis_of(range_->second + 1));
+        }
+    }
+    ImGui::SameLine();
+    ImGui::TextDisabled("wheel: zoom  drag: pan  shift/right drag: range  click: select");
+    ImGui::TextDisabled(
+        "grey: %s bytes (dark: the least, light: the most in a pixel)  top line: "
+        "reserved  %scoloured: the %zu largest allocations",
+        t.include_pending ? "active" : "allocated",
+        t.include_pending ? "blue line: allocated  " : "", band_count);
+
+    const auto& lanes = dev().annotation_lanes;
+    const int lane_count = std::min(max_lanes, static_cast<int>(lanes.size()));
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float width = std::max(32.0f, avail.x);
+    const float lanes_height = static_cast<float>(lane_count) * lane_height;
+    const float plot_height = std::max(40.0f, avail.y - lanes_height - axis_height);
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    const ImVec2 plot_origin(origin.x, origin.y + lanes_height);
+    const ImVec2 plot_end(origin.x + width, plot_origin.y + plot_height);
+
+    const int columns = static_cast<int>(width);
+    // A finished choice of the largest allocations means new bands.
+    bool adopted = false;
+    if (t.largest_job.valid() &&
+        t.largest_job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        t.largest = t.largest_job.get();
+        t.largest_shown = t.largest_wanted;
+        adopted = true;
+    }
+    if (t.cached_first != t.view_first || t.cached_last != t.view_last ||
+        t.cached_width != columns || t.cached_device != device_index_ ||
+        t.cached_by_time != t.by_time || t.cached_pending != t.include_pending || adopted) {
+        timeline_rebuild(columns);
+        t.cached_first = t.view_first;
+        t.cached_last = t.view_last;
+        t.cached_width = columns;
+        t.cached_device = device_index_;
+        t.cached_by_time = t.by_time;
+        t.cached_pending = t.include_pending;
+    }
+
+    const double span = t.view_last - t.view_first;
+    auto x_of = [&](double axis) {
+        return origin.x + static_cast<float>((axis - t.view_first) / span * width);
+    };
+    auto y_of = [&](uint64_t bytes) {
+        return plot_end.y -
+               static_cast<float>(static_cast<double>(bytes) / static_cast<double>(t.y_max)) *
+                   plot_height;
+    };
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    draw->PushClipRect(origin, ImVec2(plot_end.x, plot_end.y + axis_height), true);
+    draw->AddRectFilled(plot_origin, plot_end, IM_COL32(20, 21, 25, 255));
+
+    // Annotation lanes: within a lane ranges do not overlap, so after drawing up to pixel x the
+    // next range to look at is found by binary search, and a lane costs at most one item per
+    // pixel.
+    for (int lane = 0; lane < lane_count; ++lane) {
+        const auto& ranges = lanes[static_cast<size_t>(lane)];
+        const float y0 = origin.y + static_cast<float>(lane) * lane_height;
+        size_t next_position = position_of_axis(t.view_first);
+        auto it = std::lower_bound(ranges.begin(), ranges.end(), next_position,
+                                   [](const annotation_range& r, size_t p) { return r.last < p; });
+        while (it != ranges.end()) {
+            const float x0 = std::max(origin.x, x_of(axis_of(it->first)));
+            if (x0 > plot_end.x) {
+                break;
+            }
+            const float x1 = std::min(plot_end.x, std::max(x0 + 1, x_of(axis_of(it->last))));
+            draw->AddRectFilled(ImVec2(x0, y0 + 1), ImVec2(x1, y0 + lane_height - 1),
+                                palette::annotation);
+            const std::string_view name = doc_->source->string_at(it->name);
+            const ImVec2 text = ImGui::CalcTextSize(name.data(), name.data() + name.size());
+            if (x1 - x0 > text.x + 6) {
+                draw->AddText(ImVec2(x0 + 3, y0), IM_COL32(230, 240, 230, 255), name.data(),
+                              name.data() + name.size());
+            }
+            if (ImGui::IsMouseHoveringRect(ImVec2(x0, y0), ImVec2(x1, y0 + lane_height))) {
+                ImGui::SetTooltip("%.*s\n%s .. %s", static_cast<int>(name.size()), name.data(),
+                                  axis_label(axis_of(it->first)).c_str(),
+                                  axis_label(axis_of(it->last)).c_str());
+            }
+            // Skip every range that would land on the pixel just drawn.
+            next_position = std::max(
+                it->last + 1,
+                position_of_axis(t.view_first + (std::floor(x1) + 1 - origin.x) / width * span));
+            it = std::lower_bound(it + 1, ranges.end(), next_position,
+                                  [](const annotation_range& r, size_t p) { return r.last < p; });
+        }
+    }
+
+    // Byte grid.
+    const double y_step = nice_step(static_cast<double>(t.y_max) / 5, 1024);
+    for (double v = y_step; v < static_cast<double>(t.y_max); v += y_step) {
+        const float y = y_of(static_cast<uint64_t>(v));
+        draw->AddLine(ImVec2(plot_origin.x, y), ImVec2(plot_end.x, y), palette::grid);
+        draw->AddText(ImVec2(plot_origin.x + 4, y - ImGui::GetTextLineHeight()), palette::text_dim,
+                      format_bytes(static_cast<uint64_t>(v)).c_str());
+    }
+
+    // Curves: reserved behind, then active (or allocated), min solid and max lighter; each
+    // column covers the min and max of its positions.
+    for (const timeline_state::column& c : t.columns) {
+        const float x0 = origin.x + c.x0;
+        const float x1 = origin.x + std::max(c.x1, c.x0 + 1);
+        draw->AddRectFilled(ImVec2(x0, y_of(c.reserved_max)), ImVec2(x1, plot_end.y),
+                            IM_COL32(110, 110, 125, 60));
+        draw->AddRectFilled(ImVec2(x0, y_of(c.reserved_max)),
+                            ImVec2(x1, std::max(y_of(c.reserved_max) + 1, y_of(c.reserved_min))),
+                            palette::reserved);
+        draw->AddRectFilled(ImVec2(x0, y_of(c.active_min)), ImVec2(x1, plot_end.y),
+                            IM_COL32(96, 104, 120, 255));
+        draw->AddRectFilled(ImVec2(x0, y_of(c.active_max)), ImVec2(x1, y_of(c.active_min)),
+                            IM_COL32(130, 138, 155, 255));
+    }
+
+    // The largest allocations.
+    const auto& lifetimes = model().lifetimes();
+    std::optional<size_t> hovered_band;
+    const bool plot_hovered = ImGui::IsMouseHoveringRect(plot_origin, plot_end);
+    for (const timeline_state::band& b : t.bands) {
+        const analysis::allocation_lifetime& life = lifetimes[b.lifetime];
+        const ImVec2 p0(origin.x + b.x0, y_of(b.top));
+        const ImVec2 p1(origin.x + std::max(b.x1, b.x0 + 1), y_of(b.bottom));
+        // The stack picks the hue; each allocation gets its own shade of it.
+        ImU32 color = palette::shade(palette::for_key(life.stack),
+                                     0.8f + 0.08f * static_cast<float>(b.lifetime % 5));
+        if (searching() && !stack_matches(life.stack)) {
+            color = palette::shade(color, 0.35f);
+        }
+        draw->AddRectFilled(p0, p1, color);
+        if (p1.y - p0.y > 3) {
+            draw->AddLine(ImVec2(p0.x, p0.y), ImVec2(p1.x, p0.y), palette::shade(color, 0.6f));
+        }
+        if (allocation_ == b.lifetime) {
+            draw->AddRect(p0, p1, palette::selection, 0, 0, 2.0f);
+        }
+        if (plot_hovered && io.MousePos.x >= p0.x && io.MousePos.x < p1.x &&
+            io.MousePos.y >= p0.y && io.MousePos.y < p1.y) {
+            hovered_band = b.lifetime;
+        }
+    }
+
+    // With pending frees counted, the allocated curve shows as a line below the active one.
+    if (t.include_pending) {
+        for (const timeline_state::column& c : t.columns) {
+            const float y = y_of(c.allocated_max);
+            draw->AddRectFilled(ImVec2(origin.x + c.x0, y - 1),
+                                ImVec2(origin.x + std::max(c.x1, c.x0 + 1), y + 1),
+                                palette::allocated);
+        }
+    }
+
+    // OOMs, markers, range and moment.
+    float last_x = -1;
+    for (const size_t entry : dev().oom_entries) {
+        const float x = std::floor(x_of(axis_of(entry + 1)));
+        if (x != last_x && x >= origin.x && x <= plot_end.x) {
+            draw->AddLine(ImVec2(x, plot_origin.y), ImVec2(x, plot_end.y), palette::oom, 2.0f);
+            draw->AddText(ImVec2(x + 3, plot_origin.y + 2), palette::oom, "OOM");
+            last_x = x;
+        }
+    }
+    last_x = -1;
+    for (const size_t entry : dev().marker_entries) {
+        const float x = std::floor(x_of(axis_of(entry + 1)));
+        if (x != last_x && x >= origin.x && x <= plot_end.x) {
+            draw->AddLine(ImVec2(x, plot_origin.y), ImVec2(x, plot_end.y), palette::annotation);
+            last_x = x;
+        }
+    }
+    if (range_) {
+        draw->AddRectFilled(ImVec2(x_of(axis_of(range_->first)), plot_origin.y),
+                            ImVec2(x_of(axis_of(range_->second)) + 1, plot_end.y), palette::range);
+    }
+    const float moment_x = x_of(axis_of(moment_));
+    draw->AddLine(ImVec2(moment_x, origin.y), ImVec2(moment_x, plot_end.y), palette::selection,
+                  1.5f);
+
+    // Time or index axis.
+    const double x_step = nice_step(span / 8, 10);
+    for (double a = std::ceil(t.view_first / x_step) * x_step; a < t.view_last; a += x_step) {
+        const float x = x_of(a);
+        draw->AddLine(ImVec2(x, plot_end.y), ImVec2(x, plot_end.y + 4), palette::text_dim);
+        draw->AddText(ImVec2(x + 2, plot_end.y + 2), palette::text_dim, axis_label(a).c_str());
+    }
+    draw->PopClipRect();
+
+    // Input: the whole area is one button so drags that leave it keep going.
+    ImGui::InvisibleButton("##plot", ImVec2(width, lanes_height + plot_height),
+                           ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
+    const bool hovered = ImGui::IsItemHovered();
+    const double mouse_axis =
+        t.view_first + static_cast<double>(io.MousePos.x - origin.x) / width * span;
+    const double total = axis_end();
+    if (hovered && io.MouseWheel != 0) {
+        const double factor = std::pow(1.25, -io.MouseWheel);
+        const double min_span = t.by_time ? 1000.0 : 8.0;
+        const double new_span = std::clamp(span * factor, min_span, total);
+        const double fraction = (mouse_axis - t.view_first) / span;
+        t.view_first = std::clamp(mouse_axis - fraction * new_span, 0.0, total - new_span);
+        t.view_last = t.view_first + new_span;
+    }
+    const bool range_drag = ImGui::IsMouseClicked(ImGuiMouseButton_Right) ||
+                            (ImGui::IsMouseClicked(ImGuiMouseButton_Left) && io.KeyShift);
+    if (hovered && range_drag) {
+        t.selecting_range = true;
+        t.range_anchor = mouse_axis;
+    }
+    if (t.selecting_range) {
+        if (ImGui::IsMouseDown(ImGuiMouseButton_Left) ||
+            ImGui::IsMouseDown(ImGuiMouseButton_Right)) {
+            set_range(std::pair(position_of_axis(std::min(t.range_anchor, mouse_axis)),
+                                position_of_axis(std::max(t.range_anchor, mouse_axis))));
+        } else {
+            t.selecting_range = false;
+            if (std::abs(mouse_axis - t.range_anchor) / span * width < 3) {
+                range_.reset();
+            }
+        }
+    }
+    if (!t.selecting_range && ImGui::IsItemActive() &&
+        ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
+        const double shift = static_cast<double>(io.MouseDelta.x) / width * span;
+        t.view_first = std::clamp(t.view_first - shift, 0.0, std::max(0.0, total - span));
+        t.view_last = t.view_first + span;
+    }
+    if (hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) && !io.KeyShift &&
+        io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 16) {
+        set_moment(position_of_axis(mouse_axis));
+        if (hovered_band) {
+            set_allocation(hovered_band);
+        }
+    }
+    if (hovered && !t.selecting_range && !ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
+        draw->AddLine(ImVec2(io.MousePos.x, origin.y), ImVec2(io.MousePos.x, plot_end.y),
+                      IM_COL32(255, 255, 255, 70));
+        ImGui::BeginTooltip();
+        if (hovered_band) {
+            allocation_tooltip(*hovered_band);
+        } else {
+            const size_t p = position_of_axis(mouse_axis);
+            ImGui::Text("%s", axis_label(axis_of(p)).c_str());
+            if (p > 0) {
+                const snapshot::trace_entry& e = model().entry(p - 1);
+                ImGui::TextDisabled("after event %s: %s %s", format_count(p - 1).c_str(),
+                                    snapshot::action_name(e.kind).data(),
+                                    format_bytes(e.size).c_str());
+            }
+            auto value = [&](analysis::series s) { return format_bytes(model().values(s)[p]); };
+            ImGui::Text("allocated %s", value(analysis::series::allocated).c_str());
+            ImGui::Text("active    %s", value(analysis::series::active).c_str());
+            ImGui::Text("reserved  %s", value(analysis::series::reserved).c_str());
+        }
+        ImGui::EndTooltip();
+    }
+}
+
+}  // namespace memtrail::viewer

@@ -1,0 +1,177 @@
+#include "memtrail/viewer/workspace.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "file_dialog.hpp"
+
+namespace memtrail::viewer {
+
+workspace::workspace() : dialog_(std::make_unique<file_dialog>()) {}
+
+workspace::~workspace() = default;
+
+void workspace::open(const std::string& path) {
+    loads_.push_back(std::make_unique<load_job>(path));
+}
+
+view& workspace::add(std::shared_ptr<const document> doc) {
+    tabs_.push_back({std::make_unique<view>(std::move(doc)), next_id_++});
+    select_ = tabs_.back().content.get();
+    return *tabs_.back().content;
+}
+
+bool workspace::busy() const {
+    return loading() ||
+           std::any_of(tabs_.begin(), tabs_.end(), [](const tab& t) { return t.content->busy(); });
+}
+
+std::vector<view*> workspace::views() {
+    std::vector<view*> out;
+    for (const tab& t : tabs_) {
+        out.push_back(t.content.get());
+    }
+    return out;
+}
+
+void workspace::select(const view& v) {
+    select_ = &v;
+}
+
+void workspace::collect_finished_loads() {
+    // Tabs appear in the order the files were opened, whichever load finishes first.
+    while (!loads_.empty() && loads_.front()->done()) {
+        const load_job& job = *loads_.front();
+        if (auto doc = job.result()) {
+            add(std::move(doc));
+        } else {
+            // The analysis's messages start with the path already; others get it in front.
+            const std::string& error = job.error();
+            errors_.push_back(error.rfind(job.path(), 0) == 0 ? error : job.path() + ": " + error);
+        }
+        loads_.erase(loads_.begin());
+    }
+}
+
+void workspace::draw_menu() {
+    const ImGuiIO& io = ImGui::GetIO();
+    // GLFW key codes are ASCII for letters (see view::handle_keys).
+    if (io.KeyCtrl && ImGui::IsKeyPressed('O')) {
+        dialog_->open();
+    }
+    if (io.KeyCtrl && ImGui::IsKeyPressed('Q')) {
+        quit_requested_ = true;
+    }
+    if (!ImGui::BeginMenuBar()) {
+        return;
+    }
+    if (ImGui::BeginMenu("File")) {
+        if (ImGui::MenuItem("Open...", "Ctrl+O")) {
+            dialog_->open();
+        }
+        if (ImGui::MenuItem("Quit", "Ctrl+Q")) {
+            quit_requested_ = true;
+        }
+        ImGui::EndMenu();
+    }
+    if (ImGui::BeginMenu("Help")) {
+        ImGui::TextUnformatted(
+            "Open: File > Open, the path box, drag and drop, or the command line.\n"
+            "Timeline: wheel zooms, drag pans, shift-drag or right-drag selects a range,\n"
+            "click selects a moment and an allocation.\n"
+            "Left/Right: step one event (Shift: 100). Home/End: first/last event.\n"
+            "Up/Down in Events: previous/next listed event.\n"
+            "Ctrl+F: search stacks. Escape: clear the allocation, range and search.");
+        ImGui::EndMenu();
+    }
+    ImGui::SetNextItemWidth(std::min(480.0f, ImGui::GetContentRegionAvail().x));
+    if (ImGui::InputTextWithHint("##path", "open a path: type it and press Enter", path_box_,
+                                 sizeof path_box_, ImGuiInputTextFlags_EnterReturnsTrue) &&
+        path_box_[0] != '\0') {
+        open(path_box_);
+        path_box_[0] = '\0';
+    }
+    ImGui::EndMenuBar();
+}
+
+void workspace::draw() {
+    collect_finished_loads();
+    const ImGuiIO& io = ImGui::GetIO();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(io.DisplaySize);
+    const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                                   ImGuiWindowFlags_MenuBar | ImGuiWindowFlags_NoSavedSettings |
+                                   ImGuiWindowFlags_NoBringToFrontOnFocus;
+    ImGui::Begin("memtrail", nullptr, flags);
+    draw_menu();
+    std::string chosen;
+    if (dialog_->draw(chosen)) {
+        open(chosen);
+    }
+
+    for (size_t i = 0; i < errors_.size();) {
+        ImGui::PushID(static_cast<int>(i));
+        ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.45f, 1.0f), "%s", errors_[i].c_str());
+        ImGui::SameLine();
+        const bool dismissed = ImGui::SmallButton("dismiss");
+        ImGui::PopID();
+        if (dismissed) {
+            errors_.erase(errors_.begin() + static_cast<ptrdiff_t>(i));
+        } else {
+            ++i;
+        }
+    }
+    for (const auto& load : loads_) {
+        ImGui::Text("loading %s: %s", load->path().c_str(), load->stage());
+        ImGui::SameLine();
+        ImGui::ProgressBar(load->fraction(), ImVec2(300, 0));
+    }
+
+    if (tabs_.empty()) {
+        if (loads_.empty()) {
+            const char* hint =
+                "Drop a memtrail snapshot or a PyTorch snapshot pickle here, or use File > Open.";
+            const ImVec2 size = ImGui::CalcTextSize(hint);
+            ImGui::SetCursorPos(ImVec2((io.DisplaySize.x - size.x) / 2, io.DisplaySize.y / 2));
+            ImGui::TextDisabled("%s", hint);
+        }
+        ImGui::End();
+        return;
+    }
+
+    std::vector<std::shared_ptr<const document>> documents;
+    for (const tab& t : tabs_) {
+        documents.push_back(t.content->shared_doc());
+    }
+    if (ImGui::BeginTabBar("##snapshots",
+                           ImGuiTabBarFlags_Reorderable | ImGuiTabBarFlags_FittingPolicyScroll)) {
+        for (auto it = tabs_.begin(); it != tabs_.end();) {
+            view& v = *it->content;
+            char title[300];
+            std::snprintf(title, sizeof title, "%s###snapshot%d", v.doc().name.c_str(), it->id);
+            bool keep = true;
+            const ImGuiTabItemFlags tab_flags =
+                select_ == &v ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None;
+            if (ImGui::BeginTabItem(title, &keep, tab_flags)) {
+                if (select_ == &v) {
+                    select_ = nullptr;
+                }
+                v.set_candidates(documents);
+                v.draw();
+                ImGui::EndTabItem();
+            }
+            if (!keep) {
+                if (select_ == &v) {
+                    select_ = nullptr;
+                }
+                it = tabs_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        ImGui::EndTabBar();
+    }
+    ImGui::End();
+}
+
+}  // namespace memtrail::viewer
