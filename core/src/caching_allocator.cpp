@@ -43,23 +43,25 @@ int caching_allocator::device_of(device_address address) const {
 }
 
 void caching_allocator::free(device_address address, int expected_device, context_handle context) {
-    if (expected_device >= 0) {
-        device_allocator& expected = checked(expected_device);
-        if (!expected.owns(address)) {
-            const int actual = device_of(address);
-            if (actual >= 0) {
-                std::ostringstream message;
-                message << "memtrail: free of 0x" << std::hex << address << std::dec
-                        << " on device " << expected_device << ", but it was allocated on device "
-                        << actual << "; free it on the device that allocated it";
-                throw usage_error(message.str());
-            }
-        }
-        expected.free(address, context);
+    if (expected_device < 0) {
+        const int owner = device_of(address);
+        checked(owner < 0 ? 0 : owner).free(address, context);
         return;
     }
-    const int owner = device_of(address);
-    checked(owner < 0 ? 0 : owner).free(address, context);
+    try {
+        checked(expected_device).free(address, context);
+    } catch (const usage_error&) {
+        // Only on the error path: is it another device's block?
+        const int actual = device_of(address);
+        if (actual >= 0 && actual != expected_device) {
+            std::ostringstream message;
+            message << "memtrail: free of 0x" << std::hex << address << std::dec << " on device "
+                    << expected_device << ", but it was allocated on device " << actual
+                    << "; free it on the device that allocated it";
+            throw usage_error(message.str());
+        }
+        throw;
+    }
 }
 
 void caching_allocator::record_stream(device_address address, stream_handle stream) {

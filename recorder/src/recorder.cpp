@@ -9,6 +9,7 @@
 
 #include "detail/call_context.hpp"
 #include "detail/device_history.hpp"
+#include "detail/fast_clock.hpp"
 #include "detail/thread_identity.hpp"
 #include "detail/trace_ring.hpp"
 
@@ -16,11 +17,7 @@ namespace memtrail::recorder {
 
 namespace {
 
-int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
+int64_t now_ns() { return detail::fast_now_ns(); }
 
 // allocator_action and snapshot::action share their first values.
 static_assert(static_cast<int>(allocator_action::oom) == static_cast<int>(snapshot::action::oom));
