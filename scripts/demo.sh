@@ -11,7 +11,7 @@ build/bin/sample_record_and_dump demo/demo.memtrail
 echo
 build/bin/memtrail summary demo/demo.memtrail
 echo
-build/bin/memtrail top demo/demo.memtrail -n 5
+build/bin/memtrail top demo/demo.memtrail --at peak -n 5
 if [ -x build/bin/memtrail-viewer ]; then
   if [ -n "${DISPLAY:-}" ]; then
     exec build/bin/memtrail-viewer demo/demo.memtrail
