@@ -115,8 +115,15 @@ std::vector<source_location> dwarf_session::locate(uintptr_t pc) const {
     }
     // The innermost location comes from the line table; each inlined scope then says where it
     // was called from, which is the location in the next scope out.
+    Dwarf_Addr bias = 0;
+    Dwarf_Die* unit = dwfl_module_addrdie(module, pc, &bias);
+    Dwarf_Die* scopes = nullptr;
+    const int scope_count = unit != nullptr ? dwarf_getscopes(unit, pc - bias, &scopes) : 0;
     source_location current;
-    if (Dwfl_Line* line = dwfl_module_getsrc(module, pc)) {
+    // The line table answers with the nearest line below pc even where no compile unit covers
+    // pc (startup code built without debug info), which would name a wrong file: only trust it
+    // inside a described scope.
+    if (Dwfl_Line* line = scope_count > 0 ? dwfl_module_getsrc(module, pc) : nullptr) {
         int line_number = 0;
         if (const char* file =
                 dwfl_lineinfo(line, nullptr, &line_number, nullptr, nullptr, nullptr)) {
@@ -126,10 +133,6 @@ std::vector<source_location> dwarf_session::locate(uintptr_t pc) const {
     }
     const char* symbol = dwfl_module_addrname(module, pc);
 
-    Dwarf_Addr bias = 0;
-    Dwarf_Die* unit = dwfl_module_addrdie(module, pc, &bias);
-    Dwarf_Die* scopes = nullptr;
-    const int scope_count = unit != nullptr ? dwarf_getscopes(unit, pc - bias, &scopes) : 0;
     bool reached_function = false;
     for (int i = 0; i < scope_count && !reached_function; ++i) {
         Dwarf_Die* scope = &scopes[i];
