@@ -97,7 +97,7 @@ block* device_allocator_impl::try_allocate_expandable_block(stream_handle stream
         }
         candidate = next;
     }
-    pool.blocks.erase(candidate);
+    pool.erase_free(candidate);
     return candidate;
 }
 
@@ -107,7 +107,7 @@ void device_allocator_impl::unmap_block(block* b, context_handle context) {
         return;
     }
     block_pool& pool = *b->pool;
-    pool.blocks.erase(b);
+    pool.erase_free(b);
     const uint64_t before_size = unmapped.ptr - b->ptr;
     if (before_size > 0) {
         // prev -> before_free -> b: the partial page in front stays mapped and free.

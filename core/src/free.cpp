@@ -95,7 +95,7 @@ uint64_t device_allocator_impl::try_merge_blocks(block* dst, block* src, block_p
     const uint64_t subsumed = src->size;
     dst->size += subsumed;
     if (src->mapped) {
-        pool.blocks.erase(src);
+        pool.erase_free(src);
     } else {
         pool.unmapped.erase(src);
     }

@@ -88,7 +88,7 @@ bool device_allocator_impl::would_release_memory(uint64_t orig_size, stream_hand
     const bool cached = get_free_block(p);
     p.pool->get_free_blocks_call_count = clock;
     if (cached) {
-        p.pool->blocks.insert(p.found);
+        p.pool->reinsert(p.found);
         return false;
     }
     if (set_fraction_ && config.garbage_collection_threshold > 0.0) {

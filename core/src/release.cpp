@@ -93,7 +93,7 @@ void device_allocator_impl::release_block(block* b, context_handle context) {
     if (size >= config.max_split_size) {
         stats_.oversize_segments.decrease(1);
     }
-    b->pool->blocks.erase(b);
+    b->pool->erase_free(b);
     arena_.recycle(b);
 }
 

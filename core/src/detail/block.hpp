@@ -14,49 +14,11 @@ namespace memtrail::detail {
 struct block_pool;
 class expandable_segment;
 
-struct block {
-    stream_handle stream = 0;    // the allocation stream
-    uint64_t size = 0;
-    uint64_t requested_size = 0;
-    block_pool* pool = nullptr;
-    device_address ptr = 0;
-    bool allocated = false;
-    bool mapped = true;          // false only for the unmapped tail of an expandable segment
-    block* prev = nullptr;       // neighbours inside the same segment
-    block* next = nullptr;
-    int event_count = 0;         // outstanding cross-stream events
-    int64_t gc_count_base = 0;   // pool's get_free_blocks_call_count when it became free
-    std::vector<stream_handle> stream_uses;  // other streams that used it (record_stream)
-    context_handle context_when_allocated = 0;
-    context_handle context_when_segment_allocated = 0;  // only meaningful on a segment's first block
-    expandable_segment* expandable = nullptr;
-    // Links of the allocator's list of active blocks (allocated or awaiting events).
-    block* active_prev = nullptr;
-    block* active_next = nullptr;
-
-    bool is_split() const { return prev != nullptr || next != nullptr; }
-    void splice(block* before, block* after) {
-        if (before) {
-            before->next = this;
-        }
-        prev = before;
-        if (after) {
-            after->prev = this;
-        }
-        next = after;
-    }
-    void add_stream_use(stream_handle s) {
-        if (std::find(stream_uses.begin(), stream_uses.end(), s) == stream_uses.end()) {
-            stream_uses.push_back(s);
-        }
-    }
-};
-
 // An entry of the free-block set. It carries a copy of the block's sort key so the best-fit
 // search compares without touching the blocks themselves (a cache miss per tree level saved);
 // a block's key never changes while it is in the set. It converts to the block it names.
 struct free_entry {
-    free_entry(block* blk) : stream(blk->stream), size(blk->size), ptr(blk->ptr), b(blk) {}
+    inline free_entry(block* blk);  // defined after block
     free_entry(stream_handle s, uint64_t bytes, device_address address)
         : stream(s), size(bytes), ptr(address), b(nullptr) {}
     operator block*() const { return b; }
@@ -131,6 +93,53 @@ struct recycling_allocator {
     node_recycler* recycler;
 };
 
+
+using free_block_set = std::set<free_entry, order_by_size, recycling_allocator<free_entry>>;
+
+struct block {
+    stream_handle stream = 0;    // the allocation stream
+    uint64_t size = 0;
+    uint64_t requested_size = 0;
+    block_pool* pool = nullptr;
+    device_address ptr = 0;
+    bool allocated = false;
+    bool mapped = true;          // false only for the unmapped tail of an expandable segment
+    block* prev = nullptr;       // neighbours inside the same segment
+    block* next = nullptr;
+    int event_count = 0;         // outstanding cross-stream events
+    int64_t gc_count_base = 0;   // pool's get_free_blocks_call_count when it became free
+    std::vector<stream_handle> stream_uses;  // other streams that used it (record_stream)
+    context_handle context_when_allocated = 0;
+    context_handle context_when_segment_allocated = 0;  // only meaningful on a segment's first block
+    expandable_segment* expandable = nullptr;
+    // Where the block sits in its pool's free set while it is free and mapped: erasing through
+    // it spares a search on every merge.
+    free_block_set::iterator free_position;
+    // Links of the allocator's list of active blocks (allocated or awaiting events).
+    block* active_prev = nullptr;
+    block* active_next = nullptr;
+
+    bool is_split() const { return prev != nullptr || next != nullptr; }
+    void splice(block* before, block* after) {
+        if (before) {
+            before->next = this;
+        }
+        prev = before;
+        if (after) {
+            after->prev = this;
+        }
+        next = after;
+    }
+    void add_stream_use(stream_handle s) {
+        if (std::find(stream_uses.begin(), stream_uses.end(), s) == stream_uses.end()) {
+            stream_uses.push_back(s);
+        }
+    }
+};
+
+inline free_entry::free_entry(block* blk)
+    : stream(blk->stream), size(blk->size), ptr(blk->ptr), b(blk) {}
+
 struct order_by_address {
     bool operator()(const block* a, const block* b) const {
         if (a->stream != b->stream) {
@@ -144,15 +153,18 @@ struct block_pool {
     explicit block_pool(bool small)
         : blocks(order_by_size{}, recycling_allocator<free_entry>(&recycler)), is_small(small) {}
     node_recycler recycler;  // before `blocks`: it must outlive the set's nodes
-    std::set<free_entry, order_by_size, recycling_allocator<free_entry>> blocks;  // free, mapped
+    free_block_set blocks;  // free, mapped
     std::set<block*, order_by_address> unmapped;   // unmapped ranges of expandable segments
     const bool is_small;
     int64_t get_free_blocks_call_count = 0;        // garbage collection's clock
 
     void insert_into_blocks(block* b) {
         b->gc_count_base = get_free_blocks_call_count;
-        blocks.insert(b);
+        b->free_position = blocks.insert(b).first;
     }
+    // Puts back a block taken out by take_free (its garbage-collection age unchanged).
+    void reinsert(block* b) { b->free_position = blocks.insert(b).first; }
+    void erase_free(block* b) { blocks.erase(b->free_position); }
     // How many get_free_block calls ago this block became free.
     int64_t gc_count(const block* b) const {
         return static_cast<int>(get_free_blocks_call_count - b->gc_count_base);
