@@ -26,7 +26,8 @@ struct shared_allocator {
 };
 
 shared_allocator& allocator_for(bool cuda) {
-    static shared_allocator sim{std::make_unique<simulated_device>(simulated_device_options{}), nullptr};
+    static shared_allocator sim{std::make_unique<simulated_device>(simulated_device_options{}),
+                                nullptr};
     static shared_allocator gpu;
     shared_allocator& s = cuda ? gpu : sim;
     if (!s.allocator) {
@@ -83,7 +84,8 @@ void random_mix(benchmark::State& state, bool cuda) {
 void register_all(const char* kind, bool cuda) {
     for (uint64_t size : {512ull, 1ull << 20, 20ull << 20}) {
         const std::string name = std::string("pair/") + kind + "/" + std::to_string(size);
-        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { pair(s, cuda, size); })
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [=](benchmark::State& s) { pair(s, cuda, size); })
             ->ThreadRange(1, 8)
             ->UseRealTime();
     }

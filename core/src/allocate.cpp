@@ -65,9 +65,10 @@ block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
         if (set_fraction_ && config.garbage_collection_threshold > 0.0) [[unlikely]] {
             garbage_collect_cached_blocks(context);
         }
-        found = alloc_block(p, false, context, lock) ||
-                (release_available_cached_blocks(p, context) && alloc_block(p, false, context, lock)) ||
-                (release_cached_blocks(context) && alloc_block(p, true, context, lock));
+        found =
+            alloc_block(p, false, context, lock) ||
+            (release_available_cached_blocks(p, context) && alloc_block(p, false, context, lock)) ||
+            (release_cached_blocks(context) && alloc_block(p, true, context, lock));
     }
     if (!found) {
         raise_out_of_memory(p, context, lock);
@@ -92,8 +93,8 @@ bool device_allocator_impl::get_free_block(alloc_params& p) {
                 return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
             };
             auto next = std::next(it);
-            while ((*it)->expandable && next != pool.blocks.end() && (*next)->stream == p.stream() &&
-                   expandable_size(*next) < expandable_size(*it)) {
+            while ((*it)->expandable && next != pool.blocks.end() &&
+                   (*next)->stream == p.stream() && expandable_size(*next) < expandable_size(*it)) {
                 it = next++;
             }
         } else {
@@ -127,8 +128,7 @@ bool device_allocator_impl::trigger_free_memory_callbacks() {
     // Pick how hard the host runtime should collect from how full the device is.
     const memory_info info = dev.get_memory_info();
     const double total = static_cast<double>(info.total ? info.total : 1);
-    const double reserved =
-        static_cast<double>(stats_.reserved_bytes[0].current);
+    const double reserved = static_cast<double>(stats_.reserved_bytes[0].current);
     const double allocated_now = static_cast<double>(stats_.allocated_bytes[0].current);
     if (reserved / total < config.callback_reserved_rate) {
         return false;  // plenty of room: a collection would cost more than it saves
@@ -222,11 +222,13 @@ block* device_allocator_impl::alloc_found_block(alloc_params& p, uint64_t orig_s
         if (!b->expandable) {
             if (already_split) {
                 // An inactive split block shrinks by `size`.
-                for_pool_stats(stats_.inactive_split_bytes, pool, [size](stat& s) { s.decrease(size); });
+                for_pool_stats(stats_.inactive_split_bytes, pool,
+                               [size](stat& s) { s.decrease(size); });
             } else {
                 // A new inactive split block appears.
                 const uint64_t rest = remaining->size;
-                for_pool_stats(stats_.inactive_split_bytes, pool, [rest](stat& s) { s.increase(rest); });
+                for_pool_stats(stats_.inactive_split_bytes, pool,
+                               [rest](stat& s) { s.increase(rest); });
                 for_pool_stats(stats_.inactive_split, pool, [](stat& s) { s.increase(1); });
             }
         }

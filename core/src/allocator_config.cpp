@@ -9,12 +9,13 @@
 // | expandable_segments               | False     | grow one segment per stream instead           |
 // | release_lock_on_cudamalloc        | False     | drop the lock around device allocations       |
 // | callback_reserved_rate            | 0.2       | memtrail: no free-memory callbacks below this |
-// | callback_allocated_rate           | 0.8       | memtrail: full collection at this allocated/total |
-// | callback_allocated_reserved_rate  | 0.8       | memtrail: full collection at this allocated/reserved |
-// | pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads,
-// | pinned_reserve_segment_size_mb, graph_capture_record_stream_reuse: PyTorch host-memory and graph
-// |   keys, accepted (so a PyTorch configuration can be reused) and ignored.
-// | backend                           | native    | only `native` (cudaMallocAsync is PyTorch's)  |
+// | callback_allocated_rate           | 0.8       | memtrail: full collection at this
+// allocated/total | | callback_allocated_reserved_rate  | 0.8       | memtrail: full collection at
+// this allocated/reserved | | pinned_use_cuda_host_register, pinned_num_register_threads,
+// pinned_use_background_threads, | pinned_reserve_segment_size_mb,
+// graph_capture_record_stream_reuse: PyTorch host-memory and graph |   keys, accepted (so a PyTorch
+// configuration can be reused) and ignored. | backend                           | native    | only
+// `native` (cudaMallocAsync is PyTorch's)  |
 
 #include <bit>
 #include <cerrno>
@@ -53,7 +54,7 @@ std::vector<std::string> tokenize(std::string_view text) {
 }
 
 class parser {
-public:
+  public:
     parser(std::string_view text) : text_(text), tokens_(tokenize(text)) {}
 
     bool done() const { return i_ >= tokens_.size(); }
@@ -70,7 +71,8 @@ public:
     void expect(const char* token, const std::string& key) {
         const std::string got = next(token);
         if (got != token) {
-            fail("expected '" + std::string(token) + "' after '" + key + "' but found '" + got + "'");
+            fail("expected '" + std::string(token) + "' after '" + key + "' but found '" + got +
+                 "'");
         }
     }
     [[noreturn]] void fail(const std::string& why) const {
@@ -110,7 +112,7 @@ public:
         fail("'" + key + "' has value '" + v + "'; accepted: True or False");
     }
 
-private:
+  private:
     std::string_view text_;
     std::vector<std::string> tokens_;
     size_t i_ = 0;
@@ -149,8 +151,8 @@ void parse_roundup(parser& p, allocator_config& config) {
                 p.fail("'" + key + "' interval '" + boundary +
                        "' is not accepted; accepted: a power of two in MiB (1, 2, ... 32768) or >");
             }
-            const size_t index =
-                std::min<size_t>(static_cast<size_t>(std::countr_zero(mb)), roundup_interval_count - 1);
+            const size_t index = std::min<size_t>(static_cast<size_t>(std::countr_zero(mb)),
+                                                  roundup_interval_count - 1);
             if (first) {
                 std::fill(divisions.begin(), divisions.begin() + static_cast<std::ptrdiff_t>(index),
                           value);

@@ -37,7 +37,8 @@ const driver_api& driver() {
     std::call_once(once, [] {
         void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
         if (!lib) {
-            throw device_error(std::string("cannot load the CUDA driver (libcuda.so.1): ") + dlerror());
+            throw device_error(std::string("cannot load the CUDA driver (libcuda.so.1): ") +
+                               dlerror());
         }
         auto load = [lib](auto& fn, const char* name) {
             fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
@@ -75,14 +76,14 @@ void check_driver(CUresult status, const char* call, const char* file, int line)
     if (status != CUDA_SUCCESS) {
         const char* name = "unknown";
         driver().get_error_name(status, &name);
-        throw device_error(std::string("CUDA driver error ") + name + " in " + call + " at " + file +
-                           ":" + std::to_string(line));
+        throw device_error(std::string("CUDA driver error ") + name + " in " + call + " at " +
+                           file + ":" + std::to_string(line));
     }
 }
 
 // The allocator may be called from any thread: make `index` current for the call.
 class device_guard {
-public:
+  public:
     explicit device_guard(int index) {
         MEMTRAIL_CUDA_CHECK(cudaGetDevice(&previous_));
         if (previous_ != index) {
@@ -98,7 +99,7 @@ public:
     device_guard(const device_guard&) = delete;
     device_guard& operator=(const device_guard&) = delete;
 
-private:
+  private:
     int previous_ = 0;
     int index_ = 0;
 };
@@ -185,8 +186,8 @@ void cuda_device::destroy_event(event_handle event) {
 
 void cuda_device::record_event(event_handle event, stream_handle stream) {
     device_guard guard(index_);
-    MEMTRAIL_CUDA_CHECK(cudaEventRecord(from_handle<cudaEvent_t>(event),
-                                        from_handle<cudaStream_t>(stream)));
+    MEMTRAIL_CUDA_CHECK(
+        cudaEventRecord(from_handle<cudaEvent_t>(event), from_handle<cudaStream_t>(stream)));
 }
 
 bool cuda_device::query_event(event_handle event) {
@@ -248,7 +249,9 @@ device_status cuda_device::create_physical(uint64_t size, physical_handle& out) 
     return device_status::ok;
 }
 
-void cuda_device::release_physical(physical_handle handle) { MEMTRAIL_CU_CHECK(driver().release(handle)); }
+void cuda_device::release_physical(physical_handle handle) {
+    MEMTRAIL_CU_CHECK(driver().release(handle));
+}
 
 void cuda_device::map(device_address address, uint64_t size, physical_handle handle) {
     MEMTRAIL_CU_CHECK(driver().map(address, size, 0, handle, 0));

@@ -52,12 +52,11 @@ void device_allocator::free(device_address address, context_handle context) {
             }
         }
         throw usage_error(
-            is_free_block
-                ? "memtrail: double free of " + hex(address) + " on device " +
-                      std::to_string(impl_->dev.index()) + ": the block is already free"
-                : "memtrail: free of " + hex(address) + " on device " +
-                      std::to_string(impl_->dev.index()) +
-                      ": not an address this allocator handed out (or already freed)");
+            is_free_block ? "memtrail: double free of " + hex(address) + " on device " +
+                                std::to_string(impl_->dev.index()) + ": the block is already free"
+                          : "memtrail: free of " + hex(address) + " on device " +
+                                std::to_string(impl_->dev.index()) +
+                                ": not an address this allocator handed out (or already freed)");
     }
     impl_->free(b, context);
 }
@@ -72,7 +71,9 @@ void device_allocator::record_stream(device_address address, stream_handle strea
     impl_->record_stream(b, stream);
 }
 
-void device_allocator::empty_cache(context_handle context) { impl_->empty_cache(context); }
+void device_allocator::empty_cache(context_handle context) {
+    impl_->empty_cache(context);
+}
 
 void device_allocator::set_memory_fraction(double fraction) {
     if (!(fraction >= 0.0 && fraction <= 1.0)) {
@@ -91,14 +92,20 @@ bool device_allocator::would_release_memory(uint64_t size, stream_handle stream)
     return impl_->would_release_memory(size, stream);
 }
 
-device_stats device_allocator::stats() const { return impl_->get_stats(); }
+device_stats device_allocator::stats() const {
+    return impl_->get_stats();
+}
 
 std::string device_allocator::memory_summary(bool abbreviated) const {
     return format_memory_summary(stats(), impl_->dev.index(), abbreviated);
 }
 
-void device_allocator::reset_peak_stats() { impl_->reset_peak_stats(); }
-void device_allocator::reset_accumulated_stats() { impl_->reset_accumulated_stats(); }
+void device_allocator::reset_peak_stats() {
+    impl_->reset_peak_stats();
+}
+void device_allocator::reset_accumulated_stats() {
+    impl_->reset_accumulated_stats();
+}
 
 std::vector<segment_info> device_allocator::snapshot(bool record_event) const {
     return impl_->snapshot(record_event);
@@ -109,7 +116,9 @@ uint64_t device_allocator::allocated_size(device_address address) const {
     return b ? b->size : 0;
 }
 
-const allocator_config& device_allocator::config() const { return impl_->config; }
+const allocator_config& device_allocator::config() const {
+    return impl_->config;
+}
 
 void device_allocator::set_config(allocator_config config) {
     std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
@@ -135,9 +144,15 @@ void device_allocator::add_oom_observer(oom_observer observer) {
     impl_->oom_observers.push_back(std::move(observer));
 }
 
-std::string device_allocator::check_consistency() const { return impl_->check_consistency(); }
+std::string device_allocator::check_consistency() const {
+    return impl_->check_consistency();
+}
 
-device& device_allocator::get_device() const { return impl_->dev; }
-int device_allocator::device_index() const { return impl_->dev.index(); }
+device& device_allocator::get_device() const {
+    return impl_->dev;
+}
+int device_allocator::device_index() const {
+    return impl_->dev.index();
+}
 
 }  // namespace memtrail

@@ -6,7 +6,8 @@ expandable_segment::expandable_segment(device& dev, stream_handle stream, uint64
                                        uint64_t max_pages)
     : device_(dev), stream_(stream), page_size_(page_size), max_pages_(max_pages) {
     if (dev.reserve_address_range(page_size_ * max_pages_, base_) != device_status::ok) {
-        throw device_error("memtrail: could not reserve " + std::to_string(page_size_ * max_pages_) +
+        throw device_error("memtrail: could not reserve " +
+                           std::to_string(page_size_ * max_pages_) +
                            " bytes of address space for an expandable segment");
     }
 }

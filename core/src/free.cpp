@@ -11,7 +11,8 @@ void device_allocator_impl::free(block* b, context_handle context) {
     b->allocated = false;
     const uint64_t block_size = b->size;
     for_pool_stats(stats_.allocation, *b->pool, [](stat& s) { s.decrease(1); });
-    for_pool_stats(stats_.allocated_bytes, *b->pool, [block_size](stat& s) { s.decrease(block_size); });
+    for_pool_stats(stats_.allocated_bytes, *b->pool,
+                   [block_size](stat& s) { s.decrease(block_size); });
     record(allocator_action::free_requested, b->ptr, b->requested_size, b->size, b->stream,
            context ? context : b->context_when_allocated);
     if (block_size >= config.max_split_size) {
@@ -70,7 +71,8 @@ void device_allocator_impl::free_block(block* b, context_handle context) {
                        [&](stat& s) { apply(s, net_inactive_split_bytes); });
     }
     for_pool_stats(stats_.active, pool, [](stat& s) { s.decrease(1); });
-    for_pool_stats(stats_.active_bytes, pool, [original_size](stat& s) { s.decrease(original_size); });
+    for_pool_stats(stats_.active_bytes, pool,
+                   [original_size](stat& s) { s.decrease(original_size); });
     for_pool_stats(stats_.requested_bytes, pool, [requested](stat& s) { s.decrease(requested); });
 }
 

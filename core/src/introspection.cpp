@@ -9,7 +9,8 @@
 
 namespace memtrail::detail {
 
-block* block_arena::make(stream_handle stream, uint64_t size, block_pool* pool, device_address ptr) {
+block* block_arena::make(stream_handle stream, uint64_t size, block_pool* pool,
+                         device_address ptr) {
     block* b;
     if (free_.empty()) {
         b = new block();
@@ -106,8 +107,8 @@ bool device_allocator_impl::would_release_memory(uint64_t orig_size, stream_hand
         return true;
     }
     const uint64_t page = p.pool->is_small ? small_buffer : large_buffer;
-    const uint64_t needed = config.expandable_segments ? (p.size() + page - 1) / page * page
-                                                       : p.alloc_size;
+    const uint64_t needed =
+        config.expandable_segments ? (p.size() + page - 1) / page * page : p.alloc_size;
     return dev.get_memory_info().free < needed;
 }
 
@@ -194,8 +195,8 @@ std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) con
     std::sort(result.begin(), result.end(),
               [](const segment_info& a, const segment_info& b) { return a.address < b.address; });
     if (record_event) {
-        const_cast<device_allocator_impl*>(this)->record(allocator_action::snapshot, 0, total_active,
-                                                         total_active, 0, 0);
+        const_cast<device_allocator_impl*>(this)->record(allocator_action::snapshot, 0,
+                                                         total_active, total_active, 0, 0);
     }
     return result;
 }

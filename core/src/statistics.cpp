@@ -82,7 +82,8 @@ std::map<std::string, int64_t> to_memory_stats(const device_stats& stats) {
     std::map<std::string, int64_t> out;
     for (const auto& array : stat_arrays) {
         for (size_t pool = 0; pool < stat_type_count; ++pool) {
-            put_stat(out, std::string(array.name) + "." + pool_names[pool], (stats.*array.member)[pool]);
+            put_stat(out, std::string(array.name) + "." + pool_names[pool],
+                     (stats.*array.member)[pool]);
         }
     }
     put_stat(out, "oversize_allocations", stats.oversize_allocations);
@@ -122,8 +123,9 @@ std::string format_memory_summary(const device_stats& stats, int device, bool ab
                   device);
     lines.push_back(buffer);
     lines.push_back(thin);
-    std::snprintf(buffer, sizeof buffer, "  %9s CUDA OOMs: %-12lld | %6s cudaMalloc retries: %-8lld  ",
-                  "", static_cast<long long>(stats.num_ooms), "",
+    std::snprintf(buffer, sizeof buffer,
+                  "  %9s CUDA OOMs: %-12lld | %6s cudaMalloc retries: %-8lld  ", "",
+                  static_cast<long long>(stats.num_ooms), "",
                   static_cast<long long>(stats.num_alloc_retries));
     lines.push_back(buffer);
     lines.push_back(rule);

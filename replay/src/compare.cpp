@@ -57,7 +57,8 @@ parity_report compare_with_original(const snapshot::snapshot& original, const re
     for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
         const auto& a = *expected[i];
         const auto& b = *actual[i];
-        if (a.kind != b.kind || a.address != b.address || a.size != b.size || a.stream != b.stream) {
+        if (a.kind != b.kind || a.address != b.address || a.size != b.size ||
+            a.stream != b.stream) {
             report.trace_equal = false;
             note("trace entry " + std::to_string(i) + ": original " + describe(a) + ", replay " +
                  describe(b));
@@ -91,7 +92,8 @@ parity_report compare_with_original(const snapshot::snapshot& original, const re
         bool same = a.address == b.address && a.total_size == b.total_size &&
                     a.blocks.size() == b.blocks.size();
         for (size_t k = 0; same && k < a.blocks.size(); ++k) {
-            same = a.blocks[k].address == b.blocks[k].address && a.blocks[k].size == b.blocks[k].size &&
+            same = a.blocks[k].address == b.blocks[k].address &&
+                   a.blocks[k].size == b.blocks[k].size &&
                    a.blocks[k].requested_size == b.blocks[k].requested_size &&
                    a.blocks[k].state == b.blocks[k].state;
         }
@@ -112,7 +114,8 @@ parity_report compare_with_original(const snapshot::snapshot& original, const re
             if (it == replay.stats.end() || it->second != value) {
                 report.stats_equal = false;
                 note("statistic " + key + ": original " + std::to_string(value) + ", replay " +
-                     (it == replay.stats.end() ? std::string("missing") : std::to_string(it->second)));
+                     (it == replay.stats.end() ? std::string("missing")
+                                               : std::to_string(it->second)));
             }
         }
     }

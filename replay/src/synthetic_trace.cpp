@@ -12,7 +12,7 @@ namespace memtrail::replay {
 namespace {
 
 class history_recorder : public allocator_observer {
-public:
+  public:
     void on_event(const allocator_event& e) override {
         snapshot::trace_entry& t = entries.emplace_back();
         t.kind = static_cast<snapshot::action>(e.action);  // the first nine actions line up

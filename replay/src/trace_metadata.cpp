@@ -15,8 +15,9 @@ namespace memtrail::replay {
 namespace {
 
 class json_reader {
-public:
-    json_reader(std::string text, std::string name) : text_(std::move(text)), name_(std::move(name)) {}
+  public:
+    json_reader(std::string text, std::string name)
+        : text_(std::move(text)), name_(std::move(name)) {}
 
     // Calls on_value(path, number) for every number; keys of nested objects joined with '/'.
     template <typename F>
@@ -28,9 +29,10 @@ public:
         }
     }
 
-private:
+  private:
     [[noreturn]] void fail(const std::string& why) const {
-        throw std::runtime_error(name_ + ": JSON error at byte " + std::to_string(pos_) + ": " + why);
+        throw std::runtime_error(name_ + ": JSON error at byte " + std::to_string(pos_) + ": " +
+                                 why);
     }
     void skip_space() {
         while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) {
@@ -119,8 +121,9 @@ private:
             }
         }
         const size_t start = pos_;
-        while (pos_ < text_.size() && (std::isdigit(static_cast<unsigned char>(text_[pos_])) ||
-                                       std::string("+-.eE").find(text_[pos_]) != std::string::npos)) {
+        while (pos_ < text_.size() &&
+               (std::isdigit(static_cast<unsigned char>(text_[pos_])) ||
+                std::string("+-.eE").find(text_[pos_]) != std::string::npos)) {
             ++pos_;
         }
         if (start == pos_) {
@@ -130,7 +133,8 @@ private:
         char* end = nullptr;
         const double d = std::strtod(number.c_str(), &end);
         const long long i = std::strtoll(number.c_str(), nullptr, 10);
-        on_number(path, d, number.find_first_of(".eE") == std::string::npos ? i : static_cast<long long>(d));
+        on_number(path, d,
+                  number.find_first_of(".eE") == std::string::npos ? i : static_cast<long long>(d));
     }
 
     std::string text_;

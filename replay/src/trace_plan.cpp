@@ -35,8 +35,8 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
     std::vector<uint64_t> next_request_size(n + 1, 0);
     for (size_t i = n; i-- > 0;) {
         const auto a = entries[i].kind;
-        next_request_size[i] = (a == action::alloc || a == action::oom) ? entries[i].size
-                                                                        : next_request_size[i + 1];
+        next_request_size[i] =
+            (a == action::alloc || a == action::oom) ? entries[i].size : next_request_size[i + 1];
     }
 
     bool in_release_run = false;
@@ -50,7 +50,8 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                 plan.steps[i] = step_kind::allocate_oom;
                 break;
             case action::free_requested: {
-                const bool completes_now = i + 1 < n && entries[i + 1].kind == action::free_completed &&
+                const bool completes_now = i + 1 < n &&
+                                           entries[i + 1].kind == action::free_completed &&
                                            entries[i + 1].address == e.address;
                 plan.steps[i] = completes_now ? step_kind::free : step_kind::free_deferred;
                 if (!completes_now) {
@@ -63,7 +64,8 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                     plan.completion[it->second] = i;
                     awaiting.erase(it);
                 }
-                const bool follows_its_request = i > 0 && entries[i - 1].kind == action::free_requested &&
+                const bool follows_its_request = i > 0 &&
+                                                 entries[i - 1].kind == action::free_requested &&
                                                  entries[i - 1].address == e.address;
                 // Inside a run of releases the allocator synchronizes pending frees itself.
                 if (follows_its_request || in_release_run) {
@@ -118,7 +120,8 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                 break;
             case action::segment_map:
                 if (!reserved(e.address)) {
-                    const uint64_t page = next_request_size[i] <= (1ull << 20) ? (2ull << 20) : (20ull << 20);
+                    const uint64_t page =
+                        next_request_size[i] <= (1ull << 20) ? (2ull << 20) : (20ull << 20);
                     const uint64_t space = device_total + device_total / 8;
                     const uint64_t pages = (space + page - 1) / page;
                     reservations[e.address] = e.address + pages * page;

@@ -12,24 +12,24 @@
 namespace memtrail::replay::detail {
 
 enum class step_kind : uint8_t {
-    allocate,         // alloc entry: allocate(size, stream)
-    allocate_oom,     // oom entry: an allocation that failed
-    free,             // free_requested whose free_completed follows at once
-    free_deferred,    // free_requested used on other streams: completes later
-    complete_free,    // the later free_completed of a deferred free
+    allocate,                 // alloc entry: allocate(size, stream)
+    allocate_oom,             // oom entry: an allocation that failed
+    free,                     // free_requested whose free_completed follows at once
+    free_deferred,            // free_requested used on other streams: completes later
+    complete_free,            // the later free_completed of a deferred free
     complete_before_release,  // a deferred free completed just before an allocation makes a
                               // new segment (or fails), with or without releases in between:
                               // either the allocation's own event check completed it or the
                               // synchronization on its release path did
-    empty_cache,      // segment frees no allocation explains
-    release_run,      // segment frees right before an allocation's new segment: that
-                      // allocation's releases, or an empty_cache first (decided by the state)
-    snapshot,         // a snapshot was taken
-    consequence,      // produced by the allocator while serving another step
+    empty_cache,              // segment frees no allocation explains
+    release_run,              // segment frees right before an allocation's new segment: that
+                  // allocation's releases, or an empty_cache first (decided by the state)
+    snapshot,     // a snapshot was taken
+    consequence,  // produced by the allocator while serving another step
 };
 
 struct trace_plan {
-    std::vector<step_kind> steps;  // one per entry
+    std::vector<step_kind> steps;      // one per entry
     std::vector<size_t> next_request;  // for release_run: the index of the allocation (alloc/oom)
     // For free_deferred: the index of its free_completed (entries.size() if it never completes).
     // The replay orders deferred frees by it, so a synchronization that completes several at

@@ -32,7 +32,8 @@ TEST(AllocatorConfig, ParsesEveryKey) {
 }
 
 TEST(AllocatorConfig, RoundupListFillsIntervalsLikePyTorch) {
-    const allocator_config c = allocator_config::parse("roundup_power2_divisions:[256:1,512:2,1024:4,>:8]");
+    const allocator_config c =
+        allocator_config::parse("roundup_power2_divisions:[256:1,512:2,1024:4,>:8]");
     // Intervals are indexed by log2(size) - 20: 256 MiB is index 8.
     for (size_t i = 0; i < 8; ++i) {
         EXPECT_EQ(c.roundup_power2_divisions[i], 1u) << i;

@@ -13,7 +13,7 @@ namespace {
 using namespace memtrail::testing;
 
 class AllocatorRules : public ::testing::TestWithParam<std::string> {
-protected:
+  protected:
     void SetUp() override { dev_ = make_test_device(GetParam()); }
     device_allocator make(const char* conf = "") {
         return device_allocator(*dev_, allocator_config::parse(conf));
@@ -104,8 +104,9 @@ TEST_P(AllocatorRules, FreeMergesNeighboursAndEmptyCacheReleasesWholeSegments) {
     EXPECT_EQ(stat_of(a, "num_device_free"), 1);
     EXPECT_EQ(stat_of(a, "num_sync_all_streams"), 2);
     const std::vector<allocator_action> expected = {
-        allocator_action::segment_alloc, allocator_action::alloc, allocator_action::alloc,
-        allocator_action::alloc, allocator_action::free_requested, allocator_action::free_completed,
+        allocator_action::segment_alloc,  allocator_action::alloc,
+        allocator_action::alloc,          allocator_action::alloc,
+        allocator_action::free_requested, allocator_action::free_completed,
         allocator_action::free_requested, allocator_action::free_completed,
         allocator_action::free_requested, allocator_action::free_completed,
         allocator_action::segment_free};
@@ -248,7 +249,8 @@ TEST_P(AllocatorRules, MemoryFractionCapsTheAllocatorAndTheRetryFreesTheCache) {
     a.empty_cache();
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, AllocatorRules, ::testing::Values("sim", "cuda"), device_kind_name);
+INSTANTIATE_TEST_SUITE_P(Devices, AllocatorRules, ::testing::Values("sim", "cuda"),
+                         device_kind_name);
 
 }  // namespace
 }  // namespace memtrail

@@ -13,7 +13,7 @@ namespace {
 using testing::event_log;
 
 class CrossStream : public ::testing::Test {
-protected:
+  protected:
     CrossStream() {
         dev.set_events_complete_immediately(false);
         allocator.set_observer(&log);

@@ -9,7 +9,7 @@
 namespace memtrail::testing {
 
 class event_log : public allocator_observer {
-public:
+  public:
     void on_event(const allocator_event& e) override { events.push_back(e); }
     std::vector<allocator_action> actions() const {
         std::vector<allocator_action> out;

@@ -14,8 +14,9 @@ using testing::event_log;
 constexpr uint64_t MiB = 1ull << 20;
 
 class Expandable : public ::testing::Test {
-protected:
-    Expandable() : dev(options()), allocator(dev, allocator_config::parse("expandable_segments:True")) {
+  protected:
+    Expandable()
+        : dev(options()), allocator(dev, allocator_config::parse("expandable_segments:True")) {
         allocator.set_observer(&log);
     }
     ~Expandable() override { allocator.set_observer(nullptr); }

@@ -9,7 +9,7 @@ namespace memtrail {
 namespace {
 
 class Misuse : public ::testing::Test {
-protected:
+  protected:
     void expect_unchanged() {
         EXPECT_EQ(allocator.memory_stats(), before);
         EXPECT_EQ(allocator.check_consistency(), "");
@@ -79,7 +79,8 @@ TEST(MultiDevice, OneAllocatorPerDeviceAndWrongDeviceFreesAreRejected) {
         allocator.free(b, 0);
         FAIL() << "expected usage_error";
     } catch (const usage_error& e) {
-        EXPECT_NE(std::string(e.what()).find("allocated on device 1"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("allocated on device 1"), std::string::npos)
+            << e.what();
     }
     EXPECT_EQ(allocator.device_of(b), 1);  // still allocated
     EXPECT_THROW(allocator.allocate(10, 2), usage_error);

@@ -14,9 +14,9 @@ namespace {
 
 struct random_run {
     const char* conf;
-    double fraction;        // 0: none
+    double fraction;  // 0: none
     uint64_t steps;
-    uint64_t check_every;   // 1: after every step
+    uint64_t check_every;  // 1: after every step
 };
 
 void run(const random_run& r, uint64_t seed) {
@@ -62,7 +62,8 @@ void run(const random_run& r, uint64_t seed) {
         }
         if (step % r.check_every == 0) {
             const std::string problems = a.check_consistency();
-            ASSERT_EQ(problems, "") << "after step " << step << " of '" << r.conf << "' seed " << seed;
+            ASSERT_EQ(problems, "")
+                << "after step " << step << " of '" << r.conf << "' seed " << seed;
         }
     }
     for (device_address& slot : live) {
@@ -92,16 +93,14 @@ TEST_P(Randomized, InvariantsHoldAfterEveryStep) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, Randomized,
-    ::testing::Values(random_run{"", 0, 150000, 1},
-                      random_run{"max_split_size_mb:64", 0, 150000, 1},
-                      random_run{"roundup_power2_divisions:[1:2,64:4,>:8]", 0, 100000, 1},
-                      random_run{"expandable_segments:True", 0, 150000, 1},
-                      random_run{"garbage_collection_threshold:0.5", 0.3, 100000, 1},
-                      random_run{"max_split_size_mb:32,garbage_collection_threshold:0.6", 0.5,
-                                 100000, 1},
-                      // Long runs: millions of operations, checked every 1000 steps.
-                      random_run{"", 0, 2000000, 1000},
-                      random_run{"expandable_segments:True", 0, 1000000, 1000}),
+    ::testing::Values(
+        random_run{"", 0, 150000, 1}, random_run{"max_split_size_mb:64", 0, 150000, 1},
+        random_run{"roundup_power2_divisions:[1:2,64:4,>:8]", 0, 100000, 1},
+        random_run{"expandable_segments:True", 0, 150000, 1},
+        random_run{"garbage_collection_threshold:0.5", 0.3, 100000, 1},
+        random_run{"max_split_size_mb:32,garbage_collection_threshold:0.6", 0.5, 100000, 1},
+        // Long runs: millions of operations, checked every 1000 steps.
+        random_run{"", 0, 2000000, 1000}, random_run{"expandable_segments:True", 0, 1000000, 1000}),
     [](const ::testing::TestParamInfo<random_run>& param) {
         return "run" + std::to_string(param.index);
     });

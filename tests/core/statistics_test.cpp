@@ -15,9 +15,9 @@ TEST(Statistics, MemoryStatsHasPyTorchsNames) {
          {"allocation.all.current", "segment.small_pool.peak", "active.large_pool.allocated",
           "inactive_split.all.freed", "allocated_bytes.all.current", "reserved_bytes.all.peak",
           "active_bytes.small_pool.current", "inactive_split_bytes.large_pool.freed",
-          "requested_bytes.all.allocated", "oversize_allocations.current",
-          "oversize_segments.peak", "num_alloc_retries", "num_ooms", "num_sync_all_streams",
-          "num_device_alloc", "num_device_free", "max_split_size"}) {
+          "requested_bytes.all.allocated", "oversize_allocations.current", "oversize_segments.peak",
+          "num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc",
+          "num_device_free", "max_split_size"}) {
         EXPECT_TRUE(names.count(key)) << key;
     }
 }
@@ -45,13 +45,20 @@ TEST(Statistics, MemorySummaryTableLayout) {
         EXPECT_EQ(line.size(), 77u) << "'" << line << "'";
     }
     ASSERT_EQ(all.size(), 47u);
-    EXPECT_EQ(all[1], "|                  PyTorch CUDA memory summary, device ID 0                 |");
-    EXPECT_EQ(all[3], "|            CUDA OOMs: 0            |        cudaMalloc retries: 0         |");
-    EXPECT_EQ(all[5], "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |");
-    EXPECT_EQ(all[7], "| Allocated memory      |   1024 B   |   3072 MiB |   3072 MiB |   3072 MiB |");
-    EXPECT_EQ(all[8], "|       from large pool |      0 B   |   3072 MiB |   3072 MiB |   3072 MiB |");
-    EXPECT_EQ(all[9], "|       from small pool |   1024 B   |      0 MiB |      0 MiB |      0 MiB |");
-    EXPECT_EQ(all[27], "| Allocations           |       1    |       2    |       2    |       1    |");
+    EXPECT_EQ(all[1],
+              "|                  PyTorch CUDA memory summary, device ID 0                 |");
+    EXPECT_EQ(all[3],
+              "|            CUDA OOMs: 0            |        cudaMalloc retries: 0         |");
+    EXPECT_EQ(all[5],
+              "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |");
+    EXPECT_EQ(all[7],
+              "| Allocated memory      |   1024 B   |   3072 MiB |   3072 MiB |   3072 MiB |");
+    EXPECT_EQ(all[8],
+              "|       from large pool |      0 B   |   3072 MiB |   3072 MiB |   3072 MiB |");
+    EXPECT_EQ(all[9],
+              "|       from small pool |   1024 B   |      0 MiB |      0 MiB |      0 MiB |");
+    EXPECT_EQ(all[27],
+              "| Allocations           |       1    |       2    |       2    |       1    |");
     const std::string abbreviated = a.memory_summary(true);
     EXPECT_EQ(std::count(abbreviated.begin(), abbreviated.end(), '\n'), 29);
 }

@@ -39,7 +39,7 @@ constexpr uint64_t GiB = 1ull << 30;
 }  // namespace memtrail::testing
 
 // Skips a parameterized test cleanly when its device is not present.
-#define MEMTRAIL_REQUIRE_DEVICE(dev_ptr, kind)                                               \
-    if (!(dev_ptr)) {                                                                        \
+#define MEMTRAIL_REQUIRE_DEVICE(dev_ptr, kind)                                            \
+    if (!(dev_ptr)) {                                                                     \
         GTEST_SKIP() << "no " << (kind) << " device here (built without CUDA or no GPU)"; \
     }

@@ -13,7 +13,7 @@ namespace memtrail {
 namespace {
 
 class counting_observer : public allocator_observer {
-public:
+  public:
     void on_event(const allocator_event& e) override { ++counts[static_cast<size_t>(e.action)]; }
     uint64_t counts[9] = {};  // only touched under the allocator's lock
 };
@@ -57,14 +57,18 @@ TEST(ThreadStress, EightThreadsLoseAndDuplicateNothing) {
     const auto stats = a.memory_stats();
     EXPECT_EQ(stats.at("allocation.all.current"), 0);
     EXPECT_EQ(stats.at("active.all.current"), 0);
-    const auto allocs = static_cast<int64_t>(observer.counts[static_cast<size_t>(allocator_action::alloc)]);
+    const auto allocs =
+        static_cast<int64_t>(observer.counts[static_cast<size_t>(allocator_action::alloc)]);
     EXPECT_EQ(allocs, stats.at("allocation.all.allocated"));
-    EXPECT_EQ(static_cast<int64_t>(observer.counts[static_cast<size_t>(allocator_action::free_requested)]),
+    EXPECT_EQ(static_cast<int64_t>(
+                  observer.counts[static_cast<size_t>(allocator_action::free_requested)]),
               allocs);
-    EXPECT_EQ(static_cast<int64_t>(observer.counts[static_cast<size_t>(allocator_action::free_completed)]),
+    EXPECT_EQ(static_cast<int64_t>(
+                  observer.counts[static_cast<size_t>(allocator_action::free_completed)]),
               allocs);
-    EXPECT_EQ(static_cast<int64_t>(observer.counts[static_cast<size_t>(allocator_action::segment_alloc)]),
-              stats.at("num_device_alloc"));
+    EXPECT_EQ(
+        static_cast<int64_t>(observer.counts[static_cast<size_t>(allocator_action::segment_alloc)]),
+        stats.at("num_device_alloc"));
     a.set_observer(nullptr);
 }
 

@@ -80,8 +80,8 @@ TEST(ParityTraces, OtherSettingsWithTheTracesAddressesStillReplay) {
             continue;
         }
         const snapshot::snapshot original = snapshot::read_torch_pickle(trace);
-        for (const char* conf : {"expandable_segments:True", "max_split_size_mb:20",
-                                 "roundup_power2_divisions:16"}) {
+        for (const char* conf :
+             {"expandable_segments:True", "max_split_size_mb:20", "roundup_power2_divisions:16"}) {
             replay_options options;
             options.config = allocator_config::parse(conf);
             const replay_result result = replay_trace(original, options);
@@ -98,9 +98,10 @@ TEST(ParityTraces, AreThere) {
 
 INSTANTIATE_TEST_SUITE_P(Recorded, Parity, ::testing::ValuesIn(recorded_traces()),
                          [](const ::testing::TestParamInfo<fs::path>& param) {
-                             // The anchors and the recorded traces share names: keep the folder in the test name.
-                             std::string name = param.param.parent_path().filename().string() + "_" +
-                                                param.param.stem().string();
+                             // The anchors and the recorded traces share names: keep the folder in
+                             // the test name.
+                             std::string name = param.param.parent_path().filename().string() +
+                                                "_" + param.param.stem().string();
                              for (char& c : name) {
                                  if (!std::isalnum(static_cast<unsigned char>(c))) {
                                      c = '_';

@@ -20,19 +20,19 @@ snapshot::trace_entry entry(action a, uint64_t address, uint64_t size = 512) {
 TEST(TracePlan, ClassifiesRequestsAndConsequences) {
     const std::vector<snapshot::trace_entry> trace = {
         entry(action::segment_alloc, 0x1000, 2 << 20),  // 0 consequence of 1
-        entry(action::alloc, 0x1000),                    // 1
-        entry(action::alloc, 0x1200),                    // 2
-        entry(action::free_requested, 0x1000),           // 3 completes at once
-        entry(action::free_completed, 0x1000),           // 4 consequence
-        entry(action::free_requested, 0x1200),           // 5 deferred (record_stream)
-        entry(action::free_completed, 0x1200),           // 6 the deferred completion
-        entry(action::alloc, 0x1000),                    // 7
-        entry(action::segment_free, 0x9000, 4 << 20),    // 8 before the oom: decided at replay
-        entry(action::oom, 0, 1 << 30),                  // 9
-        entry(action::free_requested, 0x1000),           // 10
-        entry(action::free_completed, 0x1000),           // 11
-        entry(action::segment_free, 0x1000, 2 << 20),    // 12 empty_cache
-        entry(action::segment_free, 0x5000, 2 << 20),    // 13 same release
+        entry(action::alloc, 0x1000),                   // 1
+        entry(action::alloc, 0x1200),                   // 2
+        entry(action::free_requested, 0x1000),          // 3 completes at once
+        entry(action::free_completed, 0x1000),          // 4 consequence
+        entry(action::free_requested, 0x1200),          // 5 deferred (record_stream)
+        entry(action::free_completed, 0x1200),          // 6 the deferred completion
+        entry(action::alloc, 0x1000),                   // 7
+        entry(action::segment_free, 0x9000, 4 << 20),   // 8 before the oom: decided at replay
+        entry(action::oom, 0, 1 << 30),                 // 9
+        entry(action::free_requested, 0x1000),          // 10
+        entry(action::free_completed, 0x1000),          // 11
+        entry(action::segment_free, 0x1000, 2 << 20),   // 12 empty_cache
+        entry(action::segment_free, 0x5000, 2 << 20),   // 13 same release
     };
     const std::vector<snapshot::trace_entry> with_gap = [&] {
         auto t = trace;
@@ -41,11 +41,11 @@ TEST(TracePlan, ClassifiesRequestsAndConsequences) {
     }();
     const trace_plan plan = plan_trace(with_gap, 80ull << 30);
     const std::vector<step_kind> expected = {
-        step_kind::consequence, step_kind::allocate,    step_kind::allocate,
-        step_kind::free,        step_kind::consequence, step_kind::complete_free,
-        step_kind::free_deferred, step_kind::allocate,  step_kind::release_run,
-        step_kind::allocate_oom, step_kind::free,       step_kind::consequence,
-        step_kind::empty_cache, step_kind::consequence};
+        step_kind::consequence,   step_kind::allocate,    step_kind::allocate,
+        step_kind::free,          step_kind::consequence, step_kind::complete_free,
+        step_kind::free_deferred, step_kind::allocate,    step_kind::release_run,
+        step_kind::allocate_oom,  step_kind::free,        step_kind::consequence,
+        step_kind::empty_cache,   step_kind::consequence};
     EXPECT_EQ(plan.steps, expected);
     EXPECT_EQ(plan.next_request[8], 9u);
     EXPECT_EQ(plan.device_addresses, (std::vector<device_address>{0x1000}));

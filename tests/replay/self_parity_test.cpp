@@ -32,8 +32,8 @@ TEST_P(SelfParity, RandomHistoriesReplayExactly) {
         options.device_memory = GetParam().device_memory;
         options.empty_cache_calls = GetParam().empty_cache_calls;
         // Through the pickle writer and reader, as a PyTorch trace would arrive.
-        const snapshot::snapshot history =
-            snapshot::read_torch_pickle(snapshot::write_torch_pickle(make_synthetic_history(options)));
+        const snapshot::snapshot history = snapshot::read_torch_pickle(
+            snapshot::write_torch_pickle(make_synthetic_history(options)));
         ASSERT_GT(history.find_trace(0)->entries.size(), options.operations);
         auto expected = make_synthetic_history(options).stats.at(0);
         // An empty_cache that releases nothing leaves no trace entry, yet counts a

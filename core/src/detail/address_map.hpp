@@ -14,7 +14,7 @@ namespace memtrail::detail {
 struct block;
 
 class address_map {
-public:
+  public:
     address_map();
 
     void insert(device_address address, block* b);
@@ -23,7 +23,7 @@ public:
     block* find(device_address address) const;
     size_t size() const;
 
-private:
+  private:
     static constexpr size_t shard_count = 64;
     struct alignas(64) shard {
         mutable std::atomic<bool> locked{false};

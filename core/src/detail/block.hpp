@@ -45,7 +45,7 @@ struct order_by_size {
 // Nodes of the free-block set are freed and made on nearly every allocation and free; keeping
 // them on a free list costs less than the general-purpose heap. Used under the device lock.
 class node_recycler {
-public:
+  public:
     node_recycler() = default;
     node_recycler(const node_recycler&) = delete;
     node_recycler& operator=(const node_recycler&) = delete;
@@ -73,7 +73,7 @@ public:
         }
     }
 
-private:
+  private:
     std::vector<void*> free_;
     size_t node_size_ = 0;
 };
@@ -93,24 +93,24 @@ struct recycling_allocator {
     node_recycler* recycler;
 };
 
-
 using free_block_set = std::set<free_entry, order_by_size, recycling_allocator<free_entry>>;
 
 struct block {
-    stream_handle stream = 0;    // the allocation stream
+    stream_handle stream = 0;  // the allocation stream
     uint64_t size = 0;
     uint64_t requested_size = 0;
     block_pool* pool = nullptr;
     device_address ptr = 0;
     bool allocated = false;
-    bool mapped = true;          // false only for the unmapped tail of an expandable segment
-    block* prev = nullptr;       // neighbours inside the same segment
+    bool mapped = true;     // false only for the unmapped tail of an expandable segment
+    block* prev = nullptr;  // neighbours inside the same segment
     block* next = nullptr;
-    int event_count = 0;         // outstanding cross-stream events
-    int64_t gc_count_base = 0;   // pool's get_free_blocks_call_count when it became free
+    int event_count = 0;        // outstanding cross-stream events
+    int64_t gc_count_base = 0;  // pool's get_free_blocks_call_count when it became free
     std::vector<stream_handle> stream_uses;  // other streams that used it (record_stream)
     context_handle context_when_allocated = 0;
-    context_handle context_when_segment_allocated = 0;  // only meaningful on a segment's first block
+    context_handle context_when_segment_allocated =
+        0;  // only meaningful on a segment's first block
     expandable_segment* expandable = nullptr;
     // Where the block sits in its pool's free set while it is free and mapped: erasing through
     // it spares a search on every merge.
@@ -153,10 +153,10 @@ struct block_pool {
     explicit block_pool(bool small)
         : blocks(order_by_size{}, recycling_allocator<free_entry>(&recycler)), is_small(small) {}
     node_recycler recycler;  // before `blocks`: it must outlive the set's nodes
-    free_block_set blocks;  // free, mapped
-    std::set<block*, order_by_address> unmapped;   // unmapped ranges of expandable segments
+    free_block_set blocks;   // free, mapped
+    std::set<block*, order_by_address> unmapped;  // unmapped ranges of expandable segments
     const bool is_small;
-    int64_t get_free_blocks_call_count = 0;        // garbage collection's clock
+    int64_t get_free_blocks_call_count = 0;  // garbage collection's clock
 
     void insert_into_blocks(block* b) {
         b->gc_count_base = get_free_blocks_call_count;

@@ -22,12 +22,12 @@ namespace memtrail::detail {
 
 // Blocks come and go on every split and merge: recycle them instead of new/delete.
 class block_arena {
-public:
+  public:
     block* make(stream_handle stream, uint64_t size, block_pool* pool, device_address ptr);
     void recycle(block* b);
     ~block_arena();
 
-private:
+  private:
     std::vector<block*> free_;
 };
 
@@ -42,7 +42,7 @@ struct alloc_params {
 };
 
 class device_allocator_impl {
-public:
+  public:
     device_allocator_impl(device& dev, allocator_config config);
     ~device_allocator_impl();
 
@@ -76,11 +76,13 @@ public:
     std::vector<free_memory_callback> free_memory_callbacks;
     std::vector<oom_observer> oom_observers;
 
-private:
+  private:
     friend class ::memtrail::device_allocator;
 
     // allocate.cpp
-    block_pool& get_pool(uint64_t size) { return size <= small_size ? small_blocks_ : large_blocks_; }
+    block_pool& get_pool(uint64_t size) {
+        return size <= small_size ? small_blocks_ : large_blocks_;
+    }
     static uint64_t get_allocation_size(uint64_t size);
     bool get_free_block(alloc_params& p);
     bool trigger_free_memory_callbacks();

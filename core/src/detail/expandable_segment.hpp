@@ -16,7 +16,7 @@ struct address_range {
 };
 
 class expandable_segment {
-public:
+  public:
     // Reserves room for `max_pages` pages of `page_size` bytes; throws device_error on failure.
     expandable_segment(device& dev, stream_handle stream, uint64_t page_size, uint64_t max_pages);
     ~expandable_segment();
@@ -33,9 +33,11 @@ public:
     uint64_t size() const { return page_size_ * max_pages_; }
     stream_handle stream() const { return stream_; }
 
-private:
+  private:
     uint64_t page_left(device_address p) const { return (p - base_) / page_size_; }
-    uint64_t page_right(device_address p) const { return (p - base_ + page_size_ - 1) / page_size_; }
+    uint64_t page_right(device_address p) const {
+        return (p - base_ + page_size_ - 1) / page_size_;
+    }
     address_range range_of_pages(uint64_t begin, uint64_t end) const {
         return {base_ + page_size_ * begin, page_size_ * (end - begin)};
     }

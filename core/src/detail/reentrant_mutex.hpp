@@ -10,7 +10,7 @@
 namespace memtrail::detail {
 
 class reentrant_mutex {
-public:
+  public:
     void lock() {
         const std::thread::id me = std::this_thread::get_id();
         // Only this thread can have stored its own id, so a relaxed read is enough to tell.
@@ -29,7 +29,7 @@ public:
         }
     }
 
-private:
+  private:
     std::mutex mutex_;
     std::atomic<std::thread::id> owner_{};
     int depth_ = 0;

@@ -13,7 +13,7 @@ namespace memtrail {
 
 // A bad configuration string: names the key, the value and what is accepted.
 class config_error : public std::invalid_argument {
-public:
+  public:
     using std::invalid_argument::invalid_argument;
 };
 
@@ -27,7 +27,8 @@ struct allocator_config {
     // Fraction of the allowed memory above which cached blocks are reclaimed (0 = off).
     double garbage_collection_threshold = 0.0;
     // Divisions per power-of-two interval for size rounding (0 or 1 = plain 512 B rounding).
-    std::vector<uint64_t> roundup_power2_divisions = std::vector<uint64_t>(roundup_interval_count, 0);
+    std::vector<uint64_t> roundup_power2_divisions =
+        std::vector<uint64_t>(roundup_interval_count, 0);
     bool expandable_segments = false;
     bool release_lock_on_device_malloc = false;
     // Thresholds that pick the pressure level passed to free-memory callbacks.

@@ -38,8 +38,8 @@ struct allocator_event {
     allocator_action action = allocator_action::alloc;
     int device = 0;
     device_address address = 0;  // oom: the device's free bytes, as PyTorch records it
-    uint64_t size = 0;            // alloc/free: the caller's request; segments: bytes; oom: rounded request
-    uint64_t block_size = 0;      // alloc/free: the block's size; otherwise equal to size
+    uint64_t size = 0;  // alloc/free: the caller's request; segments: bytes; oom: rounded request
+    uint64_t block_size = 0;  // alloc/free: the block's size; otherwise equal to size
     stream_handle stream = 0;
     context_handle context = 0;
 };
@@ -47,14 +47,14 @@ struct allocator_event {
 // Receives every event as it happens, under the device's lock: it must be quick and must not
 // call back into the allocator.
 class allocator_observer {
-public:
+  public:
     virtual ~allocator_observer() = default;
     virtual void on_event(const allocator_event& event) = 0;
 };
 
 // Thrown when an allocation cannot be satisfied even after freeing the cache.
 class out_of_memory_error : public std::runtime_error {
-public:
+  public:
     out_of_memory_error(const std::string& message, int device_index, uint64_t requested_bytes,
                         uint64_t free_bytes, uint64_t total_bytes)
         : std::runtime_error(message),
@@ -71,7 +71,7 @@ public:
 // Thrown for misuse: an unknown pointer, a double free, an absurd size, the wrong device.
 // The allocator's state is unchanged when it is thrown.
 class usage_error : public std::invalid_argument {
-public:
+  public:
     using std::invalid_argument::invalid_argument;
 };
 
@@ -111,7 +111,7 @@ class device_allocator_impl;
 }
 
 class device_allocator {
-public:
+  public:
     device_allocator(device& dev, allocator_config config = {});
     ~device_allocator();
     device_allocator(const device_allocator&) = delete;
@@ -161,13 +161,13 @@ public:
     device& get_device() const;
     int device_index() const;
 
-private:
+  private:
     std::unique_ptr<detail::device_allocator_impl> impl_;
 };
 
 // One allocator per device, behind one front door (what librecorder and PyTorch talk to).
 class caching_allocator {
-public:
+  public:
     caching_allocator(std::vector<device*> devices, allocator_config config = {});
     ~caching_allocator();
 
@@ -184,7 +184,7 @@ public:
     // The device whose allocator handed out `address`, or -1.
     int device_of(device_address address) const;
 
-private:
+  private:
     device_allocator& checked(int device) const;
     std::vector<std::unique_ptr<device_allocator>> devices_;
 };

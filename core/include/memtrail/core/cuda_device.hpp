@@ -8,7 +8,7 @@
 namespace memtrail {
 
 class cuda_device final : public device {
-public:
+  public:
     // Binds to CUDA device `index`; throws device_error if it does not exist.
     explicit cuda_device(int index);
 
@@ -39,7 +39,7 @@ public:
     // Number of CUDA devices visible (0 when there is no driver or GPU).
     static int count();
 
-private:
+  private:
     int index_;
 };
 

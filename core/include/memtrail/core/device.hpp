@@ -9,10 +9,11 @@
 
 namespace memtrail {
 
-using device_address = uint64_t;   // a device virtual address (never dereferenced by the core)
-using stream_handle = uint64_t;    // an opaque stream (cudaStream_t's value); 0 = default stream
-using event_handle = uint64_t;     // an opaque event
-using physical_handle = uint64_t;  // an opaque handle to physical pages (CUmemGenericAllocationHandle)
+using device_address = uint64_t;  // a device virtual address (never dereferenced by the core)
+using stream_handle = uint64_t;   // an opaque stream (cudaStream_t's value); 0 = default stream
+using event_handle = uint64_t;    // an opaque event
+using physical_handle =
+    uint64_t;  // an opaque handle to physical pages (CUmemGenericAllocationHandle)
 
 enum class device_status : uint8_t { ok, out_of_memory };
 
@@ -23,12 +24,12 @@ struct memory_info {
 
 // Thrown for device failures other than running out of memory (a CUDA error, a misuse).
 class device_error : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 class device {
-public:
+  public:
     virtual ~device() = default;
 
     virtual int index() const = 0;

@@ -20,8 +20,8 @@ namespace memtrail {
 struct simulated_device_options {
     int index = 0;
     std::string name = "memtrail simulated device";
-    uint64_t capacity = 80ull << 30;          // bytes of "physical" memory
-    uint64_t granularity = 2ull << 20;        // page granularity of the VMM calls
+    uint64_t capacity = 80ull << 30;                  // bytes of "physical" memory
+    uint64_t granularity = 2ull << 20;                // page granularity of the VMM calls
     device_address base_address = 0x7f0000000000ull;  // first address handed out
     bool events_complete_immediately = true;
 };
@@ -37,7 +37,7 @@ struct simulated_device_calls {
 };
 
 class simulated_device final : public device {
-public:
+  public:
     explicit simulated_device(simulated_device_options options = {});
 
     int index() const override { return options_.index; }
@@ -93,10 +93,10 @@ public:
 
     // --- observation ------------------------------------------------------------------------
     simulated_device_calls calls() const;
-    uint64_t used_bytes() const;          // plain allocations plus created physical memory
+    uint64_t used_bytes() const;  // plain allocations plus created physical memory
     size_t live_allocation_count() const;
 
-private:
+  private:
     bool should_fail_locked();
     device_address next_address_locked(uint64_t size);
     bool range_free_locked(device_address start, uint64_t size) const;
@@ -109,8 +109,8 @@ private:
     std::deque<device_address> queued_addresses_;
     std::unordered_map<device_address, uint64_t> allocations_;  // plain allocations
     std::map<device_address, uint64_t> reservations_;           // reserved VA ranges
-    std::map<device_address, device_address> occupied_;         // start -> end, all ranges handed out
-    std::unordered_map<physical_handle, uint64_t> physical_;    // physical handle -> size
+    std::map<device_address, device_address> occupied_;       // start -> end, all ranges handed out
+    std::unordered_map<physical_handle, uint64_t> physical_;  // physical handle -> size
     std::map<device_address, std::pair<uint64_t, physical_handle>> mappings_;
     physical_handle next_physical_ = 1;
     struct event_state {

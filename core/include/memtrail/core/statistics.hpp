@@ -36,10 +36,10 @@ inline constexpr size_t stat_type_count = 3;
 using stat_array = std::array<stat, stat_type_count>;
 
 struct device_stats {
-    stat_array allocation;            // blocks handed to callers
-    stat_array segment;               // device allocations (cudaMalloc'd segments)
-    stat_array active;                // allocated or waiting for other streams
-    stat_array inactive_split;        // free blocks inside split segments
+    stat_array allocation;      // blocks handed to callers
+    stat_array segment;         // device allocations (cudaMalloc'd segments)
+    stat_array active;          // allocated or waiting for other streams
+    stat_array inactive_split;  // free blocks inside split segments
     stat_array allocated_bytes;
     stat_array reserved_bytes;
     stat_array active_bytes;

@@ -14,10 +14,11 @@
 namespace memtrail::replay {
 
 struct replay_options {
-    allocator_config config;       // the settings to replay under
-    int device = 0;                // which device's trace to replay
-    uint64_t device_memory = 0;    // simulated capacity; 0: the snapshot's device total, else 80 GiB
-    double memory_fraction = 0.0;  // per-process fraction (0 = none), as set_per_process_memory_fraction
+    allocator_config config;     // the settings to replay under
+    int device = 0;              // which device's trace to replay
+    uint64_t device_memory = 0;  // simulated capacity; 0: the snapshot's device total, else 80 GiB
+    double memory_fraction =
+        0.0;  // per-process fraction (0 = none), as set_per_process_memory_fraction
     // Take device addresses from the trace's segment_alloc / segment_map entries so the result
     // compares address by address. Off for what-if runs under other settings.
     bool reuse_trace_addresses = true;
@@ -29,10 +30,10 @@ struct replay_options {
 };
 
 struct replay_result {
-    snapshot::snapshot final_state;  // segments/blocks at the end + the replay's own trace
-    std::map<std::string, int64_t> stats;  // memory_stats() names
-    uint64_t allocations = 0;        // alloc entries replayed
-    uint64_t ooms = 0;               // allocations that failed
+    snapshot::snapshot final_state;         // segments/blocks at the end + the replay's own trace
+    std::map<std::string, int64_t> stats;   // memory_stats() names
+    uint64_t allocations = 0;               // alloc entries replayed
+    uint64_t ooms = 0;                      // allocations that failed
     std::optional<size_t> first_oom_entry;  // index in the input trace
     uint64_t peak_reserved = 0;
     uint64_t peak_allocated = 0;
@@ -55,6 +56,7 @@ struct parity_report {
 // Compares a replay with the original: trace entry by entry in (action, address, size, stream),
 // final segments and blocks (address, size, requested_size, state), and counters when given.
 parity_report compare_with_original(const snapshot::snapshot& original, const replay_result& replay,
-                                    const std::map<std::string, int64_t>* expected_stats, int device = 0);
+                                    const std::map<std::string, int64_t>* expected_stats,
+                                    int device = 0);
 
 }  // namespace memtrail::replay

@@ -11,9 +11,9 @@
 namespace memtrail::replay {
 
 struct synthetic_options {
-    uint64_t operations = 100000;    // allocation and free requests
+    uint64_t operations = 100000;  // allocation and free requests
     uint64_t seed = 1;
-    std::string conf;                // allocator settings the history is made under
+    std::string conf;  // allocator settings the history is made under
     uint64_t device_memory = 16ull << 30;
     size_t live_slots = 256;
     bool cross_stream_frees = true;  // some frees wait for other streams (record_stream)

@@ -11,8 +11,8 @@
 namespace memtrail::replay {
 
 struct trace_metadata {
-    std::string conf;          // PYTORCH_CUDA_ALLOC_CONF, "" when the default was used
-    double fraction = 0.0;     // 0: no per-process fraction
+    std::string conf;       // PYTORCH_CUDA_ALLOC_CONF, "" when the default was used
+    double fraction = 0.0;  // 0: no per-process fraction
     uint64_t device_total = 0;
     std::map<std::string, int64_t> stats;
 };
