@@ -22,19 +22,22 @@ int64_t now_ns() { return detail::fast_now_ns(); }
 // allocator_action and snapshot::action share their first values.
 static_assert(static_cast<int>(allocator_action::oom) == static_cast<int>(snapshot::action::oom));
 
-// Which trace entries keep their stack under each context mode.
-bool entry_keeps_stack(context_mode context, allocator_action action) {
+// Which trace entries keep their stack under each context mode: a bit per allocator_action.
+uint32_t actions_keeping_stack(context_mode context) {
+    const auto bit = [](allocator_action action) {
+        return uint32_t{1} << static_cast<int>(action);
+    };
     switch (context) {
         case context_mode::none:
         case context_mode::state:
-            return false;
+            return 0;
         case context_mode::alloc:
-            return action == allocator_action::alloc || action == allocator_action::segment_alloc ||
-                   action == allocator_action::segment_map || action == allocator_action::oom;
+            return bit(allocator_action::alloc) | bit(allocator_action::segment_alloc) |
+                   bit(allocator_action::segment_map) | bit(allocator_action::oom);
         case context_mode::all:
-            return true;
+            return ~uint32_t{0};
     }
-    return false;
+    return 0;
 }
 
 // Frames of the recorder between the caller and capture_stack: capture_context and the front
@@ -92,6 +95,8 @@ void recorder::record_memory_history(const history_options& options, int device)
         h.stack_unwinder.store(options.stack_unwinder, std::memory_order_relaxed);
         h.max_stack_depth.store(options.max_stack_depth, std::memory_order_relaxed);
         h.context.store(options.context, std::memory_order_relaxed);
+        h.actions_keeping_stack.store(actions_keeping_stack(options.context),
+                                      std::memory_order_relaxed);
         h.enabled.store(options.enabled, std::memory_order_release);
     }
 }
@@ -159,6 +164,8 @@ void recorder::on_event(const allocator_event& event) {
         return;
     }
     const detail::call_context call = detail::decode_call_context(event.context, epoch_ns_);
+    const detail::thread_identity caller = detail::this_thread_identity();
+    const uint32_t keeping_stack = h.actions_keeping_stack.load(std::memory_order_relaxed);
     detail::trace_record record;
     record.action = static_cast<uint8_t>(event.action);
     record.device = static_cast<int8_t>(event.device);
@@ -168,10 +175,9 @@ void recorder::on_event(const allocator_event& event) {
     // The call's own time, taken just before the lock, saves a clock read per event (the ring
     // keeps times from going backwards when calls wait for the lock in another order).
     record.time_ns = call.time_ns != 0 ? call.time_ns : now_ns();
-    record.stack =
-        entry_keeps_stack(h.context.load(std::memory_order_relaxed), event.action) ? call.stack : 0;
-    record.thread = detail::this_thread_number();
-    record.metadata = detail::this_thread_metadata();
+    record.stack = (keeping_stack >> static_cast<int>(event.action)) & 1 ? call.stack : 0;
+    record.thread = caller.number;
+    record.metadata = caller.metadata;
     h.ring.push(record);
 }
 
@@ -179,8 +185,9 @@ void recorder::annotate(uint8_t action, std::string_view name) {
     detail::trace_record record;
     record.action = action;
     record.time_ns = now_ns();
-    record.thread = detail::this_thread_number();
-    record.metadata = detail::this_thread_metadata();
+    const detail::thread_identity caller = detail::this_thread_identity();
+    record.thread = caller.number;
+    record.metadata = caller.metadata;
     record.name = detail::intern_label(name);
     for (size_t d = 0; d < devices_.size(); ++d) {
         device_history& h = *devices_[d];

@@ -43,29 +43,54 @@ const stack_bounds& thread_stack_bounds() {
     return bounds;
 }
 
-// Follows the chain of frame records (saved frame pointer, return address) from `frame`.
-// Stops at the first record that is outside this thread's stack, misaligned, or not above the
-// previous one (callers' frames lie at higher addresses), so a frame built without frame
-// pointers ends the walk instead of sending it through arbitrary memory.
-size_t walk_frame_pointers(uintptr_t frame, void** out, size_t capacity) {
-    const stack_bounds& bounds = thread_stack_bounds();
+// Follows the chain of frame records (saved frame pointer, return address) up the stack. Ends
+// at the first record that is outside this thread's stack, misaligned, or not above the previous
+// one (callers' frames lie at higher addresses), so a frame built without frame pointers ends the
+// walk instead of sending it through arbitrary memory.
+class frame_walk {
+  public:
+    frame_walk(uintptr_t frame, const stack_bounds& bounds)
+        : frame_(frame),
+          // Frames only go up from the first, so the low bound is checked once.
+          highest_record_(frame >= bounds.low && bounds.high >= bounds.low + record_size
+                              ? bounds.high - record_size
+                              : 0) {}
+
+    // The next return address, or 0 at the end of the chain.
+    uintptr_t next() {
+        if (frame_ > highest_record_ || frame_ % alignof(uintptr_t) != 0) {
+            return 0;
+        }
+        const auto* record = reinterpret_cast<const uintptr_t*>(frame_);
+        // A caller's record that is not above this one ends the walk after this address.
+        frame_ = record[0] > frame_ ? record[0] : highest_record_ + 1;
+        return record[1];
+    }
+
+  private:
+    static constexpr uintptr_t record_size = 2 * sizeof(uintptr_t);
+    uintptr_t frame_;
+    const uintptr_t highest_record_;  // 0: the stack's bounds are unknown, or `frame` is outside
+};
+
+// Leaves out the first `skip` return addresses from `frame` on, and writes the next ones
+// straight to `out`.
+size_t walk_frame_pointers(uintptr_t frame, size_t skip, std::span<uintptr_t> out) {
+    frame_walk walk(frame, thread_stack_bounds());
+    for (size_t i = 0; i < skip; ++i) {
+        if (walk.next() == 0) {
+            return 0;
+        }
+    }
     size_t count = 0;
-    while (count < capacity) {
-        if (frame < bounds.low || frame + 2 * sizeof(uintptr_t) > bounds.high ||
-            frame % alignof(uintptr_t) != 0) {
+    while (count < out.size()) {
+        const uintptr_t return_address = walk.next();
+        // Code never lives in the first page: a smaller "return address" was read from a frame
+        // without a frame pointer (a thread's start routine), so the chain ends there.
+        if (return_address < 4096) {
             break;
         }
-        const auto* record = reinterpret_cast<const uintptr_t*>(frame);
-        const uintptr_t caller_frame = record[0];
-        const uintptr_t return_address = record[1];
-        if (return_address == 0) {
-            break;
-        }
-        out[count++] = reinterpret_cast<void*>(return_address);
-        if (caller_frame <= frame) {
-            break;
-        }
-        frame = caller_frame;
+        out[count++] = return_address;
     }
     return count;
 }
@@ -100,24 +125,20 @@ void prepare_stack_capture(unwinder method) {
 }
 
 [[gnu::noinline]] size_t capture_stack(unwinder method, std::span<uintptr_t> out, size_t skip) {
-    std::array<void*, max_stack_depth + libunwind_own_frames + 1> buffer;
-    size_t own_frames = 0;
-    size_t count = 0;
     if (method == unwinder::frame_pointer) {
-        const size_t wanted = std::min(out.size() + skip, buffer.size());
-        count = walk_frame_pointers(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)),
-                                    buffer.data(), wanted);
-    } else {
-        const auto backtrace = unw_backtrace_pointer.load(std::memory_order_acquire);
-        if (backtrace == nullptr) {
-            throw std::logic_error("memtrail: capture_stack before prepare_stack_capture");
-        }
-        own_frames = libunwind_own_frames;
-        const size_t wanted = std::min(out.size() + skip + own_frames, buffer.size());
-        count =
-            static_cast<size_t>(std::max(backtrace(buffer.data(), static_cast<int>(wanted)), 0));
+        // The walk starts in capture_stack's own record, whose return address is its caller's.
+        return walk_frame_pointers(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), skip,
+                                   out);
     }
-    const size_t first = std::min(own_frames + skip, count);
+    const auto backtrace = unw_backtrace_pointer.load(std::memory_order_acquire);
+    if (backtrace == nullptr) {
+        throw std::logic_error("memtrail: capture_stack before prepare_stack_capture");
+    }
+    std::array<void*, max_stack_depth + libunwind_own_frames + 1> buffer;
+    const size_t wanted = std::min(out.size() + skip + libunwind_own_frames, buffer.size());
+    const auto count =
+        static_cast<size_t>(std::max(backtrace(buffer.data(), static_cast<int>(wanted)), 0));
+    const size_t first = std::min(libunwind_own_frames + skip, count);
     const size_t written = std::min(count - first, out.size());
     for (size_t i = 0; i < written; ++i) {
         out[i] = reinterpret_cast<uintptr_t>(buffer[first + i]);

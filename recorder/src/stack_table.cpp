@@ -1,6 +1,9 @@
 #include "memtrail/recorder/stack_table.hpp"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <vector>
 
 namespace memtrail::recorder {
 
@@ -34,6 +37,27 @@ uint64_t hash_frames(std::span<const uintptr_t> frames) {
 
 constexpr size_t initial_slots = 64;
 
+std::atomic<uint64_t> next_table_serial{1};
+
+// A stack this thread interned, in a small direct-mapped cache per thread.
+struct recent_stack {
+    uint64_t table = 0;  // stack_table::serial_; 0 = empty
+    stack_id id = no_stack;
+    std::vector<uintptr_t> frames;
+};
+
+constexpr size_t recent_stack_bits = 4;
+thread_local std::array<recent_stack, size_t{1} << recent_stack_bits> recent_stacks;
+
+// Where a stack is remembered. Cheaper than hash_frames, and good enough to spread the few
+// stacks a thread repeats: it mixes the depth, the innermost frame (the call site) and the
+// middle one (stacks through one wrapper share their innermost frames).
+recent_stack& recent_slot(std::span<const uintptr_t> frames) {
+    const uint64_t key = (frames[0] ^ frames.size()) * 0x9e3779b97f4a7c15ull +
+                         frames[frames.size() / 2] * 0xbf58476d1ce4e5b9ull;
+    return recent_stacks[key >> (64 - recent_stack_bits)];
+}
+
 }  // namespace
 
 bool stack_table::shard::matches(const stack_entry& entry, uint64_t hash,
@@ -57,10 +81,27 @@ void stack_table::shard::grow() {
     slots.swap(bigger);
 }
 
+stack_table::stack_table() : serial_(next_table_serial.fetch_add(1, std::memory_order_relaxed)) {}
+
 stack_id stack_table::intern(std::span<const uintptr_t> frames) {
     if (frames.empty()) {
         return no_stack;
     }
+    recent_stack& recent = recent_slot(frames);
+    if (recent.table == serial_ &&
+        std::equal(frames.begin(), frames.end(), recent.frames.begin(), recent.frames.end())) {
+        return recent.id;
+    }
+    const stack_id id = intern_in_shards(frames);
+    if (id != no_stack) {
+        recent.table = serial_;
+        recent.id = id;
+        recent.frames.assign(frames.begin(), frames.end());
+    }
+    return id;
+}
+
+stack_id stack_table::intern_in_shards(std::span<const uintptr_t> frames) {
     const uint64_t hash = hash_frames(frames);
     const size_t shard_index = hash % shard_count;
     shard& s = shards_[shard_index];

@@ -10,7 +10,6 @@ namespace memtrail::recorder::detail {
 namespace {
 
 std::atomic<uint32_t> next_thread_number{1};
-thread_local uint32_t thread_metadata = 0;
 
 // Few distinct labels exist (range names, phases), so one lock is enough; a deque keeps the
 // strings in place so that the index can point into them.
@@ -27,17 +26,15 @@ label_table& labels() {
 
 }  // namespace
 
-uint32_t this_thread_number() {
-    thread_local const uint32_t number = next_thread_number.fetch_add(1, std::memory_order_relaxed);
-    return number;
-}
+constinit thread_local thread_identity current_thread_identity;
 
-uint32_t this_thread_metadata() {
-    return thread_metadata;
+uint32_t assign_this_thread_number() {
+    current_thread_identity.number = next_thread_number.fetch_add(1, std::memory_order_relaxed);
+    return current_thread_identity.number;
 }
 
 void set_this_thread_metadata(std::string_view metadata) {
-    thread_metadata = intern_label(metadata);
+    current_thread_identity.metadata = intern_label(metadata);
 }
 
 uint32_t intern_label(std::string_view text) {

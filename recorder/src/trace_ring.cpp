@@ -1,60 +1,70 @@
 #include "detail/trace_ring.hpp"
 
 #include <algorithm>
+#include <new>
 
 namespace memtrail::recorder::detail {
 
-void trace_ring::push(trace_record record) {
-    std::lock_guard lock(mutex_);
-    record.time_ns = std::max(record.time_ns, last_time_ns_);
-    last_time_ns_ = record.time_ns;
-    if (records_.size() < capacity_) {
-        records_.push_back(record);
-        return;
-    }
+// A new chunk, or no room at all. The last chunk is only as long as the capacity needs.
+trace_record* trace_ring::next_slot_rare_locked() {
     if (capacity_ == 0) {
         ++dropped_;
-        return;
+        return nullptr;
     }
-    records_[next_] = record;
-    next_ = next_ + 1 == capacity_ ? 0 : next_ + 1;
-    ++dropped_;
+    const size_t length = std::min(chunk_size, capacity_ - size_);
+    chunks_.emplace_back(static_cast<trace_record*>(::operator new(length * sizeof(trace_record))));
+    return &at(size_++);
 }
 
-std::vector<trace_record> trace_ring::oldest_first_locked() const {
-    std::vector<trace_record> ordered;
-    ordered.reserve(records_.size());
-    const auto split = records_.begin() + static_cast<ptrdiff_t>(next_);
-    ordered.insert(ordered.end(), split, records_.end());
-    ordered.insert(ordered.end(), records_.begin(), split);
-    return ordered;
+void trace_ring::copy_oldest_first_locked(trace_record* out) const {
+    // Until the ring is full, next_ is 0 and the entries are in order.
+    for (size_t i = 0, index = next_; i < size_; ++i) {
+        out[i] = at(index);
+        index = index + 1 == size_ ? 0 : index + 1;
+    }
 }
 
 void trace_ring::set_capacity(size_t capacity) {
-    std::lock_guard lock(mutex_);
+    std::lock_guard guard(lock_);
     if (capacity == capacity_) {
         return;
     }
-    std::vector<trace_record> ordered = oldest_first_locked();
-    if (ordered.size() > capacity) {
-        dropped_ += ordered.size() - capacity;
-        ordered.erase(ordered.begin(), ordered.end() - static_cast<ptrdiff_t>(capacity));
-    }
-    records_ = std::move(ordered);
+    std::vector<trace_record> ordered(size_);
+    copy_oldest_first_locked(ordered.data());
+    const size_t kept = std::min(ordered.size(), capacity);
+    dropped_ += ordered.size() - kept;
+    chunks_.clear();
+    size_ = 0;
     next_ = 0;
     capacity_ = capacity;
+    for (size_t i = ordered.size() - kept; i < ordered.size(); ++i) {
+        *next_slot_locked() = ordered[i];
+    }
 }
 
 void trace_ring::clear() {
-    std::lock_guard lock(mutex_);
-    records_.clear();
+    std::lock_guard guard(lock_);
+    size_ = 0;
     next_ = 0;
     dropped_ = 0;
 }
 
 trace_ring::contents trace_ring::copy() const {
-    std::lock_guard lock(mutex_);
-    return {oldest_first_locked(), dropped_};
+    size_t size = 0;
+    {
+        std::lock_guard guard(lock_);
+        size = size_;
+    }
+    // Allocated and faulted in before taking the lock, which every recorded event waits for;
+    // the margin covers a ring that fills on meanwhile.
+    contents out;
+    out.records.reserve(size + chunk_size);
+    out.records.resize(size);
+    std::lock_guard guard(lock_);
+    out.records.resize(size_);
+    copy_oldest_first_locked(out.records.data());
+    out.dropped = dropped_;
+    return out;
 }
 
 }  // namespace memtrail::recorder::detail

@@ -67,6 +67,68 @@ TEST(ring, shrinking_drops_the_oldest) {
     EXPECT_EQ(trace.entries.back().kind, action::snapshot);
 }
 
+TEST(ring, wraps_across_its_storage_chunks_in_order) {
+    // The ring stores entries in chunks of 16,384: fill it past several chunk boundaries and
+    // wrap around, then check the count, the dropped entries and the order.
+    simulated_device gpu;
+    caching_allocator allocator({&gpu});
+    recorder::recorder history(allocator);
+    recorder::history_options options = all_with_entries(40000);
+    options.context = recorder::context_mode::none;
+    history.record_memory_history(options);
+    constexpr int pairs = 30000;  // 3 entries each (alloc, free_requested, free_completed)
+    for (int i = 0; i < pairs; ++i) {
+        history.free(history.allocate(512 * static_cast<uint64_t>(1 + i % 7), 0));
+    }
+    const auto s = history.take_snapshot();
+    const auto& trace = *s.find_trace(0);
+    ASSERT_EQ(trace.entries.size(), 40000u);
+    EXPECT_EQ(trace.dropped, 3u * pairs + 1 + 1 - 40000u);  // + the segment and the snapshot
+    EXPECT_EQ(trace.entries.back().kind, action::snapshot);
+    // Oldest first: after the snapshot entry's predecessor, the pattern of the last pairs.
+    const size_t last_pair = trace.entries.size() - 4;
+    EXPECT_EQ(trace.entries[last_pair].kind, action::alloc);
+    EXPECT_EQ(trace.entries[last_pair].size, 512u * (1 + (pairs - 1) % 7));
+    for (size_t i = 1; i < trace.entries.size(); ++i) {
+        ASSERT_LE(trace.entries[i - 1].time_ns, trace.entries[i].time_ns) << i;
+    }
+    for (size_t i = last_pair; i >= 3 && i > trace.entries.size() - 30000; i -= 3) {
+        ASSERT_EQ(trace.entries[i].kind, action::alloc) << i;
+        ASSERT_EQ(trace.entries[i + 1].kind, action::free_requested) << i;
+        ASSERT_EQ(trace.entries[i + 2].kind, action::free_completed) << i;
+    }
+}
+
+TEST(stacks, two_recorders_on_one_thread_keep_their_own_ids) {
+    // Each thread caches recently interned stacks; the cache must not hand one table's id to
+    // another table.
+    simulated_device gpu_a, gpu_b;
+    caching_allocator allocator_a({&gpu_a}), allocator_b({&gpu_b});
+    recorder::recorder history_a(allocator_a), history_b(allocator_b);
+    history_a.record_memory_history(all_with_entries(100));
+    history_b.record_memory_history(all_with_entries(100));
+    const device_address a = history_a.allocate(MiB, 0);
+    const device_address b = history_b.allocate(MiB, 0);
+    const auto sa = history_a.take_snapshot();
+    const auto sb = history_b.take_snapshot();
+    const auto& ea = sa.find_trace(0)->entries;
+    const auto& eb = sb.find_trace(0)->entries;
+    auto first_alloc_stack = [](const auto& entries) {
+        for (const auto& e : entries) {
+            if (e.kind == action::alloc) {
+                return e.stack;
+            }
+        }
+        return snapshot::stack_id{0};
+    };
+    const auto stack_a = first_alloc_stack(ea), stack_b = first_alloc_stack(eb);
+    ASSERT_NE(stack_a, 0u);
+    ASSERT_NE(stack_b, 0u);
+    EXPECT_EQ(sa.stack_at(stack_a).size(), sb.stack_at(stack_b).size());
+    history_a.free(a);
+    history_b.free(b);
+}
+
 class eight_threads : public ::testing::TestWithParam<recorder::unwinder> {};
 
 TEST_P(eight_threads, lose_and_duplicate_nothing) {

@@ -15,6 +15,8 @@ struct recorder::device_history {
     std::atomic<context_mode> context{context_mode::none};
     std::atomic<unwinder> stack_unwinder{unwinder::libunwind};
     std::atomic<size_t> max_stack_depth{0};
+    // Bit n: entries of allocator_action n keep the call's stack (from `context`).
+    std::atomic<uint32_t> actions_keeping_stack{0};
 
     mutable std::mutex options_mutex;
     history_options options;

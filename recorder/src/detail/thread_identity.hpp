@@ -1,6 +1,7 @@
 #pragma once
 // Who is calling: a small number per thread, and the thread's metadata label. Shared by every
-// recorder in the process, like the threads themselves.
+// recorder in the process, like the threads themselves. Read for every recorded event, so both
+// live in one constant-initialized thread_local: one TLS access, no initialization guard.
 
 #include <cstdint>
 #include <string>
@@ -8,11 +9,24 @@
 
 namespace memtrail::recorder::detail {
 
-// 1 for the first thread that asks, then 2, 3, ...
-uint32_t this_thread_number();
+struct thread_identity {
+    uint32_t number = 0;    // 0 until the thread first asks
+    uint32_t metadata = 0;  // label id (0: none)
+};
 
-// The label id of this thread's metadata (0: none).
-uint32_t this_thread_metadata();
+extern constinit thread_local thread_identity current_thread_identity;
+
+// Gives the calling thread its number: 1 for the first thread that asks, then 2, 3, ...
+uint32_t assign_this_thread_number();
+
+inline thread_identity this_thread_identity() {
+    thread_identity identity = current_thread_identity;
+    if (identity.number == 0) [[unlikely]] {
+        identity.number = assign_this_thread_number();
+    }
+    return identity;
+}
+
 void set_this_thread_metadata(std::string_view metadata);
 
 // Labels: annotation names and metadata strings, interned process-wide (id 0 = "").

@@ -1,7 +1,9 @@
 #pragma once
 // Interned native stacks: each distinct list of return addresses is stored once and named by a
 // 32-bit id. Many threads intern at once, so the table is split into independently locked
-// shards chosen by the stack's hash.
+// shards chosen by the stack's hash. Programs allocate and free from a few stacks over and over:
+// each thread remembers the last stacks it interned, and finds those again without hashing them
+// or taking a lock.
 
 #include <array>
 #include <atomic>
@@ -18,6 +20,8 @@ inline constexpr stack_id no_stack = 0;
 
 class stack_table {
   public:
+    stack_table();
+
     // Ids fit in 24 bits so that an id and a time share one allocator context handle.
     static constexpr stack_id max_id = (stack_id{1} << 24) - 1;
 
@@ -33,6 +37,8 @@ class stack_table {
 
   private:
     static constexpr size_t shard_count = 64;
+
+    stack_id intern_in_shards(std::span<const uintptr_t> frames);
 
     struct stack_entry {
         uint64_t hash;
@@ -53,6 +59,8 @@ class stack_table {
     };
 
     std::array<shard, shard_count> shards_;
+    // Names this table in the threads' remembered stacks, never reused (an address could be).
+    const uint64_t serial_;
     std::atomic<size_t> size_{0};
     std::atomic<uint64_t> overflow_{0};
 };
