@@ -4,8 +4,8 @@
 #include <iterator>
 #include <set>
 #include <sstream>
-#include <unordered_map>
 
+#include "address_hash_map.hpp"
 #include "device_model_impl.hpp"
 
 namespace memtrail::analysis {
@@ -75,13 +75,19 @@ struct initial_block {
     bool size_known = true;
 };
 
+struct initial_replay {
+    engine_checkpoint state;
+    size_t allocations = 0;  // alloc entries in the trace, counted on the way
+};
+
 // The state before the first entry: the final segments with every entry undone, newest first.
 // Only what callers hold and the segments matter; free ranges are the gaps between blocks.
-engine_checkpoint initial_state(const snapshot::snapshot& source, int device,
-                                const std::vector<snapshot::trace_entry>& entries,
-                                const allocator_rules& rules) {
+initial_replay initial_state(const snapshot::snapshot& source, int device,
+                             const std::vector<snapshot::trace_entry>& entries,
+                             const allocator_rules& rules) {
+    initial_replay replay;
     segment_ranges segments;
-    std::unordered_map<uint64_t, initial_block> blocks;
+    detail::address_hash_map<initial_block> blocks;
     for (const auto& seg : source.segments) {
         if (seg.device != device) {
             continue;
@@ -101,12 +107,13 @@ engine_checkpoint initial_state(const snapshot::snapshot& source, int device,
         const uint64_t request = e.requested_size != 0 ? e.requested_size : e.size;
         switch (e.kind) {
             case action::alloc:
+                ++replay.allocations;
                 blocks.erase(e.address);
                 break;
             case action::free_requested: {
-                auto found = blocks.find(e.address);
-                if (found != blocks.end()) {
-                    found->second.block.state = block_state::active_allocated;
+                initial_block* found = blocks.find(e.address);
+                if (found != nullptr) {
+                    found->block.state = block_state::active_allocated;
                 } else {
                     blocks[e.address] = {
                         engine_block{0, request, 0, e.stack, block_state::active_allocated, true},
@@ -141,9 +148,13 @@ engine_checkpoint initial_state(const snapshot::snapshot& source, int device,
         }
     }
 
-    engine_checkpoint initial;
+    engine_checkpoint& initial = replay.state;
     initial.segments.assign(segments.begin(), segments.end());
-    std::vector<std::pair<uint64_t, initial_block>> sorted(blocks.begin(), blocks.end());
+    std::vector<std::pair<uint64_t, initial_block>> sorted;
+    sorted.reserve(blocks.size());
+    blocks.for_each([&sorted](uint64_t address, const initial_block& item) {
+        sorted.emplace_back(address, item);
+    });
     std::sort(sorted.begin(), sorted.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     // Blocks freed during the trace but allocated before it have no recorded size: apply the
@@ -182,7 +193,7 @@ engine_checkpoint initial_state(const snapshot::snapshot& source, int device,
     for (const auto& [address, item] : sorted) {
         initial.blocks.emplace_back(address, item.block);
     }
-    return initial;
+    return replay;
 }
 
 std::string hex(uint64_t value) {
@@ -274,7 +285,8 @@ device_model device_model::build(std::shared_ptr<const snapshot::snapshot> sourc
     const auto& entries = *state->entries;
     const size_t count = entries.size();
 
-    const engine_checkpoint initial = initial_state(*source, device, entries, state->rules);
+    const initial_replay replay = initial_state(*source, device, entries, state->rules);
+    const engine_checkpoint& initial = replay.state;
     detail::state_engine engine(state->rules);
     engine.start(initial);
     state->checkpoints.push_back(engine.save(0));
@@ -293,10 +305,7 @@ device_model device_model::build(std::shared_ptr<const snapshot::snapshot> sourc
     // Lifetimes are indexed by the engine's block numbers: the blocks live at the start, in
     // address order, then every allocation in trace order.
     auto& lifetimes = state->lifetimes;
-    lifetimes.reserve(
-        initial.blocks.size() +
-        static_cast<size_t>(std::count_if(entries.begin(), entries.end(),
-                                          [](const auto& e) { return e.kind == action::alloc; })));
+    lifetimes.reserve(initial.blocks.size() + replay.allocations);
     for (const auto& [address, blk] : initial.blocks) {
         const bool pending = blk.state == block_state::active_pending_free;
         lifetimes.push_back(allocation_lifetime{address, blk.size, blk.requested_size, blk.stack, 0,
@@ -305,8 +314,10 @@ device_model device_model::build(std::shared_ptr<const snapshot::snapshot> sourc
 
     reconstruction_report& report = state->report;
     size_t last_checkpoint = 0;
+    bool times_sorted = true;
     for (size_t i = 0; i < count; ++i) {
         const snapshot::trace_entry& e = entries[i];
+        times_sorted = times_sorted && (i == 0 || e.time_ns >= entries[i - 1].time_ns);
         const detail::entry_effect effect = engine.apply(e);
         if (effect.anomaly) {
             if (report.anomalies == 0) {
@@ -352,10 +363,7 @@ device_model device_model::build(std::shared_ptr<const snapshot::snapshot> sourc
             std::distance(curve.begin(), std::max_element(curve.begin(), curve.end())));
         state->pyramids[s].build(curve);
     }
-    const bool sorted =
-        std::is_sorted(entries.begin(), entries.end(),
-                       [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
-    if (!sorted) {
+    if (!times_sorted) {
         state->time_running_max.reserve(count);
         int64_t latest = INT64_MIN;
         for (const auto& e : entries) {

@@ -1,8 +1,15 @@
 #include "memtrail/analysis/load.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <vector>
 
 #include "memtrail/snapshot/format_error.hpp"
@@ -11,27 +18,69 @@
 namespace memtrail::analysis {
 namespace {
 
-std::vector<uint8_t> read_file(const std::filesystem::path& path) {
-    std::error_code error;
-    if (std::filesystem::is_directory(path, error)) {
-        throw load_error(path.string() + ": is a directory, not a snapshot file");
+// A file's bytes: a regular file is mapped (a large snapshot costs no copy and no fresh memory;
+// snapshots are replaced by rename, not rewritten in place), anything else (a pipe) is read.
+class file_bytes {
+  public:
+    explicit file_bytes(const std::filesystem::path& path) {
+        std::error_code error;
+        if (std::filesystem::is_directory(path, error)) {
+            throw load_error(path.string() + ": is a directory, not a snapshot file");
+        }
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            throw load_error(path.string() + ": cannot open: " + std::strerror(errno));
+        }
+        struct stat info {};
+        if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
+            const auto size = static_cast<size_t>(info.st_size);
+            void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+            if (mapped != MAP_FAILED) {
+                mapping_ = mapped;
+                bytes_ = {static_cast<const uint8_t*>(mapped), size};
+            }
+        }
+        ::close(fd);
+        if (mapping_ == nullptr) {
+            read_through(path);
+        }
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw load_error(path.string() + ": cannot open: " + std::strerror(errno));
+    file_bytes(const file_bytes&) = delete;
+    file_bytes& operator=(const file_bytes&) = delete;
+    ~file_bytes() {
+        if (mapping_ != nullptr) {
+            ::munmap(mapping_, bytes_.size());
+        }
     }
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                               std::istreambuf_iterator<char>());
-    if (in.bad()) {
-        throw load_error(path.string() + ": read failed");
+
+    std::span<const uint8_t> bytes() const { return bytes_; }
+
+  private:
+    void read_through(const std::filesystem::path& path) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) {
+            throw load_error(path.string() + ": cannot open: " + std::strerror(errno));
+        }
+        std::array<uint8_t, 1 << 16> buffer{};
+        while (in.read(reinterpret_cast<char*>(buffer.data()), buffer.size()) || in.gcount() > 0) {
+            read_.insert(read_.end(), buffer.begin(), buffer.begin() + in.gcount());
+        }
+        if (in.bad()) {
+            throw load_error(path.string() + ": read failed");
+        }
+        bytes_ = read_;
     }
-    return bytes;
-}
+
+    void* mapping_ = nullptr;
+    std::vector<uint8_t> read_;
+    std::span<const uint8_t> bytes_;
+};
 
 }  // namespace
 
 loaded_snapshot load_snapshot(const std::filesystem::path& path) {
-    const std::vector<uint8_t> bytes = read_file(path);
+    const file_bytes file(path);
+    const std::span<const uint8_t> bytes = file.bytes();
     if (bytes.empty()) {
         throw load_error(path.string() + ": the file is empty");
     }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "branchless_search.hpp"
+
 namespace memtrail::analysis::detail {
 namespace {
 
@@ -59,7 +61,7 @@ split_count split_of_range(uint64_t first, uint64_t last, uint64_t segment_first
 void state_engine::restore(const engine_checkpoint& checkpoint) {
     segments_ = segment_map(checkpoint.segments.begin(), checkpoint.segments.end());
     segments_changed();
-    blocks_ = block_map(checkpoint.blocks.begin(), checkpoint.blocks.end());
+    blocks_.assign(checkpoint.blocks);
     stats_ = checkpoint.stats;
     next_number_ = checkpoint.next_number;
 }
@@ -156,11 +158,13 @@ state_engine::segment_map::iterator state_engine::segment_containing(uint64_t ad
         }
         segment_index_stale_ = false;
     }
-    const auto above = std::upper_bound(segment_starts_.begin(), segment_starts_.end(), address);
-    if (above == segment_starts_.begin()) {
+    const size_t above =
+        partition_point_index(segment_starts_.data(), segment_starts_.size(),
+                              [address](uint64_t start) { return start <= address; });
+    if (above == 0) {
         return segments_.end();
     }
-    const auto it = segment_index_[static_cast<size_t>(above - segment_starts_.begin()) - 1];
+    const auto it = segment_index_[above - 1];
     return address < it->first + it->second.size ? it : segments_.end();
 }
 
@@ -232,9 +236,9 @@ entry_effect state_engine::on_alloc(const snapshot::trace_entry& entry) {
     }
 
     const uint64_t number = next_number_++;
-    blocks_.emplace_hint(next, address,
-                         engine_block{size, request, entry.time_ns, entry.stack,
-                                      block_state::active_allocated, is_large, number});
+    blocks_.insert(next, address,
+                   engine_block{size, request, entry.time_ns, entry.stack,
+                                block_state::active_allocated, is_large, number});
     const auto bytes = static_cast<int64_t>(size);
     add(stats_.allocation, is_large, 1);
     add(stats_.allocated_bytes, is_large, bytes);

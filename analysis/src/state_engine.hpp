@@ -13,6 +13,7 @@
 #include "memtrail/analysis/memory_state.hpp"
 #include "memtrail/core/statistics.hpp"
 #include "memtrail/snapshot/model.hpp"
+#include "ordered_address_map.hpp"
 
 namespace memtrail::analysis::detail {
 
@@ -77,7 +78,7 @@ class state_engine {
 
   private:
     using segment_map = std::map<uint64_t, engine_segment>;
-    using block_map = std::map<uint64_t, engine_block>;
+    using block_map = ordered_address_map<engine_block>;
 
     entry_effect on_alloc(const snapshot::trace_entry& entry);
     entry_effect on_free_requested(const snapshot::trace_entry& entry);

@@ -84,12 +84,8 @@ bool msgpack_cursor::next_is_array() const {
     return (tag >= 0x90 && tag <= 0x9f) || tag == 0xdc || tag == 0xdd;
 }
 
-uint64_t msgpack_cursor::read_uint(std::string_view what) {
+uint64_t msgpack_cursor::read_encoded_uint(std::string_view what) {
     const uint8_t tag = peek(what);
-    if (tag <= 0x7f) {
-        ++pos_;
-        return tag;
-    }
     const size_t start = pos_;
     switch (tag) {
         case 0xcc:
@@ -118,16 +114,8 @@ uint64_t msgpack_cursor::read_uint(std::string_view what) {
     fail_type(what, "an unsigned integer");
 }
 
-int64_t msgpack_cursor::read_int(std::string_view what) {
+int64_t msgpack_cursor::read_encoded_int(std::string_view what) {
     const uint8_t tag = peek(what);
-    if (tag <= 0x7f) {
-        ++pos_;
-        return tag;
-    }
-    if (tag >= 0xe0) {
-        ++pos_;
-        return static_cast<int8_t>(tag);
-    }
     const size_t start = pos_;
     switch (tag) {
         case 0xd0:

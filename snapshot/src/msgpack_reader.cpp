@@ -3,9 +3,13 @@
 // their ranges; a table entry that interns to an earlier id is a duplicate and refused, so ids in
 // the file and in the model always agree.
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "file_io.hpp"
 #include "memtrail/snapshot/format_error.hpp"
@@ -403,114 +407,234 @@ class snapshot_reader {
         out_.traces.push_back(std::move(trace));
     }
 
-    // A column is an array with one value per entry, or a single value shared by all entries.
-    template <class Read, class Assign>
-    void read_column(std::vector<trace_entry>& entries, std::string_view what, Read&& read,
-                     Assign&& assign) {
-        if (in_.next_is_array()) {
-            const size_t at = in_.offset();
-            const uint32_t count = in_.read_array(what);
-            if (count != entries.size()) {
-                in_.fail(at, what,
-                         "column has " + std::to_string(count) + " values for " +
-                             std::to_string(entries.size()) + " entries");
+    // Which entry field a trace column fills.
+    enum class column_field : uint8_t {
+        kind,
+        device,
+        address,
+        size,
+        requested_size,
+        stream,
+        thread,
+        time_ns,
+        stack,
+        user_metadata,
+        compile_context,
+        name,
+    };
+
+    // The field of a column after the first; 'kind' again is an unknown column, skipped.
+    static bool find_column_field(std::string_view name, column_field& field) {
+        static constexpr std::array<std::pair<std::string_view, column_field>, 11> fields = {{
+            {column::device, column_field::device},
+            {column::address, column_field::address},
+            {column::size, column_field::size},
+            {column::requested_size, column_field::requested_size},
+            {column::stream, column_field::stream},
+            {column::thread, column_field::thread},
+            {column::time_ns, column_field::time_ns},
+            {column::stack, column_field::stack},
+            {column::user_metadata, column_field::user_metadata},
+            {column::compile_context, column_field::compile_context},
+            {column::name, column_field::name},
+        }};
+        for (const auto& [known, value] : fields) {
+            if (known == name) {
+                field = value;
+                return true;
             }
-            for (auto& e : entries) {
+        }
+        return false;
+    }
+
+    // A column is an array with one value per entry, or a single value shared by all entries.
+    // It is decoded a run of entries at a time: where its next value is, and for a delta column
+    // the running sum.
+    struct trace_column {
+        column_field field = column_field::kind;
+        std::string what;
+        msgpack_cursor values;
+        bool per_entry = true;
+        uint64_t running = 0;
+    };
+
+    // Entries are filled a run at a time, every column in turn, so that the run stays in cache:
+    // a pass per column over a long trace costs more in memory traffic than the decoding.
+    static constexpr size_t run_length = 4096;
+
+    template <class Read, class Assign>
+    static void fill(const trace_column& col, std::span<trace_entry> run, Read&& read,
+                     Assign&& assign) {
+        if (col.per_entry) {
+            for (auto& e : run) {
                 assign(e, read());
             }
         } else {
             const auto value = read();
-            for (auto& e : entries) {
+            for (auto& e : run) {
                 assign(e, value);
             }
         }
     }
 
+    // Decodes the next run of `col` into `run`, with the same checks and errors as any value.
+    void decode_run(trace_column& col, std::span<trace_entry> run,
+                    const std::vector<uint64_t>& streams) {
+        // The checked readers work on in_: point it at the column for the run.
+        const msgpack_cursor outside = in_;
+        in_ = col.values;
+        const std::string_view what = col.what;
+        const auto read_uint = [&] { return in_.read_uint(what); };
+        const auto read_int = [&] { return in_.read_int(what); };
+        const auto checked = [&](size_t limit, const char* table) {
+            return [&, limit, table] {
+                const size_t at = in_.offset();
+                return check_id(in_.read_uint(what), limit, table, at, what);
+            };
+        };
+        switch (col.field) {
+            case column_field::kind:
+                fill(
+                    col, run,
+                    [&] {
+                        const size_t at = in_.offset();
+                        const uint64_t kind = in_.read_uint(what);
+                        if (kind >= action_count) {
+                            in_.fail(at, what, "action " + std::to_string(kind) + " is unknown");
+                        }
+                        return static_cast<action>(kind);
+                    },
+                    [](trace_entry& e, action v) { e.kind = v; });
+                break;
+            case column_field::device:
+                fill(
+                    col, run, [&] { return read_device(what); },
+                    [](trace_entry& e, int8_t v) { e.device = v; });
+                break;
+            case column_field::address:
+                fill(col, run, read_int, [&](trace_entry& e, int64_t delta) {
+                    col.running += static_cast<uint64_t>(delta);
+                    e.address = col.running;
+                });
+                break;
+            case column_field::size:
+                fill(col, run, read_uint, [](trace_entry& e, uint64_t v) { e.size = v; });
+                break;
+            case column_field::requested_size:
+                // Relative to what the kind implies; made absolute once all columns are in.
+                fill(col, run, read_int, [](trace_entry& e, int64_t delta) {
+                    e.requested_size = static_cast<uint64_t>(delta);
+                });
+                break;
+            case column_field::stream:
+                fill(col, run, checked(streams.size(), "stream"),
+                     [&](trace_entry& e, uint32_t index) { e.stream = streams[index]; });
+                break;
+            case column_field::thread:
+                fill(
+                    col, run, [&] { return read_uint32(what); },
+                    [](trace_entry& e, uint32_t v) { e.thread = v; });
+                break;
+            case column_field::time_ns:
+                fill(col, run, read_int, [&](trace_entry& e, int64_t delta) {
+                    col.running += static_cast<uint64_t>(delta);
+                    e.time_ns = static_cast<int64_t>(col.running);
+                });
+                break;
+            case column_field::stack:
+                fill(col, run, checked(out_.stacks().size(), "stack"),
+                     [](trace_entry& e, uint32_t v) { e.stack = v; });
+                break;
+            case column_field::user_metadata:
+                fill(col, run, checked(out_.strings().size(), "string"),
+                     [](trace_entry& e, uint32_t v) { e.user_metadata = v; });
+                break;
+            case column_field::compile_context:
+                fill(col, run, checked(out_.strings().size(), "string"),
+                     [](trace_entry& e, uint32_t v) { e.compile_context = v; });
+                break;
+            case column_field::name:
+                fill(col, run, checked(out_.strings().size(), "string"),
+                     [](trace_entry& e, uint32_t v) { e.name = v; });
+                break;
+        }
+        if (col.per_entry) {
+            col.values = in_;
+        }
+        in_ = outside;
+    }
+
+    // First checks every column in file order (so errors are the same as reading them one by
+    // one), then fills the entries a run at a time.
     void read_columns(device_trace& trace, const std::vector<uint64_t>& streams) {
         auto& entries = trace.entries;
         const size_t columns_at = in_.offset();
         const uint32_t columns = in_.read_map("trace 'columns'");
+        std::vector<trace_column> known;
+        std::vector<trace_entry> scratch;
+        size_t count = 0;
         for (uint32_t c = 0; c < columns; ++c) {
             const size_t name_at = in_.offset();
             const auto name = in_.read_string("a trace column's name");
-            const std::string what = "trace column '" + std::string(name) + "'";
+            trace_column col{.what = "trace column '" + std::string(name) + "'", .values = in_};
             if (c == 0) {
                 // The entry count comes from this array: every entry costs a byte of input.
                 if (name != column::kind || !in_.next_is_array()) {
-                    in_.fail(name_at, what, "the first column must be 'kind', as an array");
+                    in_.fail(name_at, col.what, "the first column must be 'kind', as an array");
                 }
-                entries.resize(in_.read_array(what));
-                for (auto& e : entries) {
-                    const size_t at = in_.offset();
-                    const uint64_t kind = in_.read_uint(what);
-                    if (kind >= action_count) {
-                        in_.fail(at, what, "action " + std::to_string(kind) + " is unknown");
-                    }
-                    e.kind = static_cast<action>(kind);
+                count = in_.read_array(col.what);
+                // A second 'columns' key refills the entries it had, as one pass per column did.
+                if (count < entries.size()) {
+                    entries.resize(count);
                 }
+                entries.reserve(count);
+                scratch.resize(std::min(count, run_length));
+            } else if (!find_column_field(name, col.field)) {
+                in_.skip(col.what);
                 continue;
-            }
-            const auto read_uint = [&] { return in_.read_uint(what); };
-            const auto read_int = [&] { return in_.read_int(what); };
-            const auto checked = [&](size_t limit, const char* table) {
-                return [&, limit, table] {
-                    const size_t at = in_.offset();
-                    return check_id(in_.read_uint(what), limit, table, at, what);
-                };
-            };
-            if (name == column::device) {
-                read_column(
-                    entries, what, [&] { return read_device(what); },
-                    [](trace_entry& e, int8_t v) { e.device = v; });
-            } else if (name == column::address) {
-                uint64_t previous = 0;
-                read_column(entries, what, read_int, [&](trace_entry& e, int64_t delta) {
-                    previous += static_cast<uint64_t>(delta);
-                    e.address = previous;
-                });
-            } else if (name == column::size) {
-                read_column(entries, what, read_uint,
-                            [](trace_entry& e, uint64_t v) { e.size = v; });
-            } else if (name == column::requested_size) {
-                // Relative to what the kind implies; made absolute once all columns are in.
-                read_column(entries, what, read_int, [](trace_entry& e, int64_t delta) {
-                    e.requested_size = static_cast<uint64_t>(delta);
-                });
-            } else if (name == column::stream) {
-                read_column(entries, what, checked(streams.size(), "stream"),
-                            [&](trace_entry& e, uint32_t index) { e.stream = streams[index]; });
-            } else if (name == column::thread) {
-                read_column(
-                    entries, what, [&] { return read_uint32(what); },
-                    [](trace_entry& e, uint32_t v) { e.thread = v; });
-            } else if (name == column::time_ns) {
-                uint64_t previous = 0;
-                read_column(entries, what, read_int, [&](trace_entry& e, int64_t delta) {
-                    previous += static_cast<uint64_t>(delta);
-                    e.time_ns = static_cast<int64_t>(previous);
-                });
-            } else if (name == column::stack) {
-                read_column(entries, what, checked(out_.stacks().size(), "stack"),
-                            [](trace_entry& e, uint32_t v) { e.stack = v; });
-            } else if (name == column::user_metadata) {
-                read_column(entries, what, checked(out_.strings().size(), "string"),
-                            [](trace_entry& e, uint32_t v) { e.user_metadata = v; });
-            } else if (name == column::compile_context) {
-                read_column(entries, what, checked(out_.strings().size(), "string"),
-                            [](trace_entry& e, uint32_t v) { e.compile_context = v; });
-            } else if (name == column::name) {
-                read_column(entries, what, checked(out_.strings().size(), "string"),
-                            [](trace_entry& e, uint32_t v) { e.name = v; });
+            } else if (in_.next_is_array()) {
+                const size_t at = in_.offset();
+                const uint32_t values = in_.read_array(col.what);
+                if (values != count) {
+                    in_.fail(at, col.what,
+                             "column has " + std::to_string(values) + " values for " +
+                                 std::to_string(count) + " entries");
+                }
             } else {
-                in_.skip(what);
+                col.per_entry = false;
             }
+            col.values = in_;
+            // The check: decode it all into scratch, then step past it.
+            trace_column probe = col;
+            if (probe.per_entry) {
+                for (size_t done = 0; done < count; done += run_length) {
+                    decode_run(probe, std::span(scratch).first(std::min(run_length, count - done)),
+                               streams);
+                }
+            } else {
+                trace_entry single;
+                probe.per_entry = true;
+                decode_run(probe, std::span(&single, 1), streams);
+            }
+            in_ = probe.values;
+            known.push_back(std::move(col));
         }
         if (columns == 0 && !entries.empty()) {
             in_.fail(columns_at, "trace 'columns'", "no columns");
         }
-        for (auto& e : entries) {
-            if (kind_requests_size(static_cast<uint8_t>(e.kind))) {
-                e.requested_size += e.size;
+        for (size_t first = 0; first < count; first += run_length) {
+            const size_t last = std::min(count, first + run_length);
+            if (entries.size() < last) {
+                entries.resize(last);
+            }
+            const std::span run(entries.data() + first, last - first);
+            for (trace_column& col : known) {
+                decode_run(col, run, streams);
+            }
+            for (auto& e : run) {
+                if (kind_requests_size(static_cast<uint8_t>(e.kind))) {
+                    e.requested_size += e.size;
+                }
             }
         }
     }
