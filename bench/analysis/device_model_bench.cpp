@@ -48,14 +48,24 @@ double peak_memory_bytes() {
     return 0.0;
 }
 
+// The synthetic file, written once and removed when the program ends (every repetition of
+// the benchmark reads it).
+struct temporary_snapshot_file {
+    temporary_snapshot_file()
+        : path(std::filesystem::temp_directory_path() /
+               ("memtrail_bench_analysis_" + std::to_string(getpid()) + ".mtrail")) {
+        snapshot::write_snapshot(bench::synthetic_snapshot(large_trace), path);
+    }
+    ~temporary_snapshot_file() {
+        std::error_code ignored;
+        std::filesystem::remove(path, ignored);
+    }
+    std::filesystem::path path;
+};
+
 const std::filesystem::path& large_snapshot_file() {
-    static const std::filesystem::path path = [] {
-        auto file = std::filesystem::temp_directory_path() /
-                    ("memtrail_bench_analysis_" + std::to_string(getpid()) + ".mtrail");
-        snapshot::write_snapshot(bench::synthetic_snapshot(large_trace), file);
-        return file;
-    }();
-    return path;
+    static const temporary_snapshot_file file;
+    return file.path;
 }
 
 const analysis::device_model& large_model() {
@@ -81,7 +91,6 @@ void load_and_build(benchmark::State& state) {
         state.counters["anomalies"] = static_cast<double>(model.report().anomalies);
         state.counters["file_MB"] = static_cast<double>(std::filesystem::file_size(file)) / 1e6;
     }
-    std::filesystem::remove(file);
 }
 BENCHMARK(load_and_build)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
 
