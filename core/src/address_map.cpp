@@ -10,8 +10,7 @@ constexpr size_t initial_capacity = 64;  // a power of two
 
 address_map::address_map() {
     for (auto& s : shards_) {
-        s.keys.assign(initial_capacity, 0);
-        s.values.assign(initial_capacity, nullptr);
+        s.slots.assign(initial_capacity, slot{});
     }
 }
 
@@ -24,21 +23,18 @@ void address_map::shard::lock() const {
 }
 
 void address_map::shard::grow() {
-    std::vector<device_address> old_keys(keys.size() * 2, 0);
-    std::vector<block*> old_values(keys.size() * 2, nullptr);
-    old_keys.swap(keys);
-    old_values.swap(values);
-    const size_t mask = keys.size() - 1;
-    for (size_t i = 0; i < old_keys.size(); ++i) {
-        if (old_keys[i] == 0) {
+    std::vector<slot> old(slots.size() * 2);
+    old.swap(slots);
+    const size_t mask = slots.size() - 1;
+    for (const slot& entry : old) {
+        if (entry.key == 0) {
             continue;
         }
-        size_t slot = slot_of(mix(old_keys[i]));
-        while (keys[slot] != 0) {
-            slot = (slot + 1) & mask;
+        size_t i = slot_of(mix(entry.key));
+        while (slots[i].key != 0) {
+            i = (i + 1) & mask;
         }
-        keys[slot] = old_keys[i];
-        values[slot] = old_values[i];
+        slots[i] = entry;
     }
 }
 
@@ -46,19 +42,18 @@ void address_map::insert(device_address address, block* b) {
     const uint64_t hash = mix(address);
     shard& s = shard_for(hash);
     s.lock();
-    if ((s.count + 1) * 4 > s.keys.size() * 3) {
+    if ((s.count + 1) * 4 > s.slots.size() * 3) {
         s.grow();
     }
-    const size_t mask = s.keys.size() - 1;
-    size_t slot = s.slot_of(hash);
-    while (s.keys[slot] != 0 && s.keys[slot] != address) {
-        slot = (slot + 1) & mask;
+    const size_t mask = s.slots.size() - 1;
+    size_t i = s.slot_of(hash);
+    while (s.slots[i].key != 0 && s.slots[i].key != address) {
+        i = (i + 1) & mask;
     }
-    if (s.keys[slot] == 0) {
+    if (s.slots[i].key == 0) {
         ++s.count;
     }
-    s.keys[slot] = address;
-    s.values[slot] = b;
+    s.slots[i] = {address, b};
     s.unlock();
 }
 
@@ -66,29 +61,27 @@ block* address_map::take(device_address address) {
     const uint64_t hash = mix(address);
     shard& s = shard_for(hash);
     s.lock();
-    const size_t mask = s.keys.size() - 1;
-    size_t slot = s.slot_of(hash);
-    while (s.keys[slot] != 0 && s.keys[slot] != address) {
-        slot = (slot + 1) & mask;
+    const size_t mask = s.slots.size() - 1;
+    size_t i = s.slot_of(hash);
+    while (s.slots[i].key != 0 && s.slots[i].key != address) {
+        i = (i + 1) & mask;
     }
     block* found = nullptr;
-    if (s.keys[slot] == address) {
-        found = s.values[slot];
+    if (s.slots[i].key == address) {
+        found = s.slots[i].value;
         // Backward-shift deletion keeps every probe chain unbroken without tombstones.
-        size_t hole = slot;
+        size_t hole = i;
         size_t next = (hole + 1) & mask;
-        while (s.keys[next] != 0) {
-            const size_t home = s.slot_of(mix(s.keys[next]));
+        while (s.slots[next].key != 0) {
+            const size_t home = s.slot_of(mix(s.slots[next].key));
             const bool movable = ((next - home) & mask) >= ((next - hole) & mask);
             if (movable) {
-                s.keys[hole] = s.keys[next];
-                s.values[hole] = s.values[next];
+                s.slots[hole] = s.slots[next];
                 hole = next;
             }
             next = (next + 1) & mask;
         }
-        s.keys[hole] = 0;
-        s.values[hole] = nullptr;
+        s.slots[hole] = slot{};
         --s.count;
     }
     s.unlock();
@@ -99,12 +92,12 @@ block* address_map::find(device_address address) const {
     const uint64_t hash = mix(address);
     const shard& s = shard_for(hash);
     s.lock();
-    const size_t mask = s.keys.size() - 1;
-    size_t slot = s.slot_of(hash);
-    while (s.keys[slot] != 0 && s.keys[slot] != address) {
-        slot = (slot + 1) & mask;
+    const size_t mask = s.slots.size() - 1;
+    size_t i = s.slot_of(hash);
+    while (s.slots[i].key != 0 && s.slots[i].key != address) {
+        i = (i + 1) & mask;
     }
-    block* found = s.keys[slot] == address ? s.values[slot] : nullptr;
+    block* found = s.slots[i].key == address ? s.slots[i].value : nullptr;
     s.unlock();
     return found;
 }
