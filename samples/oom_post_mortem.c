@@ -19,7 +19,7 @@
 #include "memtrail/memtrail.h"
 
 /* A cache that keeps every batch it sees: the leak this post-mortem is meant to find. */
-static void* cached_batches[64];
+static void* cached_batches[1024];
 
 static void* load_batch(int index) {
     void* batch = memtrail_malloc((ssize_t)256 << 20, 0, NULL);
@@ -34,12 +34,12 @@ int main(void) {
     setenv("MEMTRAIL_RECORD", "all", 0);
     setenv("MEMTRAIL_OOM_DUMP", "oom-%p-device%d.memtrail", 0);
 
-    for (int i = 0; i < 64; ++i) {
+    for (int i = 0; i < 1024; ++i) {
         if (load_batch(i) == NULL) {
             fprintf(stderr, "batch %d failed: %s\n", i, memtrail_last_error());
             return 0;
         }
     }
-    fprintf(stderr, "no out-of-memory: the device is larger than 16 GiB\n");
+    fprintf(stderr, "no out-of-memory: the device is larger than 256 GiB\n");
     return 1;
 }
