@@ -10,7 +10,7 @@ namespace {
 // Indexed by the enums' values.
 constexpr std::array<std::string_view, 3> record_mode_names = {"off", "state", "all"};
 constexpr std::array<std::string_view, 4> context_mode_names = {"none", "state", "alloc", "all"};
-constexpr std::array<std::string_view, 1> stack_source_names = {"native"};
+constexpr std::array<std::string_view, 3> stack_source_names = {"native", "python", "all"};
 
 template <typename Enum, size_t count>
 bool parse_name(const std::array<std::string_view, count>& names, std::string_view name,

@@ -3,13 +3,16 @@
 
 #include "memtrail/recorder/recorder.hpp"
 
+#include <array>
 #include <chrono>
+#include <span>
 #include <stdexcept>
 #include <string>
 
 #include "detail/call_context.hpp"
 #include "detail/device_history.hpp"
 #include "detail/fast_clock.hpp"
+#include "detail/python_stack.hpp"
 #include "detail/thread_identity.hpp"
 #include "detail/trace_ring.hpp"
 
@@ -38,6 +41,29 @@ uint32_t actions_keeping_stack(context_mode context) {
             return ~uint32_t{0};
     }
     return 0;
+}
+
+// Interns `frames` (its first native_count words are return addresses) with the calling
+// thread's Python frames after them, up to `depth` of them. A thread without the GIL, or a
+// process without Python, keeps its native frames only.
+stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, size_t native_count,
+                            size_t depth) {
+    const detail::python_interpreter* python = detail::find_python_interpreter();
+    if (python == nullptr) {
+        return stacks.intern(frames.first(native_count));
+    }
+    const std::span<uintptr_t> python_part = frames.subspan(native_count + 1, 2 * depth);
+    const size_t python_words = detail::capture_python_frames(*python, python_part);
+    if (python_words == 0) {
+        return stacks.intern(frames.first(native_count));
+    }
+    frames[native_count] = detail::python_frames_marker;
+    bool added = false;
+    const stack_id id = stacks.intern(frames.first(native_count + 1 + python_words), &added);
+    if (added) {
+        detail::keep_python_code(*python, python_part.first(python_words));
+    }
+    return id;
 }
 
 // Frames of the recorder between the caller and capture_stack: capture_context and the front
@@ -77,7 +103,8 @@ void recorder::record_memory_history(const history_options& options, int device)
     if (device != all_devices) {
         history(device);
     }
-    if (options.enabled != record_mode::off && options.context != context_mode::none) {
+    if (options.enabled != record_mode::off && options.context != context_mode::none &&
+        options.stacks != stack_source::python) {
         prepare_stack_capture(options.stack_unwinder);
     }
     for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
@@ -92,6 +119,7 @@ void recorder::record_memory_history(const history_options& options, int device)
         h.ring.set_capacity(options.max_entries);
         h.options = options;
         h.options.clear_history = false;
+        h.stacks.store(options.stacks, std::memory_order_relaxed);
         h.stack_unwinder.store(options.stack_unwinder, std::memory_order_relaxed);
         h.max_stack_depth.store(options.max_stack_depth, std::memory_order_relaxed);
         h.context.store(options.context, std::memory_order_relaxed);
@@ -119,12 +147,19 @@ history_options recorder::options(int device) const {
     const context_mode context = h.context.load(std::memory_order_relaxed);
     stack_id stack = no_stack;
     if (is_free ? context == context_mode::all : context != context_mode::none) {
-        std::array<uintptr_t, max_stack_depth> frames;
+        // Room for the native frames, the marker and a (code, location) pair per Python frame.
+        std::array<uintptr_t, 3 * max_stack_depth + 1> frames;
         const size_t depth = h.max_stack_depth.load(std::memory_order_relaxed);
-        const size_t count = capture_stack(h.stack_unwinder.load(std::memory_order_relaxed),
-                                           std::span<uintptr_t>(frames.data(), depth),
-                                           recorder_frames + wrapper_frames);
-        stack = stacks_.intern(std::span<const uintptr_t>(frames.data(), count));
+        const stack_source source = h.stacks.load(std::memory_order_relaxed);
+        size_t count = 0;
+        if (source != stack_source::python) {
+            count = capture_stack(h.stack_unwinder.load(std::memory_order_relaxed),
+                                  std::span<uintptr_t>(frames.data(), depth),
+                                  recorder_frames + wrapper_frames);
+        }
+        stack = source == stack_source::native
+                    ? stacks_.intern(std::span<const uintptr_t>(frames.data(), count))
+                    : intern_with_python(stacks_, frames, count, depth);
     }
     return detail::encode_call_context(stack, now_ns(), epoch_ns_);
 }

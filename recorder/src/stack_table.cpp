@@ -83,7 +83,12 @@ void stack_table::shard::grow() {
 
 stack_table::stack_table() : serial_(next_table_serial.fetch_add(1, std::memory_order_relaxed)) {}
 
-stack_id stack_table::intern(std::span<const uintptr_t> frames) {
+stack_id stack_table::intern(std::span<const uintptr_t> frames, bool* added) {
+    bool added_here = false;
+    if (added == nullptr) {
+        added = &added_here;
+    }
+    *added = false;
     if (frames.empty()) {
         return no_stack;
     }
@@ -92,7 +97,7 @@ stack_id stack_table::intern(std::span<const uintptr_t> frames) {
         std::equal(frames.begin(), frames.end(), recent.frames.begin(), recent.frames.end())) {
         return recent.id;
     }
-    const stack_id id = intern_in_shards(frames);
+    const stack_id id = intern_in_shards(frames, *added);
     if (id != no_stack) {
         recent.table = serial_;
         recent.id = id;
@@ -101,7 +106,7 @@ stack_id stack_table::intern(std::span<const uintptr_t> frames) {
     return id;
 }
 
-stack_id stack_table::intern_in_shards(std::span<const uintptr_t> frames) {
+stack_id stack_table::intern_in_shards(std::span<const uintptr_t> frames, bool& added) {
     const uint64_t hash = hash_frames(frames);
     const size_t shard_index = hash % shard_count;
     shard& s = shards_[shard_index];
@@ -125,6 +130,7 @@ stack_id stack_table::intern_in_shards(std::span<const uintptr_t> frames) {
         overflow_.fetch_add(1, std::memory_order_relaxed);
         return no_stack;
     }
+    added = true;
     size_.fetch_add(1, std::memory_order_relaxed);
     s.stacks.push_back({hash, s.addresses.size(), static_cast<uint32_t>(frames.size())});
     s.addresses.insert(s.addresses.end(), frames.begin(), frames.end());

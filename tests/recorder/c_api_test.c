@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
     CHECK(strstr(memtrail_last_error(), "device 3") != NULL);
     CHECK(memtrail_record_memory_history("sometimes", NULL, NULL, 0) == -1);
     CHECK(strstr(memtrail_last_error(), "sometimes") != NULL);
-    CHECK(memtrail_record_memory_history("all", "all", "python", 0) == -1);
+    CHECK(memtrail_record_memory_history("all", "all", "cpp", 0) == -1);
+    CHECK(strstr(memtrail_last_error(), "native, python or all") != NULL);
     CHECK(memtrail_set_allocator_config("no_such_key:1") == -1);
     CHECK(strstr(memtrail_last_error(), "no_such_key") != NULL);
     CHECK(memtrail_memory_summary(7) == NULL);

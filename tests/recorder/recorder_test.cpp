@@ -187,6 +187,40 @@ TEST_F(recorder_test, no_context_records_no_stacks) {
     EXPECT_GT(s.segments[0].blocks.front().time_ns, 0);
 }
 
+// Outside Python there are no Python frames: "python" records none, "all" the native ones.
+TEST_F(recorder_test, python_stacks_outside_python) {
+    history_options options = mode(record_mode::all, context_mode::all);
+    options.stacks = recorder::stack_source::python;
+    history.record_memory_history(options);
+    history.allocate(MiB, 0);
+    EXPECT_EQ(history.take_snapshot().stacks().size(), 1u);  // only "none"
+
+    options.stacks = recorder::stack_source::all;
+    history.record_memory_history(options);
+    history.allocate(2 * MiB, 0);
+    const auto s = history.take_snapshot();
+    const auto& entries = s.find_trace(0)->entries;
+    const auto alloc = std::find_if(entries.begin(), entries.end(), [](const auto& e) {
+        return e.kind == action::alloc && e.size == 2 * MiB;
+    });
+    ASSERT_NE(alloc, entries.end());
+    ASSERT_NE(alloc->stack, snapshot::no_id);
+    for (const snapshot::frame_id frame : s.stack_at(alloc->stack)) {
+        EXPECT_EQ(s.frame_at(frame).kind, snapshot::frame_kind::native);
+    }
+}
+
+TEST(history_options, stack_source_names) {
+    for (const auto source : {recorder::stack_source::native, recorder::stack_source::python,
+                              recorder::stack_source::all}) {
+        recorder::stack_source parsed = recorder::stack_source::native;
+        ASSERT_TRUE(recorder::parse_stack_source(recorder::stack_source_name(source), parsed));
+        EXPECT_EQ(parsed, source);
+    }
+    recorder::stack_source parsed = recorder::stack_source::native;
+    EXPECT_FALSE(recorder::parse_stack_source("cpp", parsed));
+}
+
 TEST_F(recorder_test, switching_off_keeps_the_history) {
     history.record_memory_history(mode(record_mode::all, context_mode::all));
     history.allocate(MiB, 0);

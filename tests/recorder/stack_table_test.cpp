@@ -35,6 +35,24 @@ TEST(stack_table, identical_stacks_share_an_id) {
     EXPECT_EQ(table.size(), 2u);
 }
 
+// The recorder keeps a Python stack's code objects alive only once: when it is first added.
+TEST(stack_table, intern_says_whether_it_added_the_stack) {
+    stack_table table;
+    const auto a = make_stack(4, 6);
+    bool added = false;
+    const stack_id id = table.intern(a, &added);
+    EXPECT_TRUE(added);
+    EXPECT_EQ(table.intern(a, &added), id);  // found in the thread's recent stacks
+    EXPECT_FALSE(added);
+    std::thread([&] {
+        bool added_elsewhere = true;
+        EXPECT_EQ(table.intern(a, &added_elsewhere), id);  // found in the shards
+        EXPECT_FALSE(added_elsewhere);
+    }).join();
+    EXPECT_EQ(table.intern({}, &added), no_stack);
+    EXPECT_FALSE(added);
+}
+
 TEST(stack_table, prefixes_are_different_stacks) {
     stack_table table;
     const auto full = make_stack(3, 8);

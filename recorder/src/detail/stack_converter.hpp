@@ -1,11 +1,17 @@
 #pragma once
-// Recorder stacks (lists of return addresses) into a snapshot's stacks (lists of symbolized
-// frames). Each distinct address is symbolized once, each distinct stack converted once.
+// Recorder stacks (return addresses, then Python frames) into a snapshot's stacks (lists of
+// symbolized frames). Each distinct address and Python frame is symbolized once, each distinct
+// stack converted once.
 
+#include <cstdint>
+#include <map>
 #include <optional>
+#include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "detail/python_stack.hpp"
 #include "memtrail/recorder/stack_table.hpp"
 #include "memtrail/recorder/symbolizer.hpp"
 #include "memtrail/snapshot/model.hpp"
@@ -19,12 +25,22 @@ class stack_converter {
     snapshot::stack_id convert(stack_id id);
 
   private:
-    const std::vector<snapshot::frame_id>& frames_at(uintptr_t return_address);
+    struct symbolized_address {
+        std::vector<snapshot::frame_id> frames;
+        bool in_interpreter_loop = false;  // the interpreter evaluating Python code
+    };
+
+    const symbolized_address& symbolize_address(uintptr_t return_address);
+    snapshot::frame_id python_frame_at(uintptr_t code, uintptr_t location);
+    std::vector<snapshot::frame_id> python_frames(std::span<const uintptr_t> pairs);
 
     const stack_table& stacks_;
     snapshot::snapshot& out_;
     std::optional<symbolizer> symbolizer_;  // made on the first stack: it reads every module
-    std::unordered_map<uintptr_t, std::vector<snapshot::frame_id>> addresses_;
+    // Made on the first Python frame; holds the GIL until the conversion ends.
+    std::optional<python_symbolizer> python_symbolizer_;
+    std::unordered_map<uintptr_t, symbolized_address> addresses_;
+    std::map<std::pair<uintptr_t, uintptr_t>, snapshot::frame_id> python_frames_;
     std::unordered_map<stack_id, snapshot::stack_id> converted_;
 };
 

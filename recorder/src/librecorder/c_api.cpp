@@ -114,10 +114,8 @@ int memtrail_record_memory_history(const char* enabled, const char* context, con
                 std::string(context_name) + "\"");
         }
         if (!parse_stack_source(stacks_name, options.stacks)) {
-            throw std::invalid_argument(
-                "memtrail: stacks must be native (Python stacks are not "
-                "supported yet), not \"" +
-                std::string(stacks_name) + "\"");
+            throw std::invalid_argument("memtrail: stacks must be native, python or all, not \"" +
+                                        std::string(stacks_name) + "\"");
         }
         options.max_entries = max_entries != 0 ? max_entries : r.default_max_entries();
         options.stack_unwinder = r.history().options(0).stack_unwinder;

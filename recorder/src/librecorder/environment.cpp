@@ -13,9 +13,10 @@ namespace memtrail::recorder::librecorder {
 namespace {
 
 // clang-format off
-constexpr std::array<environment_option, 8> options = {{
+constexpr std::array<environment_option, 9> options = {{
     {"MEMTRAIL_DEVICE",       "cuda",      "the device: cuda, or sim[:capacity] for a simulated one (sim:80GiB)"},
     {"MEMTRAIL_RECORD",       "off",       "record history from the start: off, state or all (context all)"},
+    {"MEMTRAIL_STACKS",       "native",    "stacks recorded with MEMTRAIL_RECORD: native, python (frames of threads holding the GIL) or all"},
     {"MEMTRAIL_MAX_ENTRIES",  "1000000",   "trace entries kept per device; older ones are dropped and counted"},
     {"MEMTRAIL_UNWINDER",     "libunwind", "native stack unwinder: libunwind, or frame_pointer for -fno-omit-frame-pointer builds"},
     {"MEMTRAIL_ALLOC_CONF",   "",          "allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax"},
@@ -115,6 +116,11 @@ environment_settings read_environment() {
     }
     settings.history.context =
         settings.history.enabled == record_mode::off ? context_mode::none : context_mode::all;
+
+    const std::string stacks = value_of("MEMTRAIL_STACKS");
+    if (!parse_stack_source(stacks, settings.history.stacks)) {
+        reject("MEMTRAIL_STACKS", stacks, "native, python or all");
+    }
 
     const std::string entries = value_of("MEMTRAIL_MAX_ENTRIES");
     size_t max_entries = 0;

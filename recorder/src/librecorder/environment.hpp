@@ -18,7 +18,7 @@ struct environment_option {
 struct environment_settings {
     bool simulated_device = false;  // MEMTRAIL_DEVICE=sim[:capacity]
     uint64_t simulated_capacity = 80ull << 30;
-    history_options history;          // MEMTRAIL_RECORD, MEMTRAIL_MAX_ENTRIES, ...
+    history_options history;          // MEMTRAIL_RECORD, MEMTRAIL_STACKS, ...
     std::string oom_dump_pattern;     // MEMTRAIL_OOM_DUMP
     std::string signal_dump_pattern;  // MEMTRAIL_SIGNAL_DUMP
     int dump_signal = 0;              // MEMTRAIL_DUMP_SIGNAL

@@ -18,8 +18,10 @@ enum class record_mode : uint8_t { off, state, all };
 // allocation events in the trace; all: also frees.
 enum class context_mode : uint8_t { none, state, alloc, all };
 
-// PyTorch's `stacks`: where stacks come from. Only native stacks exist so far.
-enum class stack_source : uint8_t { native };
+// PyTorch's `stacks`: where stacks come from. native: return addresses; python: the Python
+// frames of a thread that holds the GIL; all: both, the Python frames in place of the
+// interpreter's own native frames.
+enum class stack_source : uint8_t { native, python, all };
 
 // The default history length per device (MEMTRAIL_MAX_ENTRIES overrides it in librecorder).
 inline constexpr size_t default_max_entries = 1'000'000;
@@ -35,7 +37,7 @@ struct history_options {
 };
 
 // Names as PyTorch spells them: "off" (PyTorch's None), "state", "all"; "none" (None), "state",
-// "alloc", "all"; "native". parse_* return false for any other name.
+// "alloc", "all"; "native", "python", "all". parse_* return false for any other name.
 std::string_view record_mode_name(record_mode mode);
 bool parse_record_mode(std::string_view name, record_mode& out);
 std::string_view context_mode_name(context_mode mode);

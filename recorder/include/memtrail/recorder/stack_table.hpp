@@ -1,9 +1,9 @@
 #pragma once
-// Interned native stacks: each distinct list of return addresses is stored once and named by a
-// 32-bit id. Many threads intern at once, so the table is split into independently locked
-// shards chosen by the stack's hash. Programs allocate and free from a few stacks over and over:
-// each thread remembers the last stacks it interned, and finds those again without hashing them
-// or taking a lock.
+// Interned stacks (return addresses, and the recorder's Python frames after them): each distinct
+// list of return addresses is stored once and named by a 32-bit id. Many threads intern at once, so
+// the table is split into independently locked shards chosen by the stack's hash. Programs allocate
+// and free from a few stacks over and over: each thread remembers the last stacks it interned, and
+// finds those again without hashing them or taking a lock.
 
 #include <array>
 #include <atomic>
@@ -26,8 +26,9 @@ class stack_table {
     static constexpr stack_id max_id = (stack_id{1} << 24) - 1;
 
     // The id of `frames` (innermost first), added on first sight. no_stack for an empty list,
-    // and when no id up to max_id is left (counted in overflow_count()).
-    stack_id intern(std::span<const uintptr_t> frames);
+    // and when no id up to max_id is left (counted in overflow_count()). `added`, when given, is
+    // set to whether this call added the stack.
+    stack_id intern(std::span<const uintptr_t> frames, bool* added = nullptr);
 
     // The addresses of stack `id`, innermost first (empty for no_stack or an unknown id).
     std::vector<uintptr_t> frames_of(stack_id id) const;
@@ -38,7 +39,7 @@ class stack_table {
   private:
     static constexpr size_t shard_count = 64;
 
-    stack_id intern_in_shards(std::span<const uintptr_t> frames);
+    stack_id intern_in_shards(std::span<const uintptr_t> frames, bool& added);
 
     struct stack_entry {
         uint64_t hash;

@@ -1,0 +1,58 @@
+#include "detail/python_interpreter.hpp"
+
+#include <dlfcn.h>
+
+namespace memtrail::recorder::detail {
+
+namespace {
+
+template <typename Function>
+bool look_up(Function& out, const char* name) {
+    out = reinterpret_cast<Function>(dlsym(RTLD_DEFAULT, name));
+    return out != nullptr;
+}
+
+// All or nothing: a partial interpreter is no interpreter.
+bool look_up_interpreter(python_interpreter& api) {
+    look_up(api.frame_last_instruction, "PyFrame_GetLasti");
+    if (!look_up(api.current_thread_state, "PyThreadState_GetUnchecked")) {
+        look_up(api.current_thread_state, "_PyThreadState_UncheckedGet");
+    }
+    return look_up(api.is_initialized, "Py_IsInitialized") &&
+           look_up(api.gil_check, "PyGILState_Check") &&
+           look_up(api.this_thread_state, "PyGILState_GetThisThreadState") &&
+           look_up(api.thread_state_frame, "PyThreadState_GetFrame") &&
+           look_up(api.frame_back, "PyFrame_GetBack") &&
+           look_up(api.frame_code, "PyFrame_GetCode") &&
+           look_up(api.frame_line, "PyFrame_GetLineNumber") &&
+           look_up(api.code_line_at, "PyCode_Addr2Line") &&
+           look_up(api.get_attribute, "PyObject_GetAttrString") &&
+           look_up(api.unicode_utf8, "PyUnicode_AsUTF8") &&
+           look_up(api.increment_reference, "Py_IncRef") &&
+           look_up(api.decrement_reference, "Py_DecRef") &&
+           look_up(api.clear_error, "PyErr_Clear") &&
+           look_up(api.gil_ensure, "PyGILState_Ensure") &&
+           look_up(api.gil_release, "PyGILState_Release");
+}
+
+}  // namespace
+
+bool python_interpreter::holds_gil() const {
+    // PyGILState_Check answers 1 when the interpreter is not (or no longer) running: check that
+    // first. Where the GIL holder's state can be read, it must be this thread's.
+    if (is_initialized() == 0 || gil_check() != 1) {
+        return false;
+    }
+    const thread_state mine = this_thread_state();
+    return mine != nullptr && (current_thread_state == nullptr || current_thread_state() == mine);
+}
+
+const python_interpreter* find_python_interpreter() {
+    static const python_interpreter* const found = [] {
+        static python_interpreter api{};
+        return look_up_interpreter(api) ? &api : nullptr;
+    }();
+    return found;
+}
+
+}  // namespace memtrail::recorder::detail

@@ -1,0 +1,146 @@
+"""Python frames in memtrail's stacks (stacks "python" and "all"), with librecorder loaded
+through ctypes as a Python program loads it. Usage: python_stacks_test.py LIBRECORDER FOLDER
+
+ctypes.PyDLL keeps the GIL during the call, so memtrail sees the caller's Python frames;
+ctypes.CDLL releases it, and the same call records native frames only."""
+
+import ctypes
+import inspect
+import os
+import pickle
+import sys
+import threading
+
+THIS_FILE = os.path.abspath(__file__)
+
+
+def load(library_path: str, holding_gil: bool):
+    library = (ctypes.PyDLL if holding_gil else ctypes.CDLL)(library_path)
+    library.memtrail_malloc.restype = ctypes.c_void_p
+    library.memtrail_malloc.argtypes = [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+    library.memtrail_record_memory_history.argtypes = [
+        ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    library.memtrail_dump_snapshot.argtypes = [ctypes.c_char_p]
+    library.memtrail_last_error.restype = ctypes.c_char_p
+    return library
+
+
+def allocate_inner(library, size, lines):
+    lines["allocate_inner"] = inspect.currentframe().f_lineno + 1
+    pointer = library.memtrail_malloc(size, 0, None)
+    assert pointer, library.memtrail_last_error()
+
+
+def allocate_outer(library, size, lines):
+    lines["allocate_outer"] = inspect.currentframe().f_lineno + 1
+    allocate_inner(library, size, lines)
+
+
+def allocate_in_thread(library, size, lines):
+    lines["allocate_in_thread"] = inspect.currentframe().f_lineno + 1
+    allocate_inner(library, size, lines)
+
+
+def record_and_dump(library, stacks: bytes, path: str, sizes) -> dict:
+    """Allocates each of `sizes` from nested functions, the last one from a thread; returns the
+    frames of each allocation and the lines they were made at."""
+    assert library.memtrail_record_memory_history(b"all", b"all", stacks, 0) == 0, \
+        library.memtrail_last_error()
+    lines = {}
+    allocate_outer(library, sizes[0], lines)
+    thread = threading.Thread(target=allocate_in_thread, args=(library, sizes[1], lines))
+    thread.start()
+    thread.join()
+    assert library.memtrail_dump_snapshot(path.encode()) == 0, library.memtrail_last_error()
+    with open(path, "rb") as f:
+        snapshot = pickle.load(f)
+    allocs = {e["size"]: e["frames"] for e in snapshot["device_traces"][0]
+              if e["action"] == "alloc" and e["size"] in sizes}
+    assert sorted(allocs) == sorted(sizes), allocs
+    return {"frames": [allocs[size] for size in sizes], "lines": lines}
+
+
+def python_frames(frames):
+    return [(f["name"], f["line"]) for f in frames if f["filename"] == THIS_FILE]
+
+
+def check_python_part(frames, lines, caller):
+    """The innermost Python frames: allocate_inner, called from `caller`, at their lines."""
+    own = python_frames(frames)
+    assert own[:2] == [("allocate_inner", lines["allocate_inner"]),
+                       (caller, lines[caller])], own
+
+
+def check_python_only(recorded) -> None:
+    main_frames, thread_frames = recorded["frames"]
+    for frames in (main_frames, thread_frames):
+        assert frames and all(f["line"] > 0 and f["filename"].endswith(".py") for f in frames), \
+            frames
+    check_python_part(main_frames, recorded["lines"], "allocate_outer")
+    assert [f["name"] for f in main_frames][-3:] == ["record_and_dump", "main", "<module>"], \
+        main_frames
+    # The thread has its own Python stack: threading's bootstrap, not the main thread's frames.
+    check_python_part(thread_frames, recorded["lines"], "allocate_in_thread")
+    thread_names = [f["name"] for f in thread_frames]
+    assert "run" in thread_names and "record_and_dump" not in thread_names, thread_frames
+
+
+def check_all(recorded) -> None:
+    main_frames, thread_frames = recorded["frames"]
+    for frames, caller in ((main_frames, "allocate_outer"), (thread_frames, "allocate_in_thread")):
+        check_python_part(frames, recorded["lines"], caller)
+        names = [f["name"] for f in frames]
+        # Native frames inside (ctypes' call), the Python frames in place of the interpreter's
+        # evaluation loop, native frames outside (the interpreter's start, or the thread's).
+        first_python = names.index("allocate_inner")
+        last_python = max(i for i, f in enumerate(frames) if f["filename"] == THIS_FILE
+                          or f["filename"].endswith("threading.py"))
+        assert "ffi_call" in names[:first_python], names
+        assert not any(name.startswith("_PyEval_EvalFrame") for name in names), names
+        assert last_python < len(frames) - 1, names
+
+
+def check_native_only(frames) -> None:
+    names = [f["name"] for f in frames]
+    assert "ffi_call" in names, names
+    assert not python_frames(frames), frames
+
+
+def main(library_path: str, folder: str) -> None:
+    os.environ["MEMTRAIL_DEVICE"] = "sim:2GiB"
+    # Recording from the start, as the environment asks.
+    os.environ["MEMTRAIL_RECORD"] = "all"
+    os.environ["MEMTRAIL_STACKS"] = "python"
+    with_gil = load(library_path, holding_gil=True)
+    without_gil = load(library_path, holding_gil=False)
+    lines = {}
+    allocate_outer(with_gil, 2048, lines)
+    path = os.path.join(folder, "environment_stacks.pickle")
+    assert with_gil.memtrail_dump_snapshot(path.encode()) == 0, with_gil.memtrail_last_error()
+    with open(path, "rb") as f:
+        trace = pickle.load(f)["device_traces"][0]
+    frames = next(e["frames"] for e in trace if e["action"] == "alloc" and e["size"] == 2048)
+    check_python_part(frames, lines, "allocate_outer")
+    assert all(f["filename"] == THIS_FILE for f in frames), frames
+
+    assert with_gil.memtrail_record_memory_history(b"all", b"all", b"bogus", 0) == -1
+    assert b"native, python or all" in with_gil.memtrail_last_error()
+
+    check_python_only(record_and_dump(with_gil, b"python",
+                                      os.path.join(folder, "python_stacks.pickle"), [4096, 8192]))
+    check_all(record_and_dump(with_gil, b"all", os.path.join(folder, "all_stacks.pickle"),
+                              [12288, 16384]))
+    recorded = record_and_dump(with_gil, b"native", os.path.join(folder, "native_stacks.pickle"),
+                               [20480, 24576])
+    for frames in recorded["frames"]:
+        check_native_only(frames)
+    # A thread that released the GIL (CDLL) keeps its native frames only, even with "all".
+    recorded = record_and_dump(without_gil, b"all", os.path.join(folder, "no_gil.pickle"),
+                               [28672, 32768])
+    for frames in recorded["frames"]:
+        check_native_only(frames)
+    print("python stacks: ok")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
