@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "allocator_state.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #include "memtrail/replay/replay.hpp"
@@ -79,30 +80,6 @@ uint64_t device_total_of(const snapshot::snapshot& input, const replay_options& 
         }
     }
     return default_device_memory;
-}
-
-void fill_final_state(snapshot::snapshot& out, const device_allocator& allocator, int device) {
-    for (const segment_info& s : allocator.snapshot(false)) {
-        snapshot::segment& seg = out.segments.emplace_back();
-        seg.device = static_cast<int8_t>(device);
-        seg.address = s.address;
-        seg.total_size = s.total_size;
-        seg.allocated_size = s.allocated_size;
-        seg.active_size = s.active_size;
-        seg.requested_size = s.requested_size;
-        seg.stream = s.stream;
-        seg.is_large = s.is_large;
-        seg.is_expandable = s.is_expandable;
-        for (const block_info& b : s.blocks) {
-            snapshot::block& blk = seg.blocks.emplace_back();
-            blk.address = b.address;
-            blk.size = b.size;
-            blk.requested_size = b.requested_size;
-            blk.state = b.allocated ? snapshot::block_state::active_allocated
-                        : b.active  ? snapshot::block_state::active_pending_free
-                                    : snapshot::block_state::inactive;
-        }
-    }
 }
 
 void fill_settings(snapshot::allocator_settings& s, const allocator_config& c) {
@@ -290,7 +267,7 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
     props.total_memory = total;
     out.info.devices.push_back(props);
     fill_settings(out.settings, options.config);
-    fill_final_state(out, allocator, options.device);
+    detail::append_allocator_segments(out, allocator, options.device);
     out.trace_for(options.device).entries = std::move(collector.entries);
     out.stats[options.device] = result.stats;
     return result;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "allocator_state.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #include "memtrail/replay/replay.hpp"
@@ -70,24 +71,7 @@ snapshot::snapshot make_synthetic_history(const synthetic_options& options) {
     props.total_memory = options.device_memory;
     out.info.devices.push_back(props);
     out.trace_for(0).entries = std::move(history.entries);
-    for (const segment_info& s : allocator.snapshot(false)) {
-        snapshot::segment& seg = out.segments.emplace_back();
-        seg.address = s.address;
-        seg.total_size = s.total_size;
-        seg.allocated_size = s.allocated_size;
-        seg.active_size = s.active_size;
-        seg.requested_size = s.requested_size;
-        seg.stream = s.stream;
-        seg.is_large = s.is_large;
-        seg.is_expandable = s.is_expandable;
-        for (const block_info& b : s.blocks) {
-            seg.blocks.push_back({b.address, b.size, b.requested_size,
-                                  b.allocated ? snapshot::block_state::active_allocated
-                                  : b.active  ? snapshot::block_state::active_pending_free
-                                              : snapshot::block_state::inactive,
-                                  0, 0});
-        }
-    }
+    detail::append_allocator_segments(out, allocator, 0);
     out.stats[0] = allocator.memory_stats();
     return out;
 }
