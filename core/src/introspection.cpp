@@ -117,37 +117,38 @@ device_stats device_allocator_impl::get_stats() const {
     return stats_;
 }
 
-void device_allocator_impl::reset_peak_stats() {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+namespace {
+
+// Every current/peak/allocated/freed counter, the per-pool arrays and the oversize ones.
+template <typename F>
+void for_each_stat(device_stats& stats, F f) {
     for (stat_array* array :
-         {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
-          &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
-          &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
+         {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
+          &stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
+          &stats.inactive_split_bytes, &stats.requested_bytes}) {
         for (stat& s : *array) {
-            s.reset_peak();
+            f(s);
         }
     }
-    stats_.oversize_allocations.reset_peak();
-    stats_.oversize_segments.reset_peak();
+    f(stats.oversize_allocations);
+    f(stats.oversize_segments);
+}
+
+}  // namespace
+
+void device_allocator_impl::reset_peak_stats() {
+    std::lock_guard<reentrant_mutex> lock(mutex);
+    for_each_stat(stats_, [](stat& s) { s.reset_peak(); });
 }
 
 void device_allocator_impl::reset_accumulated_stats() {
     std::lock_guard<reentrant_mutex> lock(mutex);
-    for (stat_array* array :
-         {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
-          &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
-          &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
-        for (stat& s : *array) {
-            s.reset_accumulated();
-        }
-    }
+    for_each_stat(stats_, [](stat& s) { s.reset_accumulated(); });
     stats_.num_alloc_retries = 0;
     stats_.num_ooms = 0;
     stats_.num_sync_all_streams = 0;
     stats_.num_device_alloc = 0;
     stats_.num_device_free = 0;
-    stats_.oversize_allocations.reset_accumulated();
-    stats_.oversize_segments.reset_accumulated();
 }
 
 std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) const {
