@@ -1,6 +1,7 @@
 #include "detail/python_interpreter.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 
 namespace memtrail::recorder::detail {
 
@@ -12,9 +13,31 @@ bool look_up(Function& out, const char* name) {
     return out != nullptr;
 }
 
+// The evaluation loop's extent, from its symbol's size (a return address inside it means the
+// thread is running Python code).
+void find_evaluation_loop(python_interpreter& api) {
+    void* start = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    Dl_info info{};
+    void* symbol_entry = nullptr;
+    if (start == nullptr || dladdr1(start, &info, &symbol_entry, RTLD_DL_SYMENT) == 0 ||
+        symbol_entry == nullptr) {
+        return;
+    }
+    const auto* symbol = static_cast<const ElfW(Sym)*>(symbol_entry);
+    if (symbol->st_size == 0) {
+        return;
+    }
+    api.evaluation_loop_begin = reinterpret_cast<uintptr_t>(start);
+    api.evaluation_loop_end = api.evaluation_loop_begin + symbol->st_size;
+}
+
 // All or nothing: a partial interpreter is no interpreter.
 bool look_up_interpreter(python_interpreter& api) {
     look_up(api.frame_last_instruction, "PyFrame_GetLasti");
+    if (!look_up(api.is_finalizing, "Py_IsFinalizing")) {
+        look_up(api.is_finalizing, "_Py_IsFinalizing");
+    }
+    find_evaluation_loop(api);
     if (!look_up(api.current_thread_state, "PyThreadState_GetUnchecked")) {
         look_up(api.current_thread_state, "_PyThreadState_UncheckedGet");
     }
@@ -45,6 +68,10 @@ bool python_interpreter::holds_gil() const {
     }
     const thread_state mine = this_thread_state();
     return mine != nullptr && (current_thread_state == nullptr || current_thread_state() == mine);
+}
+
+bool python_interpreter::accepts_gil_requests() const {
+    return is_initialized() != 0 && (is_finalizing == nullptr || is_finalizing() == 0);
 }
 
 const python_interpreter* find_python_interpreter() {

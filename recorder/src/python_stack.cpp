@@ -1,5 +1,7 @@
 #include "detail/python_stack.hpp"
 
+#include <algorithm>
+
 namespace memtrail::recorder::detail {
 
 namespace {
@@ -17,12 +19,8 @@ uintptr_t location_of(const python_interpreter& python, void* frame) {
     return (uintptr_t{line} << 1) | location_is_line;
 }
 
-}  // namespace
-
+// The thread's frames, read with the GIL held.
 size_t capture_python_frames(const python_interpreter& python, std::span<uintptr_t> out) {
-    if (out.size() < 2 || !python.holds_gil()) {
-        return 0;
-    }
     const python_interpreter::thread_state thread = python.current_thread_state != nullptr
                                                         ? python.current_thread_state()
                                                         : python.this_thread_state();
@@ -32,7 +30,7 @@ size_t capture_python_frames(const python_interpreter& python, std::span<uintptr
         void* code = python.frame_code(frame);
         out[written++] = reinterpret_cast<uintptr_t>(code);
         out[written++] = location_of(python, frame);
-        // Borrowed from here on: the frame holds the code alive, and keep_python_code keeps it
+        // Borrowed from here on: the frame holds the code alive, and keep_code keeps it
         // once the stack is interned.
         python.decrement_reference(code);
         void* back = python.frame_back(frame);
@@ -49,6 +47,55 @@ void keep_python_code(const python_interpreter& python, std::span<const uintptr_
     for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
         python.increment_reference(reinterpret_cast<void*>(pairs[i]));
     }
+}
+
+// Per thread: false once a capture that took the GIL back found no Python code running.
+thread_local bool may_run_python_code = true;
+
+bool shows_evaluation_loop(const python_interpreter& python,
+                           std::span<const uintptr_t> native_frames) {
+    return std::any_of(native_frames.begin(), native_frames.end(),
+                       [&](uintptr_t address) { return python.in_evaluation_loop(address); });
+}
+
+}  // namespace
+
+python_capture::python_capture(const python_interpreter& python,
+                               std::span<const uintptr_t> native_frames)
+    : python_(python) {
+    if (python.holds_gil()) {
+        gil_held_ = true;
+        return;
+    }
+    if (!python.accepts_gil_requests() || python.this_thread_state() == nullptr) {
+        return;
+    }
+    if (!may_run_python_code && !shows_evaluation_loop(python, native_frames)) {
+        return;
+    }
+    gil_state_ = python.gil_ensure();
+    gil_held_ = borrowed_ = true;
+}
+
+python_capture::~python_capture() {
+    if (borrowed_) {
+        python_.gil_release(gil_state_);
+    }
+}
+
+void python_capture::keep_code(std::span<const uintptr_t> pairs) {
+    keep_python_code(python_, pairs);
+}
+
+size_t python_capture::frames(std::span<uintptr_t> out) {
+    if (out.size() < 2 || !gil_held_) {
+        return 0;
+    }
+    const size_t written = capture_python_frames(python_, out);
+    if (borrowed_) {
+        may_run_python_code = written != 0;
+    }
+    return written;
 }
 
 python_symbolizer::python_symbolizer() : python_(find_python_interpreter()) {

@@ -20,7 +20,9 @@ namespace memtrail::recorder {
 
 namespace {
 
-int64_t now_ns() { return detail::fast_now_ns(); }
+int64_t now_ns() {
+    return detail::fast_now_ns();
+}
 
 // allocator_action and snapshot::action share their first values.
 static_assert(static_cast<int>(allocator_action::oom) == static_cast<int>(snapshot::action::oom));
@@ -44,16 +46,17 @@ uint32_t actions_keeping_stack(context_mode context) {
 }
 
 // Interns `frames` (its first native_count words are return addresses) with the calling
-// thread's Python frames after them, up to `depth` of them. A thread without the GIL, or a
-// process without Python, keeps its native frames only.
+// thread's Python frames after them, up to `depth` of them (python_capture says which threads
+// have them). Runs before any memtrail lock: it may wait for the GIL.
 stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, size_t native_count,
                             size_t depth) {
     const detail::python_interpreter* python = detail::find_python_interpreter();
     if (python == nullptr) {
         return stacks.intern(frames.first(native_count));
     }
+    detail::python_capture capture(*python, frames.first(native_count));
     const std::span<uintptr_t> python_part = frames.subspan(native_count + 1, 2 * depth);
-    const size_t python_words = detail::capture_python_frames(*python, python_part);
+    const size_t python_words = capture.frames(python_part);
     if (python_words == 0) {
         return stacks.intern(frames.first(native_count));
     }
@@ -61,7 +64,7 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, si
     bool added = false;
     const stack_id id = stacks.intern(frames.first(native_count + 1 + python_words), &added);
     if (added) {
-        detail::keep_python_code(*python, python_part.first(python_words));
+        capture.keep_code(python_part.first(python_words));
     }
     return id;
 }

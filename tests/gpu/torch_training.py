@@ -2,17 +2,23 @@
 
     python3 tests/gpu/torch_training.py build/lib/librecorder.so build/bin/memtrail OUTDIR
 
-Runs the transformer of shared/tools/torch_parity_traces.py (bf16 autocast, AdamW, deterministic
-kernels) four times, each in a fresh process with the same seed: PyTorch's caching allocator
-without recording (twice, to show the run is repeatable), then
-memtrail through torch.cuda.memory.CUDAPluggableAllocator (librecorder.so) recording every
-event with stacks of live blocks (context "state"), then recording stacks for every event
-(context "all"). Compares the losses, peak allocated bytes, device allocations, peak reserved and
-the median step time, and writes OUTDIR/training.json plus the memtrail snapshots.
+Runs the transformer of shared/tools/torch_parity_traces.py (bf16 autocast, AdamW) four times,
+each in a fresh process with the same seed, alternating allocators: PyTorch's caching allocator
+without recording; memtrail through torch.cuda.memory.CUDAPluggableAllocator (librecorder.so)
+recording every event with native and Python stacks for every event (context "all", stacks
+"all"); PyTorch's allocator again; memtrail recording with native stacks of live blocks
+(context "state"). Kernels are deterministic (the math attention backend, deterministic
+algorithms), so the losses must match bit for bit. Compares the losses, peak allocated bytes,
+device allocations, peak reserved and the median step time; checks the Python frames in
+memtrail's stacks (forward allocations carry this file's frames, autograd's worker thread keeps
+native frames only); exports the snapshot as a PyTorch pickle and runs PyTorch's own
+`python -m torch.cuda._memory_viz stats` on it. Writes OUTDIR/training.json, the snapshots and
+OUTDIR/memory_viz_stats.txt.
 """
-import ctypes, json, os, statistics, subprocess, sys, time
+import ctypes, json, os, pickle, statistics, subprocess, sys, time, warnings
 
-STEPS, WARMUP, BATCH, SEQ = 14, 4, 8, 512
+STEPS, WARMUP, BATCH, SEQ = 40, 6, 8, 512
+MODES = ["torch", "memtrail_all", "torch_again", "memtrail_state"]
 
 
 def train(mode, library, snapshot):
@@ -23,6 +29,14 @@ def train(mode, library, snapshot):
     import torch.nn as nn
 
     torch.use_deterministic_algorithms(True, warn_only=True)
+    # The fused attention kernels' backward passes accumulate with atomics: the math backend
+    # does not.
+    torch.backends.cuda.enable_flash_sdp(False)
+    torch.backends.cuda.enable_mem_efficient_sdp(False)
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    warnings.simplefilter("always")
+    caught = warnings.catch_warnings(record=True)
+    nondeterminism_warnings = caught.__enter__()
 
     memtrail = None
     if not mode.startswith("torch"):
@@ -32,8 +46,8 @@ def train(mode, library, snapshot):
         memtrail.memtrail_record_memory_history.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
         memtrail.memtrail_dump_snapshot.argtypes = [ctypes.c_char_p]
         memtrail.memtrail_last_error.restype = ctypes.c_char_p
-        context = b"state" if mode == "memtrail_state" else b"all"
-        if memtrail.memtrail_record_memory_history(b"all", context, b"native", 10_000_000) != 0:
+        context, stacks = (b"state", b"native") if mode == "memtrail_state" else (b"all", b"all")
+        if memtrail.memtrail_record_memory_history(b"all", context, stacks, 10_000_000) != 0:
             raise RuntimeError(memtrail.memtrail_last_error().decode())
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(d_model=1024, nhead=16, dim_feedforward=4096, batch_first=True)
@@ -55,22 +69,48 @@ def train(mode, library, snapshot):
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         losses.append(loss.item())
-    out = {"mode": mode, "losses": losses, "step_ms_median": 1000 * statistics.median(times[WARMUP:])}
+    caught.__exit__(None, None, None)
+    out = {"mode": mode, "losses": losses, "step_ms_median": 1000 * statistics.median(times[WARMUP:]),
+           "warnings": sorted({str(w.message)[:200] for w in nondeterminism_warnings})}
     if mode.startswith("torch"):
         stats = torch.cuda.memory_stats()
         out.update(peak_allocated=stats["allocated_bytes.all.peak"], peak_reserved=stats["reserved_bytes.all.peak"],
                    device_allocations=stats["num_device_alloc"])
     else:
-        if memtrail.memtrail_dump_snapshot(snapshot.encode()) != 0:
-            raise RuntimeError(memtrail.memtrail_last_error().decode())
+        for path in (snapshot, snapshot.replace(".memtrail", ".pickle")):
+            if memtrail.memtrail_dump_snapshot(path.encode()) != 0:
+                raise RuntimeError(memtrail.memtrail_last_error().decode())
     print(json.dumps(out), flush=True)
+
+
+def python_frame_check(pickle_path):
+    """Which allocations carry Python frames: every forward allocation of the main thread has
+    this file's train() among them, and none made on autograd's worker thread has any."""
+    with open(pickle_path, "rb") as f:
+        trace = pickle.load(f)["device_traces"][0]
+    allocs = [e for e in trace if e["action"] == "alloc"]
+    is_python = lambda frame: frame["filename"].endswith(".py")
+    # Demangled or not, the worker's loop is torch::autograd::Engine::thread_main.
+    on_autograd_thread = lambda e: any("Engine" in f["name"] and "thread_main" in f["name"] for f in e["frames"])
+    with_python = [e for e in allocs if any(map(is_python, e["frames"]))]
+    autograd = [e for e in allocs if on_autograd_thread(e)]
+    example = next((e["frames"] for e in with_python if any(f["name"] == "train" for f in e["frames"])), [])
+    return {
+        "allocations": len(allocs),
+        "with_python_frames": len(with_python),
+        "with_train_frame": sum(any(f["name"] == "train" and f["filename"] == __file__ for f in e["frames"])
+                                for e in with_python),
+        "on_autograd_thread": len(autograd),
+        "autograd_with_python_frames": sum(any(map(is_python, e["frames"])) for e in autograd),
+        "example_stack": [f"{f['name']} {os.path.basename(f['filename'])}:{f['line']}" for f in example[:25]],
+    }
 
 
 def main():
     library, cli, outdir = sys.argv[1:4]
     os.makedirs(outdir, exist_ok=True)
     results = {}
-    for mode in ["torch", "torch_again", "memtrail_state", "memtrail_all"]:
+    for mode in MODES:
         snapshot = os.path.join(outdir, f"{mode}.memtrail")
         run = subprocess.run([sys.executable, __file__, "--child", mode, library, snapshot],
                              capture_output=True, text=True)
@@ -86,19 +126,43 @@ def main():
                           dropped=summary["dropped"])
         results[mode] = result
     base = results["torch"]
-    for mode in ["torch_again", "memtrail_state", "memtrail_all"]:
+    baseline_ms = statistics.mean([results["torch"]["step_ms_median"], results["torch_again"]["step_ms_median"]])
+    for mode in MODES[1:]:
         r = results[mode]
         r["losses_equal"] = r["losses"] == base["losses"]
+        r["max_loss_difference"] = max(abs(a - b) for a, b in zip(r["losses"], base["losses"]))
         r["peak_allocated_equal"] = r["peak_allocated"] == base["peak_allocated"]
-        r["step_time_overhead_pct"] = round(100 * (r["step_ms_median"] / base["step_ms_median"] - 1), 2)
+        r["step_time_overhead_pct"] = round(100 * (r["step_ms_median"] / baseline_ms - 1), 2)
+    results["python_frames"] = python_frame_check(os.path.join(outdir, "memtrail_all.pickle"))
+
+    # The snapshot, exported by memtrail, read by PyTorch's own viewer script.
+    exported = os.path.join(outdir, "memtrail_all.exported.pickle")
+    subprocess.run([cli, "export", os.path.join(outdir, "memtrail_all.memtrail"), "--format", "torch-pickle",
+                    "-o", exported], check=True)
+    viz = subprocess.run([sys.executable, "-m", "torch.cuda._memory_viz", "stats", exported],
+                         capture_output=True, text=True)
+    with open(os.path.join(outdir, "memory_viz_stats.txt"), "w") as f:
+        f.write(viz.stdout + viz.stderr)
+    results["memory_viz_stats"] = {"returncode": viz.returncode, "lines": len(viz.stdout.splitlines()),
+                                   "head": viz.stdout.splitlines()[:12]}
+
     with open(os.path.join(outdir, "training.json"), "w") as f:
         json.dump(results, f, indent=1)
-    for mode, r in results.items():
+    for mode in MODES:
+        r = results[mode]
         print(f"{mode:15s} step {r['step_ms_median']:.2f} ms  peak allocated {r['peak_allocated']}  "
               f"peak reserved {r['peak_reserved']}  device allocations {r['device_allocations']}  "
               f"final loss {r['losses'][-1]:.6f}"
               + ("" if mode == "torch" else f"  losses equal {r['losses_equal']}  peak equal {r['peak_allocated_equal']}"
                  f"  overhead {r['step_time_overhead_pct']}%"))
+    print("python frames:", json.dumps(results["python_frames"], indent=1))
+    print("memory_viz stats:", results["memory_viz_stats"]["returncode"], *results["memory_viz_stats"]["head"], sep="\n")
+    ok = (all(results[m]["losses_equal"] and results[m]["peak_allocated_equal"] for m in MODES[1:])
+          and results["python_frames"]["with_train_frame"] > 0
+          and results["python_frames"]["autograd_with_python_frames"] == 0
+          and results["memory_viz_stats"]["returncode"] == 0)
+    print("training checks:", "ok" if ok else "FAILED")
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Python frames in memtrail's stacks (stacks "python" and "all"), with librecorder loaded
 through ctypes as a Python program loads it. Usage: python_stacks_test.py LIBRECORDER FOLDER
 
-ctypes.PyDLL keeps the GIL during the call, so memtrail sees the caller's Python frames;
-ctypes.CDLL releases it, and the same call records native frames only."""
+ctypes.PyDLL keeps the GIL during the call; ctypes.CDLL releases it, as PyTorch's bindings do
+around every operator, and memtrail takes it back briefly to read the caller's Python frames.
+Both record the same stacks."""
 
 import ctypes
 import inspect
@@ -10,6 +11,7 @@ import os
 import pickle
 import sys
 import threading
+import time
 
 THIS_FILE = os.path.abspath(__file__)
 
@@ -106,6 +108,43 @@ def check_native_only(frames) -> None:
     assert not python_frames(frames), frames
 
 
+def check_no_deadlock(library, path: str) -> None:
+    """Allocations that take the GIL back while another thread keeps running Python code, and
+    dumps taken meanwhile: all finish, and every allocation has its Python frames."""
+    assert library.memtrail_record_memory_history(b"all", b"alloc", b"python", 0) == 0
+    library.memtrail_free.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int,
+                                      ctypes.c_void_p]
+    stop = threading.Event()
+    spins = [0]
+
+    def busy_python():
+        while not stop.is_set():
+            spins[0] += 1
+
+    busy = threading.Thread(target=busy_python)
+    previous_interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    busy.start()
+    try:
+        sizes = [1 << 20] * 200
+        for size in sizes:
+            pointer = library.memtrail_malloc(size, 0, None)
+            assert pointer, library.memtrail_last_error()
+            library.memtrail_free(pointer, size, 0, None)
+        assert library.memtrail_dump_snapshot(path.encode()) == 0, library.memtrail_last_error()
+    finally:
+        stop.set()
+        busy.join()
+        sys.setswitchinterval(previous_interval)
+    assert spins[0] > 0
+    with open(path, "rb") as f:
+        trace = pickle.load(f)["device_traces"][0]
+    allocs = [e for e in trace if e["action"] == "alloc" and e["size"] == 1 << 20]
+    assert len(allocs) == 200, len(allocs)
+    for entry in allocs:
+        assert [f["name"] for f in entry["frames"]][:2] == ["check_no_deadlock", "main"], entry
+
+
 def main(library_path: str, folder: str) -> None:
     os.environ["MEMTRAIL_DEVICE"] = "sim:2GiB"
     # Recording from the start, as the environment asks.
@@ -134,11 +173,13 @@ def main(library_path: str, folder: str) -> None:
                                [20480, 24576])
     for frames in recorded["frames"]:
         check_native_only(frames)
-    # A thread that released the GIL (CDLL) keeps its native frames only, even with "all".
-    recorded = record_and_dump(without_gil, b"all", os.path.join(folder, "no_gil.pickle"),
-                               [28672, 32768])
-    for frames in recorded["frames"]:
-        check_native_only(frames)
+    # A thread that released the GIL (CDLL) has its Python frames all the same.
+    check_all(record_and_dump(without_gil, b"all", os.path.join(folder, "no_gil.pickle"),
+                              [28672, 32768]))
+    check_python_only(record_and_dump(without_gil, b"python",
+                                      os.path.join(folder, "no_gil_python.pickle"),
+                                      [36864, 40960]))
+    check_no_deadlock(without_gil, os.path.join(folder, "contended.pickle"))
     print("python stacks: ok")
 
 

@@ -3,6 +3,8 @@
 // links libpython: outside Python they are simply absent). Only functions that CPython 3.9 to
 // 3.13 all export, except the two marked optional.
 
+#include <cstdint>
+
 namespace memtrail::recorder::detail {
 
 struct python_interpreter {
@@ -26,9 +28,24 @@ struct python_interpreter {
     int (*gil_ensure)();  // PyGILState_STATE is an int-sized enum
     void (*gil_release)(int);
     thread_state (*current_thread_state)();  // optional: the GIL holder's state, unchecked
+    int (*is_finalizing)();                  // optional: Py_IsFinalizing or _Py_IsFinalizing
+
+    // The evaluation loop's code (_PyEval_EvalFrameDefault), where the symbol table tells;
+    // both 0 otherwise.
+    uintptr_t evaluation_loop_begin = 0;
+    uintptr_t evaluation_loop_end = 0;
 
     // True when the calling thread holds the GIL of a running interpreter.
     bool holds_gil() const;
+
+    // True when the interpreter runs and is not shutting down: only then may a thread that
+    // released the GIL take it back (during finalization PyGILState_Ensure never returns).
+    bool accepts_gil_requests() const;
+
+    // True when `return_address` lies in the evaluation loop: the thread is running Python code.
+    bool in_evaluation_loop(uintptr_t return_address) const {
+        return return_address > evaluation_loop_begin && return_address <= evaluation_loop_end;
+    }
 };
 
 // The interpreter of this process, or nullptr when no Python is loaded (or it lacks a function

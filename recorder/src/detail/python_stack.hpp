@@ -15,14 +15,38 @@ namespace memtrail::recorder::detail {
 // No return address is 0: the native part ends at the first 0.
 inline constexpr uintptr_t python_frames_marker = 0;
 
-// Writes the calling thread's Python frames into `out` as (code, location) pairs, innermost
-// first, at most out.size() / 2 of them, and returns the number of words written. Writes
-// nothing unless the thread holds the GIL; never takes it.
-size_t capture_python_frames(const python_interpreter& python, std::span<uintptr_t> out);
+// One capture of the calling thread's Python frames, holding the GIL from the capture until the
+// code objects are kept. Made before any memtrail lock is taken, so waiting for the GIL never
+// waits on memtrail.
+//
+// A thread that holds the GIL is captured as it is. A thread that has a Python thread state but
+// released the GIL around a call into native code (PyTorch's bindings release it around every
+// operator) takes it back for the capture, as PyTorch's own recorder does, and gives it back at
+// once. A thread whose capture found no Python frames (autograd's workers: a thread state but
+// no Python code running) is not asked again unless its native stack shows the evaluation loop,
+// so it never waits for the GIL. Threads without a thread state, and a process shutting its
+// interpreter down, keep native frames only.
+class python_capture {
+  public:
+    python_capture(const python_interpreter& python, std::span<const uintptr_t> native_frames);
+    ~python_capture();
+    python_capture(const python_capture&) = delete;
+    python_capture& operator=(const python_capture&) = delete;
 
-// Keeps the code objects of `pairs` alive until the dump: called when a stack holding them is
-// first interned, with the GIL still held.
-void keep_python_code(const python_interpreter& python, std::span<const uintptr_t> pairs);
+    // Writes the thread's Python frames into `out` as (code, location) pairs, innermost first,
+    // at most out.size() / 2 of them, and returns the number of words written.
+    size_t frames(std::span<uintptr_t> out);
+
+    // Keeps the code objects of `pairs` alive until the dump: called when a stack holding them
+    // is first interned.
+    void keep_code(std::span<const uintptr_t> pairs);
+
+  private:
+    const python_interpreter& python_;
+    bool gil_held_ = false;  // by this thread, so frames can be read
+    bool borrowed_ = false;  // taken for this capture: given back by the destructor
+    int gil_state_ = 0;
+};
 
 struct python_frame {
     std::string function;  // the code object's co_name; empty when unresolved

@@ -1,0 +1,316 @@
+// memtrail's allocator beside PyTorch's caching allocator (through libtorch), cudaMallocAsync
+// and cudaMalloc, in one process on one GPU: the alloc+free pair at 512 B, 1 MiB and 20 MiB, the
+// random mix (1000 live slots, log-uniform sizes from 512 B to 64 MiB), each on 1 to 8 threads,
+// and what recording adds to a pair, memtrail's recorder against PyTorch's
+// _record_memory_history. Built only with CUDA and -DMEMTRAIL_TORCH_DIR (bench/gpu/CMakeLists.txt).
+//   build/bin/bench_side_by_side --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "memtrail/core/caching_allocator.hpp"
+#include "memtrail/core/cuda_device.hpp"
+#include "memtrail/recorder/recorder.hpp"
+#include "torch_allocator.hpp"
+
+namespace {
+
+using namespace memtrail;
+
+void check(cudaError_t status, const char* what) {
+    if (status != cudaSuccess) {
+        std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(status));
+        std::exit(1);
+    }
+}
+
+// What every allocator under test offers: allocate, free, and give its cache back (between
+// benchmarks, so that one allocator's cache never starves the next of device memory).
+class backend {
+  public:
+    virtual ~backend() = default;
+    virtual void* allocate(size_t size) = 0;
+    virtual void release(void* pointer) = 0;
+    virtual void empty_cache() {}
+};
+
+class memtrail_backend final : public backend {
+  public:
+    void* allocate(size_t size) override { return to_pointer(history_.allocate(size, 0)); }
+    void release(void* pointer) override {
+        history_.free(reinterpret_cast<device_address>(pointer));
+    }
+    void empty_cache() override { allocator_.empty_cache(); }
+
+    // Recording through the recorder's front door, as librecorder and PyTorch's plug-in use it.
+    void record(const recorder::history_options& options) {
+        history_.record_memory_history(options);
+    }
+
+  private:
+    static void* to_pointer(device_address address) { return reinterpret_cast<void*>(address); }
+    cuda_device gpu_{0};
+    caching_allocator allocator_{{&gpu_}};
+    recorder::recorder history_{allocator_};
+};
+
+class torch_backend final : public backend {
+  public:
+    void* allocate(size_t size) override { return bench::torch_allocate(size); }
+    void release(void* pointer) override { bench::torch_free(pointer); }
+    void empty_cache() override { bench::torch_empty_cache(); }
+};
+
+// Stream-ordered allocation from the device's default pool, kept from shrinking (the pool's
+// release threshold at its maximum), on a stream per thread.
+class cuda_malloc_async_backend final : public backend {
+  public:
+    cuda_malloc_async_backend() {
+        check(cudaDeviceGetDefaultMemPool(&pool_, 0), "cudaDeviceGetDefaultMemPool");
+        uint64_t threshold = UINT64_MAX;
+        check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold),
+              "cudaMemPoolSetAttribute");
+    }
+    void* allocate(size_t size) override {
+        void* pointer = nullptr;
+        check(cudaMallocAsync(&pointer, size, stream()), "cudaMallocAsync");
+        return pointer;
+    }
+    void release(void* pointer) override {
+        check(cudaFreeAsync(pointer, stream()), "cudaFreeAsync");
+    }
+    void empty_cache() override {
+        check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+        check(cudaMemPoolTrimTo(pool_, 0), "cudaMemPoolTrimTo");
+    }
+
+  private:
+    static cudaStream_t stream() {
+        thread_local const cudaStream_t own = [] {
+            cudaStream_t s = nullptr;
+            check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+            return s;
+        }();
+        return own;
+    }
+    cudaMemPool_t pool_ = nullptr;
+};
+
+class cuda_malloc_backend final : public backend {
+  public:
+    void* allocate(size_t size) override {
+        void* pointer = nullptr;
+        check(cudaMalloc(&pointer, size), "cudaMalloc");
+        return pointer;
+    }
+    void release(void* pointer) override { check(cudaFree(pointer), "cudaFree"); }
+};
+
+memtrail_backend& memtrail_allocator() {
+    static memtrail_backend b;
+    return b;
+}
+torch_backend& torch_allocator() {
+    static torch_backend b;
+    return b;
+}
+backend& backend_named(const std::string& name) {
+    static cuda_malloc_async_backend async;
+    static cuda_malloc_backend plain;
+    if (name == "memtrail") {
+        return memtrail_allocator();
+    }
+    if (name == "torch") {
+        return torch_allocator();
+    }
+    return name == "cudaMallocAsync" ? static_cast<backend&>(async) : plain;
+}
+
+void pair(benchmark::State& state, backend& allocator, size_t size) {
+    allocator.release(allocator.allocate(size));  // warm: the cache holds a block
+    for (auto _ : state) {
+        void* p = allocator.allocate(size);
+        benchmark::DoNotOptimize(p);
+        allocator.release(p);
+    }
+    state.SetItemsProcessed(state.iterations());
+}
+
+void random_mix(benchmark::State& state, backend& allocator) {
+    std::mt19937_64 rng(static_cast<uint64_t>(state.thread_index()) + 7);
+    std::uniform_real_distribution<double> exponent(9.0, 26.0);  // 512 B .. 64 MiB
+    constexpr size_t slots = 1000;
+    std::vector<size_t> sizes(1 << 16);
+    for (auto& s : sizes) {
+        s = static_cast<size_t>(std::exp2(exponent(rng)));
+    }
+    std::vector<void*> live(slots);
+    for (size_t i = 0; i < slots; ++i) {
+        live[i] = allocator.allocate(sizes[i]);
+    }
+    size_t k = 0;
+    for (auto _ : state) {
+        // One step: free a random slot and allocate a new random size into it.
+        const size_t slot = rng() % slots;
+        allocator.release(live[slot]);
+        live[slot] = allocator.allocate(sizes[k++ & (sizes.size() - 1)]);
+    }
+    for (void* p : live) {
+        allocator.release(p);
+    }
+    state.SetItemsProcessed(state.iterations());
+}
+
+// Recording settings, each applied before its benchmark and switched off after it.
+enum class recording {
+    memtrail_off,
+    memtrail_trace,
+    memtrail_frame_pointer_stacks,
+    memtrail_libunwind_stacks,
+    torch_off,
+    torch_trace,
+    torch_cpp_stacks
+};
+
+const char* name_of(recording r) {
+    switch (r) {
+        case recording::memtrail_off:
+            return "memtrail/off";
+        case recording::memtrail_trace:
+            return "memtrail/trace";
+        case recording::memtrail_frame_pointer_stacks:
+            return "memtrail/frame_pointer_stacks";
+        case recording::memtrail_libunwind_stacks:
+            return "memtrail/libunwind_stacks";
+        case recording::torch_off:
+            return "torch/off";
+        case recording::torch_trace:
+            return "torch/trace";
+        case recording::torch_cpp_stacks:
+            return "torch/cpp_stacks";
+    }
+    return "";
+}
+
+bool is_torch(recording r) {
+    return r == recording::torch_off || r == recording::torch_trace ||
+           r == recording::torch_cpp_stacks;
+}
+
+void apply(recording r) {
+    recorder::history_options options;
+    options.enabled = recorder::record_mode::all;
+    switch (r) {
+        case recording::memtrail_off:
+            options.enabled = recorder::record_mode::off;
+            break;
+        case recording::memtrail_trace:
+            options.context = recorder::context_mode::none;
+            break;
+        case recording::memtrail_frame_pointer_stacks:
+            options.context = recorder::context_mode::all;
+            options.stack_unwinder = recorder::unwinder::frame_pointer;
+            break;
+        case recording::memtrail_libunwind_stacks:
+            options.context = recorder::context_mode::all;
+            options.stack_unwinder = recorder::unwinder::libunwind;
+            break;
+        case recording::torch_off:
+            bench::torch_record_history(bench::torch_recording::off);
+            return;
+        case recording::torch_trace:
+            bench::torch_record_history(bench::torch_recording::trace);
+            return;
+        case recording::torch_cpp_stacks:
+            bench::torch_record_history(bench::torch_recording::trace_cpp_stacks);
+            return;
+    }
+    memtrail_allocator().record(options);
+}
+
+void switch_off(recording r) {
+    apply(is_torch(r) ? recording::torch_off : recording::memtrail_off);
+}
+
+[[gnu::noinline]] void recorded_pairs(benchmark::State& state, backend& allocator) {
+    pair(state, allocator, 512);
+}
+
+// Real programs allocate from deep stacks (PyTorch: 30 to 60 native frames), which is what
+// stack capture pays for.
+[[gnu::noinline]] void at_depth(int depth, benchmark::State& state, backend& allocator) {
+    if (depth == 0) {
+        recorded_pairs(state, allocator);
+        return;
+    }
+    at_depth(depth - 1, state, allocator);
+    benchmark::ClobberMemory();
+}
+
+const std::vector<std::string> backend_names = {"memtrail", "torch", "cudaMallocAsync",
+                                                "cudaMalloc"};
+
+void empty_all_caches(const benchmark::State&) {
+    for (const auto& name : backend_names) {
+        backend_named(name).empty_cache();
+    }
+}
+
+void register_all() {
+    for (const auto& name : backend_names) {
+        backend& allocator = backend_named(name);
+        for (size_t size : {size_t{512}, size_t{1} << 20, size_t{20} << 20}) {
+            benchmark::RegisterBenchmark(
+                ("pair/" + name + "/" + std::to_string(size)).c_str(),
+                [&allocator, size](benchmark::State& s) { pair(s, allocator, size); })
+                ->ThreadRange(1, 8)
+                ->UseRealTime()
+                ->Teardown(empty_all_caches);
+        }
+        benchmark::RegisterBenchmark(
+            ("random_mix/" + name).c_str(),
+            [&allocator](benchmark::State& s) { random_mix(s, allocator); })
+            ->ThreadRange(1, 8)
+            ->UseRealTime()
+            ->Teardown(empty_all_caches);
+    }
+    for (recording r :
+         {recording::memtrail_off, recording::memtrail_trace,
+          recording::memtrail_frame_pointer_stacks, recording::memtrail_libunwind_stacks,
+          recording::torch_off, recording::torch_trace, recording::torch_cpp_stacks}) {
+        backend& allocator = is_torch(r) ? static_cast<backend&>(torch_allocator())
+                                         : static_cast<backend&>(memtrail_allocator());
+        for (int depth : {0, 40}) {
+            benchmark::RegisterBenchmark((std::string("recording_pair_512/") + name_of(r) +
+                                          "/extra_frames:" + std::to_string(depth))
+                                             .c_str(),
+                                         [&allocator, depth, r](benchmark::State& s) {
+                                             apply(r);
+                                             at_depth(depth, s, allocator);
+                                             switch_off(r);
+                                         });
+        }
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (cuda_device::count() == 0) {
+        std::fprintf(stderr, "bench_side_by_side: no CUDA device visible\n");
+        return 1;
+    }
+    register_all();
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
