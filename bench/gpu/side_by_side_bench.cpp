@@ -2,15 +2,19 @@
 // and cudaMalloc, in one process on one GPU: the alloc+free pair at 512 B, 1 MiB and 20 MiB, the
 // random mix (1000 live slots, log-uniform sizes from 512 B to 64 MiB), each on 1 to 8 threads,
 // and what recording adds to a pair, memtrail's recorder against PyTorch's
-// _record_memory_history. Built only with CUDA and -DMEMTRAIL_TORCH_DIR (bench/gpu/CMakeLists.txt).
+// _record_memory_history. PyTorch's allocator comes from libmemtrail_torch_allocator.so (built
+// against libtorch, see CMakeLists.txt), looked for in $MEMTRAIL_TORCH_ALLOCATOR, then in lib/
+// beside bin/; without it the PyTorch rows are left out.
 //   build/bin/bench_side_by_side --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -62,11 +66,59 @@ class memtrail_backend final : public backend {
     recorder::recorder history_{allocator_};
 };
 
+// libmemtrail_torch_allocator.so's functions.
+struct torch_functions {
+    decltype(&memtrail_torch_allocate) allocate = nullptr;
+    decltype(&memtrail_torch_free) free = nullptr;
+    decltype(&memtrail_torch_empty_cache) empty_cache = nullptr;
+    decltype(&memtrail_torch_record_history) record_history = nullptr;
+};
+
+std::string torch_library_path() {
+    if (const char* path = std::getenv("MEMTRAIL_TORCH_ALLOCATOR")) {
+        return path;
+    }
+    std::error_code error;
+    const auto executable = std::filesystem::read_symlink("/proc/self/exe", error);
+    return (executable.parent_path().parent_path() / "lib" / "libmemtrail_torch_allocator.so")
+        .string();
+}
+
+// nullptr when the library is not there (built without libtorch).
+const torch_functions* load_torch() {
+    static const torch_functions* const loaded = []() -> const torch_functions* {
+        const std::string path = torch_library_path();
+        void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (library == nullptr) {
+            std::fprintf(stderr, "bench_side_by_side: no PyTorch rows (%s)\n", dlerror());
+            return nullptr;
+        }
+        static torch_functions f;
+        f.allocate =
+            reinterpret_cast<decltype(f.allocate)>(dlsym(library, "memtrail_torch_allocate"));
+        f.free = reinterpret_cast<decltype(f.free)>(dlsym(library, "memtrail_torch_free"));
+        f.empty_cache =
+            reinterpret_cast<decltype(f.empty_cache)>(dlsym(library, "memtrail_torch_empty_cache"));
+        f.record_history = reinterpret_cast<decltype(f.record_history)>(
+            dlsym(library, "memtrail_torch_record_history"));
+        if (!f.allocate || !f.free || !f.empty_cache || !f.record_history) {
+            std::fprintf(stderr, "bench_side_by_side: %s lacks a memtrail_torch_ function\n",
+                         path.c_str());
+            return nullptr;
+        }
+        return &f;
+    }();
+    return loaded;
+}
+
 class torch_backend final : public backend {
   public:
-    void* allocate(size_t size) override { return bench::torch_allocate(size); }
-    void release(void* pointer) override { bench::torch_free(pointer); }
-    void empty_cache() override { bench::torch_empty_cache(); }
+    void* allocate(size_t size) override { return torch_.allocate(size); }
+    void release(void* pointer) override { torch_.free(pointer); }
+    void empty_cache() override { torch_.empty_cache(); }
+
+  private:
+    const torch_functions& torch_ = *load_torch();
 };
 
 // Stream-ordered allocation from the device's default pool, kept from shrinking (the pool's
@@ -224,13 +276,13 @@ void apply(recording r) {
             options.stack_unwinder = recorder::unwinder::libunwind;
             break;
         case recording::torch_off:
-            bench::torch_record_history(bench::torch_recording::off);
+            load_torch()->record_history(memtrail_torch_recording_off);
             return;
         case recording::torch_trace:
-            bench::torch_record_history(bench::torch_recording::trace);
+            load_torch()->record_history(memtrail_torch_recording_trace);
             return;
         case recording::torch_cpp_stacks:
-            bench::torch_record_history(bench::torch_recording::trace_cpp_stacks);
+            load_torch()->record_history(memtrail_torch_recording_trace_cpp_stacks);
             return;
     }
     memtrail_allocator().record(options);
@@ -255,8 +307,7 @@ void switch_off(recording r) {
     benchmark::ClobberMemory();
 }
 
-const std::vector<std::string> backend_names = {"memtrail", "torch", "cudaMallocAsync",
-                                                "cudaMalloc"};
+std::vector<std::string> backend_names = {"memtrail", "cudaMallocAsync", "cudaMalloc"};
 
 void empty_all_caches(const benchmark::State&) {
     for (const auto& name : backend_names) {
@@ -265,6 +316,9 @@ void empty_all_caches(const benchmark::State&) {
 }
 
 void register_all() {
+    if (load_torch() != nullptr) {
+        backend_names.insert(backend_names.begin() + 1, "torch");
+    }
     for (const auto& name : backend_names) {
         backend& allocator = backend_named(name);
         for (size_t size : {size_t{512}, size_t{1} << 20, size_t{20} << 20}) {

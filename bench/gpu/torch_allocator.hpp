@@ -2,22 +2,22 @@
 // PyTorch's CUDA caching allocator, reached through libtorch the way C++ extensions reach it
 // (c10::cuda::CUDACachingAllocator::raw_alloc / raw_delete), and its history recording
 // (torch::cuda::_record_memory_history, what torch.cuda.memory._record_memory_history calls).
-// Kept behind this header so that only torch_allocator.cpp needs libtorch's headers.
+// torch_allocator.cpp builds into a small shared library against libtorch
+// (libmemtrail_torch_allocator.so); the benchmark loads it at run time, so that the benchmark
+// itself builds and runs without libtorch.
 
 #include <cstddef>
-#include <string>
 
-namespace memtrail::bench {
+extern "C" {
 
-void* torch_allocate(size_t size);
-void torch_free(void* pointer);
-void torch_empty_cache();
-
-enum class torch_recording {
-    off,
-    trace,            // enabled "all", no context: every event, no stacks
-    trace_cpp_stacks  // enabled "all", context "all", stacks "all" (C++ frames: no Python here)
+enum memtrail_torch_recording {
+    memtrail_torch_recording_off = 0,
+    memtrail_torch_recording_trace = 1,             // enabled "all", no context: no stacks
+    memtrail_torch_recording_trace_cpp_stacks = 2,  // context "all", stacks "all": C++ frames
 };
-void torch_record_history(torch_recording recording);
 
-}  // namespace memtrail::bench
+void* memtrail_torch_allocate(size_t size);
+void memtrail_torch_free(void* pointer);
+void memtrail_torch_empty_cache();
+void memtrail_torch_record_history(int recording);
+}
