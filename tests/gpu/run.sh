@@ -1,51 +1,124 @@
 #!/usr/bin/env bash
 # Everything memtrail shows on a real GPU, in one go, for anyone with an NVIDIA GPU, CUDA and
 # PyTorch (no internet needed):
-#   tests/gpu/run.sh [BUILD_DIR]        (default build-gpu; built here if it has no binaries)
-# Writes under ${OUT:-gpu-results}: the CUDA test suite's log, allocator benchmarks (memtrail
-# beside PyTorch's allocator, cudaMallocAsync and cudaMalloc), and freshly recorded PyTorch
-# parity traces, with results.md summarising them.
+#   tests/gpu/run.sh [BUILD_DIR]        (default build-gpu; configured and built here if it has no
+#                                        binaries; Release, CUDA on, libtorch found through python3)
+# Writes under ${OUT:-gpu-results} the logs of each part and results.md summarising them:
+#   1. the core test suite (device rules on the CUDA device; the two-GPU tests where two are seen)
+#   2. the samples: a CUDA program recording its history, and the post-mortem OOM sample run until
+#      the GPU is full with MEMTRAIL_OOM_DUMP set, then `memtrail oom` on the snapshot it left
+#   3. the side-by-side benchmarks: memtrail, PyTorch's caching allocator, cudaMallocAsync and
+#      cudaMalloc, 1-8 threads, and recording against PyTorch's _record_memory_history
+#   4. PyTorch training on memtrail (tests/gpu/torch_training.py)
+#   5. torch.distributed with a snapshot per rank (tests/gpu/torch_distributed.py; two GPUs or more)
+#   6. fresh PyTorch parity traces (with ../shared/tools/torch_parity_traces.py, when present)
+# Set SKIP_<PART>=1 (SKIP_TESTS, SKIP_SAMPLES, SKIP_BENCH, SKIP_TRAINING, SKIP_DISTRIBUTED,
+# SKIP_TRACES) to leave a part out, BENCH_ARGS to pass Google Benchmark flags.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build-gpu}
 out=${OUT:-$here/gpu-results}
 shared=${MEMTRAIL_SHARED:-$here/../shared}
 python=${PYTHON:-python3}
-mkdir -p "$out/traces"
+mkdir -p "$out"
 status=0
+torch_dir=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+skip() { [ "$(eval echo "\${SKIP_$1:-0}")" = 1 ]; }
+note() { echo "$*" >> "$out/results.md"; }
+fail() { note "- **FAILED**: $*"; status=1; }
 
 if [ ! -x "$build/bin/test_core" ]; then
   cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMTRAIL_BUILD_VIEWER=OFF \
-    -DMEMTRAIL_CUDA=ON && cmake --build "$build" -j "$(nproc)" || exit 2
+    -DMEMTRAIL_CUDA=ON ${torch_dir:+-DMEMTRAIL_TORCH_DIR="$torch_dir"} &&
+    cmake --build "$build" -j "$(nproc)" || exit 2
+fi
+# A build made elsewhere (without libtorch) gets PyTorch's side of the benchmark built here.
+torch_library=$build/lib/libmemtrail_torch_allocator.so
+if [ ! -f "$torch_library" ] && [ -n "$torch_dir" ]; then
+  cuda_include=$(dirname "$(ls /usr/local/cuda/include/cuda_runtime_api.h \
+    "$torch_dir"/../nvidia/*/include/cuda_runtime_api.h 2>/dev/null | head -1)")
+  mkdir -p "$build/lib"
+  ${CXX:-c++} -std=c++20 -O2 -shared -fPIC -D_GLIBCXX_USE_CXX11_ABI=1 -isystem "$torch_dir/include" \
+    -isystem "$cuda_include" "$here/bench/gpu/torch_allocator.cpp" -o "$torch_library" \
+    -L"$torch_dir/lib" -ltorch_cuda -ltorch_cpu -lc10_cuda -lc10 -Wl,-rpath,"$torch_dir/lib" \
+    -Wl,--allow-shlib-undefined > "$out/torch_allocator_build.log" 2>&1 ||
+    fail "building libmemtrail_torch_allocator.so (see torch_allocator_build.log)"
 fi
 
 {
   echo "# memtrail on $(hostname), $(date -u +%Y-%m-%dT%H:%MZ)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
+  echo
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>/dev/null |
+    sed 's/^/- GPU /'
+  echo "- CPU: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p')"
+  echo "- torch: $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
+  echo
 } > "$out/results.md"
 
-# 1. The core suite: the device-independent rules run on the CUDA device as well.
-"$build/bin/test_core" --gtest_brief=1 > "$out/test_core.log" 2>&1 || status=1
-grep -cE '^\[       OK \].*/cuda' "$out/test_core.log" >/dev/null
-echo "- test_core: $(grep -E 'PASSED|FAILED' "$out/test_core.log" | tr '\n' ' ')" >> "$out/results.md"
-"$build/bin/test_core" --gtest_filter='*/cuda' > "$out/test_core_cuda.log" 2>&1 || status=1
-echo "- CUDA rules: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out/test_core_cuda.log" | tr '\n' ' ')" >> "$out/results.md"
+if ! skip TESTS; then
+  "$build/bin/test_core" --gtest_brief=1 > "$out/test_core.log" 2>&1 || fail "test_core"
+  note "- test_core: $(grep -E '^\[  (PASSED|FAILED)' "$out/test_core.log" | tr '\n' ' ')"
+  "$build/bin/test_core" --gtest_filter='*/cuda:TwoGpus.*' > "$out/test_core_gpu.log" 2>&1 ||
+    fail "test_core on the GPU"
+  note "- on the GPU: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out/test_core_gpu.log" | tr '\n' ' ')"
+fi
 
-# 2. Allocator benchmarks (simulated and CUDA device), medians of 5.
-"$build/bin/bench_allocator" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_out="$out/bench_allocator.json" --benchmark_out_format=json \
-  > "$out/bench_allocator.txt" 2>&1 || status=1
-grep median "$out/bench_allocator.txt" | sed 's/^/    /' >> "$out/results.md"
+if ! skip SAMPLES; then
+  MEMTRAIL_RECORD=all MEMTRAIL_DEVICE=cuda "$build/bin/sample_cuda_program" "$out/cuda_sample.memtrail" \
+    > "$out/cuda_sample.log" 2>&1 || fail "sample_cuda_program"
+  "$build/bin/memtrail" summary "$out/cuda_sample.memtrail" --abbreviated > "$out/cuda_sample_summary.txt" 2>&1 ||
+    fail "memtrail summary of the CUDA sample"
+  note "- CUDA sample: $(tail -1 "$out/cuda_sample.log")"
+  rm -f "$out"/oom-*.memtrail
+  MEMTRAIL_DEVICE=cuda MEMTRAIL_OOM_DUMP="$out/oom-%p-device%d.memtrail" "$build/bin/sample_oom_post_mortem" \
+    > "$out/oom_sample.log" 2>&1
+  oom_snapshot=$(ls "$out"/oom-*.memtrail 2>/dev/null | head -1)
+  if [ -n "$oom_snapshot" ] && "$build/bin/memtrail" oom "$oom_snapshot" > "$out/oom_report.txt" 2>&1; then
+    note "- OOM post-mortem: $(basename "$oom_snapshot"); memtrail oom: $(grep -m1 -i 'verdict' "$out/oom_report.txt")"
+  else
+    fail "OOM post-mortem (see oom_sample.log, oom_report.txt)"
+  fi
+fi
 
-# 3. PyTorch parity traces: every workload under every configuration, a few at a time.
-if [ "${SKIP_TRACES:-0}" != 1 ] && [ -f "$shared/tools/torch_parity_traces.py" ]; then
+if ! skip BENCH; then
+  MEMTRAIL_TORCH_ALLOCATOR=$torch_library "$build/bin/bench_side_by_side" \
+    ${BENCH_ARGS:---benchmark_min_time=0.2 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true} \
+    --benchmark_out="$out/bench_side_by_side.json" --benchmark_out_format=json \
+    > "$out/bench_side_by_side.txt" 2>&1 || fail "bench_side_by_side"
+  "$python" "$here/tests/gpu/bench_table.py" "$out/bench_side_by_side.json" >> "$out/results.md" ||
+    fail "bench_table.py"
+fi
+
+if ! skip TRAINING; then
+  PYTHONUNBUFFERED=1 "$python" "$here/tests/gpu/torch_training.py" "$build/lib/librecorder.so" \
+    "$build/bin/memtrail" "$out/training" > "$out/training.log" 2>&1 || fail "torch_training.py"
+  note ""
+  note "## PyTorch training"
+  note '```'
+  cat "$out/training.log" >> "$out/results.md"
+  note '```'
+fi
+
+if ! skip DISTRIBUTED; then
+  if [ "$gpus" -ge 2 ]; then
+    PYTHONUNBUFFERED=1 "$python" "$here/tests/gpu/torch_distributed.py" "$build/lib/librecorder.so" \
+      "$build/bin/memtrail" "$out/distributed" > "$out/distributed.log" 2>&1 || fail "torch_distributed.py"
+    note ""
+    note "## torch.distributed, one snapshot per rank"
+    note '```'
+    cat "$out/distributed.log" >> "$out/results.md"
+    note '```'
+  else
+    note "- torch.distributed: left out ($gpus GPU visible, needs 2)"
+  fi
+fi
+
+if ! skip TRACES && [ -f "$shared/tools/torch_parity_traces.py" ]; then
+  mkdir -p "$out/traces"
   run_trace() {
     local workload=$1 conf=$2 fraction=${3:-0}
-    if [ "$fraction" != 0 ]; then
-      FRACTION=$fraction "$python" "$shared/tools/torch_parity_traces.py" "$workload" "$conf" "$out/traces"
-    else
-      "$python" "$shared/tools/torch_parity_traces.py" "$workload" "$conf" "$out/traces"
-    fi
+    FRACTION=$fraction "$python" "$shared/tools/torch_parity_traces.py" "$workload" "$conf" "$out/traces"
   }
   for workload in transformer dynamic resnet streams; do
     run_trace "$workload" default > "$out/traces/$workload.default.log" 2>&1 &
@@ -55,13 +128,8 @@ if [ "${SKIP_TRACES:-0}" != 1 ] && [ -f "$shared/tools/torch_parity_traces.py" ]
     run_trace "$workload" garbage_collection_threshold:0.5 0.07 > "$out/traces/$workload.gc.log" 2>&1 &
     wait
   done
-  echo "- traces recorded: $(ls "$out/traces"/*.pickle 2>/dev/null | wc -l)" >> "$out/results.md"
+  note "- parity traces recorded: $(ls "$out/traces"/*.pickle 2>/dev/null | wc -l)"
 fi
 
-# 4. PyTorch's own allocator measured in the same run, for the side-by-side table.
-if [ "${SKIP_TORCH_BENCH:-0}" != 1 ] && [ -f "$shared/tools/torch_allocator_bench.py" ]; then
-  OUT="$out/torch" PYTHONUNBUFFERED=1 "$python" "$shared/tools/torch_allocator_bench.py" \
-    > "$out/torch_bench.log" 2>&1 || status=1
-fi
 cat "$out/results.md"
 exit $status

@@ -1,0 +1,63 @@
+"""Markdown tables from bench_side_by_side's JSON (--benchmark_out): medians, side by side.
+
+    python3 tests/gpu/bench_table.py bench_side_by_side.json
+"""
+import json, re, sys
+
+BACKENDS = ["memtrail", "torch", "cudaMallocAsync", "cudaMalloc"]
+TITLES = {"memtrail": "memtrail", "torch": "PyTorch caching allocator", "cudaMallocAsync": "cudaMallocAsync",
+          "cudaMalloc": "cudaMalloc"}
+WORKLOADS = [("pair/{}/512", "alloc+free pair, 512 B"), ("pair/{}/1048576", "alloc+free pair, 1 MiB"),
+             ("pair/{}/20971520", "alloc+free pair, 20 MiB"),
+             ("random_mix/{}", "random mix step (1000 live, 512 B - 64 MiB)")]
+
+
+def ns(entry):
+    scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[entry["time_unit"]]
+    return entry["real_time"] * scale
+
+
+def text(value):
+    if value is None:
+        return "-"
+    return f"{value / 1000:.1f} us" if value >= 10_000 else f"{value:.1f} ns"
+
+
+def main(path):
+    with open(path) as f:
+        data = json.load(f)
+    medians = {}
+    for entry in data["benchmarks"]:
+        if entry.get("aggregate_name", "median") != "median":
+            continue
+        name = re.sub(r"/real_time|/threads:\d+", "", entry["run_name"])
+        medians[(name, entry.get("threads", 1))] = ns(entry)
+    context = data["context"]
+    print(f"\n## Allocators side by side ({context.get('date', '')}, {context.get('host_name', '')})\n")
+    present = [b for b in BACKENDS if any(k[0].split("/")[1] == b for k in medians)]
+    print("Median wall time per operation and thread, one process, one run.\n")
+    for threads in (1, 2, 4, 8):
+        print(f"| {threads} thread{'s' if threads > 1 else ''} | " + " | ".join(TITLES[b] for b in present) + " |")
+        print("|---" * (len(present) + 1) + "|")
+        for pattern, title in WORKLOADS:
+            cells = [text(medians.get((pattern.format(b), threads))) for b in present]
+            print(f"| {title} | " + " | ".join(cells) + " |")
+        print()
+    print("Recording, alloc+free pair of 512 B (added: over the same allocator with recording off):\n")
+    print("| recording | extra frames 0 | added | extra frames 40 | added |")
+    print("|---|---|---|---|---|")
+    for owner in ("memtrail", "torch"):
+        for setting in ("off", "trace", "frame_pointer_stacks", "libunwind_stacks", "cpp_stacks"):
+            row = []
+            for depth in (0, 40):
+                value = medians.get((f"recording_pair_512/{owner}/{setting}/extra_frames:{depth}", 1))
+                base = medians.get((f"recording_pair_512/{owner}/off/extra_frames:{depth}", 1))
+                row += [text(value), "" if value is None or base is None or setting == "off"
+                        else f"+{value - base:.0f} ns"]
+            if row[0] != "-":
+                print(f"| {owner} {setting.replace('_', ' ')} | " + " | ".join(row) + " |")
+    print()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
