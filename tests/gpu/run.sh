@@ -36,8 +36,11 @@ fi
 # A build made elsewhere (without libtorch) gets PyTorch's side of the benchmark built here.
 torch_library=$build/lib/libmemtrail_torch_allocator.so
 if [ ! -f "$torch_library" ] && [ -n "$torch_dir" ]; then
-  cuda_include=$(dirname "$(ls /usr/local/cuda/include/cuda_runtime_api.h \
-    "$torch_dir"/../nvidia/*/include/cuda_runtime_api.h 2>/dev/null | head -1)")
+  # libtorch's headers include the CUDA runtime's, crt/ included: the toolkit's, wherever it is.
+  nvcc_root=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
+  host_config=$(find "$nvcc_root" /usr/local/cuda* "$torch_dir/.." -path '*include/crt/host_config.h' \
+    2>/dev/null | head -1)
+  cuda_include=$(dirname "$(dirname "$host_config")")
   mkdir -p "$build/lib"
   ${CXX:-c++} -std=c++20 -O2 -shared -fPIC -D_GLIBCXX_USE_CXX11_ABI=1 -isystem "$torch_dir/include" \
     -isystem "$cuda_include" "$here/bench/gpu/torch_allocator.cpp" -o "$torch_library" \
@@ -83,7 +86,7 @@ fi
 
 if ! skip BENCH; then
   MEMTRAIL_TORCH_ALLOCATOR=$torch_library "$build/bin/bench_side_by_side" \
-    ${BENCH_ARGS:---benchmark_min_time=0.2 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true} \
+    ${BENCH_ARGS:---benchmark_min_time=0.2 --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true} \
     --benchmark_out="$out/bench_side_by_side.json" --benchmark_out_format=json \
     > "$out/bench_side_by_side.txt" 2>&1 || fail "bench_side_by_side"
   "$python" "$here/tests/gpu/bench_table.py" "$out/bench_side_by_side.json" >> "$out/results.md" ||

@@ -83,6 +83,14 @@ def train(mode, library, snapshot):
     print(json.dumps(out), flush=True)
 
 
+def example_python_part(frames):
+    python = [i for i, f in enumerate(frames) if f["filename"].endswith(".py")]
+    if not python:
+        return []
+    first, last = max(python[0] - 2, 0), min(python[-1] + 3, len(frames))
+    return [f"{f['name'][:90]} {os.path.basename(f['filename'])}:{f['line']}" for f in frames[first:last]]
+
+
 def python_frame_check(pickle_path):
     """Which allocations carry Python frames: every forward allocation of the main thread has
     this file's train() among them, and none made on autograd's worker thread has any."""
@@ -102,7 +110,8 @@ def python_frame_check(pickle_path):
                                 for e in with_python),
         "on_autograd_thread": len(autograd),
         "autograd_with_python_frames": sum(any(map(is_python, e["frames"])) for e in autograd),
-        "example_stack": [f"{f['name']} {os.path.basename(f['filename'])}:{f['line']}" for f in example[:25]],
+        # The Python part of a forward allocation's stack, with the native frames around it.
+        "example_stack": example_python_part(example),
     }
 
 
