@@ -5,6 +5,7 @@ namespace memtrail::cli {
 const std::vector<std::pair<std::string, command>>& all_commands() {
     static const std::vector<std::pair<std::string, command>> commands = {
         {"summary", {summary_spec, run_summary}},
+        {"ranks", {ranks_spec, run_ranks}},
         {"segments", {segments_spec, run_segments}},
         {"top", {top_spec, run_top}},
         {"oom", {oom_spec, run_oom}},

@@ -10,6 +10,7 @@
 
 #include "memtrail/viewer/document.hpp"
 #include "memtrail/viewer/headless_frame.hpp"
+#include "memtrail/viewer/rank_table.hpp"
 #include "memtrail/viewer/view.hpp"
 #include "memtrail/viewer/workspace.hpp"
 
@@ -95,10 +96,11 @@ INSTANTIATE_TEST_SUITE_P(
         view_case{"torch", view_kind::flame}, view_case{"torch", view_kind::events},
         view_case{"torch", view_kind::allocation}, view_case{"torch", view_kind::stats},
         view_case{"torch", view_kind::oom}, view_case{"torch", view_kind::compare},
-        view_case{"memtrail", view_kind::timeline}, view_case{"memtrail", view_kind::segments},
-        view_case{"memtrail", view_kind::flame}, view_case{"memtrail", view_kind::events},
-        view_case{"memtrail", view_kind::allocation}, view_case{"memtrail", view_kind::stats},
-        view_case{"memtrail", view_kind::oom}, view_case{"memtrail", view_kind::compare}),
+        view_case{"torch", view_kind::ranks}, view_case{"memtrail", view_kind::timeline},
+        view_case{"memtrail", view_kind::segments}, view_case{"memtrail", view_kind::flame},
+        view_case{"memtrail", view_kind::events}, view_case{"memtrail", view_kind::allocation},
+        view_case{"memtrail", view_kind::stats}, view_case{"memtrail", view_kind::oom},
+        view_case{"memtrail", view_kind::compare}, view_case{"memtrail", view_kind::ranks}),
     case_name);
 
 TEST(view_kind, names_round_trip) {
@@ -245,6 +247,79 @@ TEST(workspace, loads_in_the_background_in_opening_order) {
     EXPECT_EQ(views[1]->doc().name, "transformer__default.pickle");
     ASSERT_EQ(ws.errors().size(), 1u);
     EXPECT_NE(ws.errors()[0].find("/nonexistent/file.pickle"), std::string::npos);
+}
+
+TEST(rank_table, rows_report_each_models_peaks_in_rank_order) {
+    // By position when the names give no ranks.
+    const std::vector<rank_row> rows = rank_rows({memtrail_document(), torch_document()});
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].rank, 0);
+    EXPECT_EQ(rows[0].doc, memtrail_document());
+    EXPECT_EQ(rows[1].rank, 1);
+    for (const rank_row& row : rows) {
+        const analysis::device_model& model = row.device->model;
+        EXPECT_EQ(row.device, &row.doc->main_device());
+        EXPECT_GT(model.event_count(), 0u) << "the device with the trace is reported";
+        const analysis::rank_overview& o = row.device->overview;
+        for (const auto& [peak, s] : {std::pair{o.peak_allocated, analysis::series::allocated},
+                                      std::pair{o.peak_reserved, analysis::series::reserved}}) {
+            EXPECT_EQ(peak.position, model.peak_position(s)) << row.doc->name;
+            EXPECT_EQ(peak.bytes, model.values(s)[model.peak_position(s)]) << row.doc->name;
+        }
+        EXPECT_EQ(o.end_reserved,
+                  analysis::totals_of(model.state_after(model.event_count())).reserved);
+    }
+    EXPECT_EQ(rows[highest_reserved_peak(rows)].doc, torch_document());
+
+    // By the ranks the names give, listed by rank.
+    load_progress progress;
+    const auto first = make_document(torch_document()->source, "run/rank1.pickle", progress);
+    const auto second = make_document(memtrail_document()->source, "run/rank0.memtrail", progress);
+    const std::vector<rank_row> named = rank_rows({first, second});
+    ASSERT_EQ(named.size(), 2u);
+    EXPECT_EQ(named[0].rank, 0);
+    EXPECT_EQ(named[0].doc, second);
+    EXPECT_EQ(named[1].rank, 1);
+    EXPECT_EQ(named[1].doc, first);
+}
+
+TEST(workspace, the_ranks_view_shows_every_snapshot_and_a_click_picks_one) {
+    headless_frame frame(width, height);
+    ImGuiIO& io = ImGui::GetIO();
+    workspace ws;
+    view& first = ws.add(memtrail_document());
+    view& second = ws.add(torch_document());
+    first.show(view_kind::ranks);
+    ws.select(first);
+    auto draw = [&] {
+        frame.begin();
+        ws.draw();
+        return frame.end().TotalVtxCount;
+    };
+    int vertices = 0;
+    for (int i = 0; i < 4; ++i) {
+        vertices = draw();
+    }
+    ASSERT_EQ(ws.active(), &first);
+    EXPECT_GT(vertices, 1000) << "the ranks view drew almost nothing";
+    EXPECT_LT(vertices, 4 * 12 * width + 200000);
+
+    // Click down the left edge below the feature tabs, where the rank numbers are: the first
+    // row is this snapshot's own, the second makes the other one active, on its Ranks tab.
+    float clicked_at = 0;
+    for (float y = 150; y < height / 2.0f && ws.active() == &first; y += 4) {
+        io.MousePos = ImVec2(24, y);
+        io.MouseDown[0] = true;
+        draw();
+        io.MouseDown[0] = false;
+        draw();
+        draw();
+        draw();
+        clicked_at = y;
+    }
+    EXPECT_EQ(ws.active(), &second) << "no row picked the second snapshot";
+    EXPECT_EQ(second.shown(), view_kind::ranks);
+    EXPECT_GT(clicked_at, 150.0f) << "the first row, this snapshot's own, changes nothing";
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ std::vector<std::vector<annotation_range>> annotation_lanes_of(
 }
 
 device_document index_device(const snapshot::snapshot& source, analysis::device_model model) {
-    device_document d{model.device(), std::move(model), {}, {}, {}, {}, {}};
+    device_document d{model.device(), std::move(model), {}, {}, {}, {}, {}, {}};
     const analysis::device_model& m = d.model;
     std::vector<uint64_t> streams;
     for (size_t i = 0; i < m.event_count(); ++i) {
@@ -98,6 +98,7 @@ device_document index_device(const snapshot::snapshot& source, analysis::device_
                   return std::tie(lifetimes[a].address, lifetimes[a].begin) <
                          std::tie(lifetimes[b].address, lifetimes[b].begin);
               });
+    d.overview = analysis::overview_of(m);
     return d;
 }
 
@@ -132,6 +133,15 @@ std::optional<size_t> device_document::allocation_of_entry(size_t entry) const {
         default:
             return std::nullopt;
     }
+}
+
+const device_document& document::main_device() const {
+    for (const device_document& d : devices) {
+        if (d.model.event_count() > 0) {
+            return d;
+        }
+    }
+    return devices.front();
 }
 
 namespace {

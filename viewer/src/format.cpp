@@ -44,4 +44,20 @@ std::string format_address(uint64_t address) {
     return text;
 }
 
+double nice_step(double raw, double base) {
+    if (raw <= 0) {
+        return 1;
+    }
+    double unit = 1;
+    while (unit * base <= raw) {
+        unit *= base;
+    }
+    for (const double m : {1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0}) {
+        if (unit * m >= raw) {
+            return unit * m;
+        }
+    }
+    return unit * base;
+}
+
 }  // namespace memtrail::viewer

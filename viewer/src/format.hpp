@@ -17,5 +17,7 @@ std::string format_count(uint64_t count);
 std::string format_duration(int64_t ns);
 // A 64-bit address as "0x7f5c00000000".
 std::string format_address(uint64_t address);
+// A grid step near `raw`: 1, 2 or 5 times a power of `base` units (1024 for bytes, 10 else).
+double nice_step(double raw, double base);
 
 }  // namespace memtrail::viewer

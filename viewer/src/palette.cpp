@@ -1,6 +1,7 @@
 #include "palette.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace memtrail::viewer::palette {
 
@@ -17,6 +18,16 @@ ImU32 for_key(uint64_t key) {
     float g = 0;
     float b = 0;
     ImGui::ColorConvertHSVtoRGB(hue, saturation, value, r, g, b);
+    return ImGui::ColorConvertFloat4ToU32(ImVec4(r, g, b, 1.0f));
+}
+
+ImU32 for_rank(int rank) {
+    // Golden-ratio steps around the hue circle: any few consecutive ranks stay far apart.
+    const float turns = 0.58f + 0.618034f * static_cast<float>(rank);
+    float r = 0;
+    float g = 0;
+    float b = 0;
+    ImGui::ColorConvertHSVtoRGB(turns - std::floor(turns), 0.62f, 0.95f, r, g, b);
     return ImGui::ColorConvertFloat4ToU32(ImVec4(r, g, b, 1.0f));
 }
 

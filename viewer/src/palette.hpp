@@ -25,6 +25,9 @@ inline constexpr ImU32 shrunk = IM_COL32(80, 170, 110, 255);
 // saturation and value fixed so text stays readable on top.
 ImU32 for_key(uint64_t key);
 
+// The colour of a rank of a distributed job: neighbouring ranks get well separated hues.
+ImU32 for_rank(int rank);
+
 // `color` made darker (factor < 1) or lighter (> 1), alpha kept.
 ImU32 shade(ImU32 color, float factor);
 

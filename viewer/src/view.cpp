@@ -28,10 +28,10 @@ namespace memtrail::viewer {
 
 namespace {
 
-constexpr const char* kind_names[view_kind_count] = {"timeline",   "segments", "flame", "events",
-                                                     "allocation", "stats",    "oom",   "compare"};
-constexpr const char* kind_titles[view_kind_count] = {"Timeline",   "Segments", "Flame", "Events",
-                                                      "Allocation", "Stats",    "OOM",   "Compare"};
+constexpr const char* kind_names[view_kind_count] = {
+    "timeline", "segments", "flame", "events", "allocation", "stats", "oom", "compare", "ranks"};
+constexpr const char* kind_titles[view_kind_count] = {
+    "Timeline", "Segments", "Flame", "Events", "Allocation", "Stats", "OOM", "Compare", "Ranks"};
 
 }  // namespace
 
@@ -104,6 +104,10 @@ void view::set_comparison(std::shared_ptr<const document> other) {
 
 void view::set_candidates(std::vector<std::shared_ptr<const document>> documents) {
     candidates_ = std::move(documents);
+}
+
+std::shared_ptr<const document> view::take_requested_document() {
+    return std::exchange(requested_document_, nullptr);
 }
 
 void view::set_moment(size_t position) {
@@ -283,6 +287,9 @@ void view::draw() {
                     break;
                 case view_kind::compare:
                     draw_compare();
+                    break;
+                case view_kind::ranks:
+                    draw_ranks();
                     break;
             }
             ImGui::EndChild();

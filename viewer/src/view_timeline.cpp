@@ -36,23 +36,6 @@ constexpr float lane_height = 15.0f;
 constexpr int max_lanes = 4;
 constexpr float axis_height = 18.0f;
 
-// A step of 1, 2 or 5 times a power of `base` units near `raw`.
-double nice_step(double raw, double base) {
-    if (raw <= 0) {
-        return 1;
-    }
-    double unit = 1;
-    while (unit * base <= raw) {
-        unit *= base;
-    }
-    for (const double m : {1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0}) {
-        if (unit * m >= raw) {
-            return unit * m;
-        }
-    }
-    return unit * base;
-}
-
 }  // namespace
 
 //-------------------------------------------------------------------------------------------------

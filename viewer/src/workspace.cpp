@@ -38,6 +38,16 @@ void workspace::select(const view& v) {
     select_ = &v;
 }
 
+void workspace::activate(const std::shared_ptr<const document>& doc) {
+    // The chosen rank opens on the Ranks tab too, so the table stays in sight.
+    for (const tab& t : tabs_) {
+        if (t.content->shared_doc() == doc) {
+            t.content->show(view_kind::ranks);
+            select_ = t.content.get();
+        }
+    }
+}
+
 void workspace::collect_finished_loads() {
     // Tabs appear in the order the files were opened, whichever load finishes first.
     while (!loads_.empty() && loads_.front()->done()) {
@@ -81,7 +91,8 @@ void workspace::draw_menu() {
             "click selects a moment and an allocation.\n"
             "Left/Right: step one event (Shift: 100). Home/End: first/last event.\n"
             "Up/Down in Events: previous/next listed event.\n"
-            "Ctrl+F: search stacks. Escape: clear the allocation, range and search.");
+            "Ctrl+F: search stacks. Escape: clear the allocation, range and search.\n"
+            "Ranks: the open snapshots side by side; click a rank to show it in the other tabs.");
         ImGui::EndMenu();
     }
     ImGui::SetNextItemWidth(std::min(480.0f, ImGui::GetContentRegionAvail().x));
@@ -156,13 +167,20 @@ void workspace::draw() {
                 if (select_ == &v) {
                     select_ = nullptr;
                 }
+                active_ = &v;
                 v.set_candidates(documents);
                 v.draw();
                 ImGui::EndTabItem();
+                if (const auto wanted = v.take_requested_document()) {
+                    activate(wanted);
+                }
             }
             if (!keep) {
                 if (select_ == &v) {
                     select_ = nullptr;
+                }
+                if (active_ == &v) {
+                    active_ = nullptr;
                 }
                 it = tabs_.erase(it);
             } else {

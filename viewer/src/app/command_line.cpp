@@ -26,10 +26,11 @@ int parse_int(std::string_view text, const char* what) {
 const char* usage() {
     return "usage: memtrail-viewer [FILE...]\n"
            "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end]\n"
-           "                       [--size WxH] [--device N] FILE [FILE2]\n"
-           "FILE: a memtrail snapshot (plain or zstd) or a PyTorch snapshot pickle.\n"
-           "NAME: timeline, segments, flame, events, allocation, stats, oom, compare\n"
-           "      (compare shows FILE against FILE2).\n";
+           "                       [--size WxH] [--device N] FILE [FILE2...]\n"
+           "FILE: a memtrail snapshot (plain or zstd) or a PyTorch snapshot pickle; several\n"
+           "      files are the ranks of one job (one file per rank).\n"
+           "NAME: timeline, segments, flame, events, allocation, stats, oom, compare, ranks\n"
+           "      (compare shows FILE against FILE2; ranks shows every FILE side by side).\n";
 }
 
 options parse_command_line(int argc, char** argv) {

@@ -2,7 +2,7 @@
 // memtrail-viewer's command line:
 //   memtrail-viewer [FILE...]
 //   memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end] [--size WxH]
-//                   [--device N] FILE [FILE2]
+//                   [--device N] FILE [FILE2...]
 
 #include <string>
 #include <vector>

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "memtrail/analysis/device_model.hpp"
+#include "memtrail/analysis/rank_overview.hpp"
 #include "memtrail/snapshot/model.hpp"
 
 namespace memtrail::viewer {
@@ -34,6 +35,8 @@ struct device_document {
     std::vector<uint64_t> streams;  // streams seen in the trace, ascending
     // Lifetime indices sorted by (address, begin): finds the allocation at an address and moment.
     std::vector<uint32_t> lifetimes_by_address;
+    // Peaks and when, the end, and the trace's counts, for the Ranks view.
+    analysis::rank_overview overview;
 
     // The allocation holding `address` at `position` (allocated or pending free), if any.
     std::optional<size_t> allocation_at(uint64_t address, size_t position) const;
@@ -46,6 +49,8 @@ struct document {
     std::string name;  // the file name, for tab titles
     std::shared_ptr<const snapshot::snapshot> source;
     std::vector<device_document> devices;  // ascending by device
+    // What the document reports as one rank: the first device with a trace, else the first.
+    const device_document& main_device() const;
     // frame_labels[f] is analysis::frame_label of frame f, lowercased for search.
     std::vector<std::string> frame_search_text;
 };

@@ -29,8 +29,8 @@
 
 namespace memtrail::viewer {
 
-enum class view_kind { timeline, segments, flame, events, allocation, stats, oom, compare };
-inline constexpr int view_kind_count = 8;
+enum class view_kind { timeline, segments, flame, events, allocation, stats, oom, compare, ranks };
+inline constexpr int view_kind_count = 9;
 
 std::string_view view_kind_name(view_kind kind);  // "timeline", "segments", ...
 bool parse_view_kind(std::string_view name, view_kind& out);
@@ -57,8 +57,11 @@ class view {
     bool select_moment(std::string_view at);
     // The snapshot the compare view sets against this one (another open view's document).
     void set_comparison(std::shared_ptr<const document> other);
-    // The other open documents, offered as the compare view's baseline.
+    // The open documents (this one among them): the compare view's baselines, the Ranks view's
+    // ranks.
     void set_candidates(std::vector<std::shared_ptr<const document>> documents);
+    // The document a click in the Ranks view asked to make the active one, once; else nullptr.
+    std::shared_ptr<const document> take_requested_document();
 
     // --- the linked selection -----------------------------------------------------------------
     size_t moment() const { return moment_; }
@@ -98,6 +101,7 @@ class view {
     void draw_stats();                 // view_stats.cpp
     void draw_oom();                   // view_oom.cpp
     void draw_compare();               // view_compare.cpp
+    void draw_ranks();                 // view_ranks.cpp
     // The allocation's life drawn over the trace (view_allocation.cpp).
     void lifetime_strip(const analysis::allocation_lifetime& life, size_t freed_at,
                         size_t released_at);
@@ -105,6 +109,7 @@ class view {
     std::shared_ptr<const document> doc_;
     std::shared_ptr<const document> compare_doc_;
     std::vector<std::shared_ptr<const document>> candidates_;
+    std::shared_ptr<const document> requested_document_;
     size_t device_index_ = 0;
     view_kind kind_ = view_kind::timeline;
     bool kind_changed_ = true;  // select the tab on the next frame
@@ -277,6 +282,27 @@ class view {
         };
         std::future<result> pending;
     } compare_;
+
+    // [SECTION] ranks state (view_ranks.cpp)
+    struct ranks_state {
+        bool by_time = false;  // x axis: time since each rank's first entry, else event index
+        bool show_reserved = true;
+        // Each rank's curves at the plot's resolution, for the key below.
+        struct key {
+            std::vector<const device_document*> devices;  // in row order
+            int width = 0;
+            bool by_time = false;
+            bool operator==(const key&) const = default;
+        };
+        std::optional<key> cached;
+        struct curves {
+            std::vector<analysis::curve_bucket> allocated, reserved;
+            float width = 0;  // pixels the rank's trace spans
+        };
+        std::vector<curves> per_row;
+        uint64_t y_max = 1;
+    } ranks_;
+    void ranks_rebuild(const std::vector<const device_document*>& devices, int width);
 };
 
 }  // namespace memtrail::viewer

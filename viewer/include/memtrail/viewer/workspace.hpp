@@ -1,6 +1,7 @@
 #pragma once
 // Everything in the window: a menu bar with an open dialog and a path box, the loads in flight
-// with their progress, and one tab per open snapshot, each holding a view.
+// with their progress, and one tab per open snapshot, each holding a view. Several snapshots
+// open together are the ranks of one job to the Ranks view, which can pick the selected tab.
 
 #include <memory>
 #include <string>
@@ -36,6 +37,8 @@ class workspace {
     std::vector<view*> views();
     // Makes `v`'s tab the selected one on the next frame.
     void select(const view& v);
+    // The view of the tab drawn last frame (the selected one); nullptr before any.
+    const view* active() const { return active_; }
 
   private:
     struct tab {
@@ -44,12 +47,15 @@ class workspace {
     };
     void draw_menu();
     void collect_finished_loads();
+    // Makes the tab of `doc` the selected one (a rank picked in a Ranks view).
+    void activate(const std::shared_ptr<const document>& doc);
 
     std::vector<tab> tabs_;
     std::vector<std::unique_ptr<load_job>> loads_;
     std::vector<std::string> errors_;
     std::unique_ptr<file_dialog> dialog_;
     const view* select_ = nullptr;
+    const view* active_ = nullptr;
     int next_id_ = 1;
     char path_box_[1024] = {};
     bool quit_requested_ = false;

@@ -1,0 +1,89 @@
+#include "memtrail/analysis/rank_overview.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <set>
+
+namespace memtrail::analysis {
+
+curve_peak peak_of(const device_model& model, series s) {
+    const size_t position = model.peak_position(s);
+    return {model.values(s)[position], position, model.time_at(position)};
+}
+
+rank_overview overview_of(const device_model& model) {
+    rank_overview overview;
+    overview.device = model.device();
+    overview.devices = devices_of(model.source());
+    overview.entries = model.event_count();
+    overview.first_time_ns = model.time_at(0);
+    overview.peak_allocated = peak_of(model, series::allocated);
+    overview.peak_reserved = peak_of(model, series::reserved);
+    overview.end_allocated = model.values(series::allocated).back();
+    overview.end_reserved = model.values(series::reserved).back();
+    const device_stats stats = model.state_after(model.event_count()).stats;
+    overview.allocations = stats.allocation[static_cast<size_t>(stat_type::aggregate)].allocated;
+    overview.device_allocations = stats.num_device_alloc;
+    overview.ooms = stats.num_ooms;
+    return overview;
+}
+
+void add_to(rank_totals& totals, const rank_overview& rank) {
+    totals.peak_allocated += rank.peak_allocated.bytes;
+    totals.peak_reserved += rank.peak_reserved.bytes;
+    totals.end_allocated += rank.end_allocated;
+    totals.end_reserved += rank.end_reserved;
+    totals.allocations += rank.allocations;
+    totals.device_allocations += rank.device_allocations;
+    totals.ooms += rank.ooms;
+}
+
+std::optional<int> rank_in_path(std::string_view path) {
+    auto lower = [](char c) {
+        return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    };
+    auto is_letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+    auto is_digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+    std::optional<int> found;
+    for (size_t i = 0; i + 4 < path.size(); ++i) {
+        const bool word = lower(path[i]) == 'r' && lower(path[i + 1]) == 'a' &&
+                          lower(path[i + 2]) == 'n' && lower(path[i + 3]) == 'k' &&
+                          (i == 0 || !is_letter(path[i - 1]));
+        if (!word) {
+            continue;
+        }
+        size_t digits = i + 4;
+        if (digits < path.size() &&
+            (path[digits] == '_' || path[digits] == '-' || path[digits] == '.')) {
+            ++digits;
+        }
+        int rank = 0;
+        if (digits < path.size() && is_digit(path[digits]) &&
+            std::from_chars(path.data() + digits, path.data() + path.size(), rank).ec ==
+                std::errc()) {
+            found = rank;
+        }
+    }
+    return found;
+}
+
+std::vector<int> ranks_of_paths(const std::vector<std::string>& paths) {
+    std::vector<int> ranks;
+    std::set<int> seen;
+    for (const std::string& path : paths) {
+        const std::optional<int> rank = rank_in_path(path);
+        if (!rank || !seen.insert(*rank).second) {
+            ranks.clear();
+            break;
+        }
+        ranks.push_back(*rank);
+    }
+    if (ranks.empty()) {
+        for (size_t i = 0; i < paths.size(); ++i) {
+            ranks.push_back(static_cast<int>(i));
+        }
+    }
+    return ranks;
+}
+
+}  // namespace memtrail::analysis
