@@ -49,6 +49,23 @@ class backend {
     virtual void empty_cache() {}
 };
 
+// The allocator alone, as bench/core measures it.
+class memtrail_allocator_backend final : public backend {
+  public:
+    void* allocate(size_t size) override {
+        return reinterpret_cast<void*>(allocator_.allocate(size, 0));
+    }
+    void release(void* pointer) override {
+        allocator_.free(reinterpret_cast<device_address>(pointer));
+    }
+    void empty_cache() override { allocator_.empty_cache(); }
+
+  private:
+    cuda_device gpu_{0};
+    device_allocator allocator_{gpu_};
+};
+
+// The allocator behind the recorder, as librecorder serves programs and PyTorch.
 class memtrail_backend final : public backend {
   public:
     void* allocate(size_t size) override { return to_pointer(history_.allocate(size, 0)); }
@@ -180,7 +197,11 @@ torch_backend& torch_allocator() {
 backend& backend_named(const std::string& name) {
     static cuda_malloc_async_backend async;
     static cuda_malloc_backend plain;
+    static memtrail_allocator_backend allocator_alone;
     if (name == "memtrail") {
+        return allocator_alone;
+    }
+    if (name == "memtrail_recorder") {
         return memtrail_allocator();
     }
     if (name == "torch") {
@@ -310,7 +331,8 @@ void switch_off(recording r) {
     benchmark::ClobberMemory();
 }
 
-std::vector<std::string> backend_names = {"memtrail", "cudaMallocAsync", "cudaMalloc"};
+std::vector<std::string> backend_names = {"memtrail", "memtrail_recorder", "cudaMallocAsync",
+                                          "cudaMalloc"};
 
 void empty_all_caches(const benchmark::State&) {
     for (const auto& name : backend_names) {
@@ -320,7 +342,7 @@ void empty_all_caches(const benchmark::State&) {
 
 void register_all() {
     if (load_torch() != nullptr) {
-        backend_names.insert(backend_names.begin() + 1, "torch");
+        backend_names.insert(backend_names.begin() + 2, "torch");
     }
     for (const auto& name : backend_names) {
         backend& allocator = backend_named(name);
