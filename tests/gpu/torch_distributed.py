@@ -21,9 +21,10 @@ def rank_main(rank, world, library, outdir):
     import torch.distributed as dist
     import torch.nn as nn
 
-    torch.cuda.set_device(rank)
+    # The allocator is swapped before anything starts CUDA (set_device does).
     allocator = torch.cuda.memory.CUDAPluggableAllocator(library, "memtrail_malloc", "memtrail_free")
     torch.cuda.memory.change_current_allocator(allocator)
+    torch.cuda.set_device(rank)
     memtrail = ctypes.CDLL(library)
     memtrail.memtrail_record_memory_history.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                                         ctypes.c_size_t]
