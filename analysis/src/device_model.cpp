@@ -456,7 +456,12 @@ void device_model::for_each_change(size_t first_entry, size_t last_entry,
 std::vector<int> devices_of(const snapshot::snapshot& source) {
     std::set<int> devices;
     for (const auto& trace : source.traces) {
-        if (!trace.entries.empty()) {
+        // A device nobody allocated on still gets the snapshot's own mark in its trace (a rank
+        // of a distributed job sees every GPU of its host): that alone does not make it used.
+        const bool used =
+            std::any_of(trace.entries.begin(), trace.entries.end(),
+                        [](const auto& e) { return e.kind != snapshot::action::snapshot; });
+        if (used) {
             devices.insert(trace.device);
         }
     }

@@ -15,7 +15,7 @@ option_spec at_option() {
 }
 
 option_spec device_option() {
-    return {"--device", "", "N", "the device to report (default: the first with a trace)", false};
+    return {"--device", "", "N", "the device to report (default: the first one used)", false};
 }
 
 opened_file open_file(const std::string& path, const parsed_arguments& args) {
@@ -33,17 +33,8 @@ opened_file open_file(const std::string& path, const parsed_arguments& args) {
             throw analysis::load_error(path + ": has no trace or segments for device " +
                                        std::to_string(device) + " (it has: " + known + ")");
         }
-    } else {
-        bool found = false;
-        for (const auto& trace : loaded.snapshot->traces) {
-            if (!trace.entries.empty() && !found) {
-                device = trace.device;
-                found = true;
-            }
-        }
-        if (!found && !devices.empty()) {
-            device = devices.front();
-        }
+    } else if (!devices.empty()) {
+        device = devices.front();
     }
     return opened_file{path, loaded.kind, analysis::device_model::build(loaded.snapshot, device)};
 }

@@ -9,7 +9,9 @@ transformer (rank r takes a batch of 4 + 4r sequences, so the ranks' peaks diffe
 OUTDIR/rank<r>.memtrail. Then `memtrail ranks` opens all the snapshots together and its per-rank
 peaks are checked against what each rank's allocator reported at the end of its run
 (memtrail_memory_stats). Writes OUTDIR/ranks.txt, OUTDIR/ranks.json and OUTDIR/distributed.json.
-NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
+NVLink multicast stays off (NCCL_NVLS_ENABLE=0). For comparison runs, DIST_ALLOCATOR=torch keeps
+PyTorch's own allocator, and DIST_STACKS (all, native, python, or off for no recording) chooses
+what memtrail records. Each rank's output goes to OUTDIR/rank<r>.log.
 """
 import ctypes, json, os, subprocess, sys
 
@@ -21,17 +23,22 @@ def rank_main(rank, world, library, outdir):
     import torch.distributed as dist
     import torch.nn as nn
 
-    # The allocator is swapped before anything starts CUDA (set_device does).
-    allocator = torch.cuda.memory.CUDAPluggableAllocator(library, "memtrail_malloc", "memtrail_free")
-    torch.cuda.memory.change_current_allocator(allocator)
+    use_memtrail = os.environ.get("DIST_ALLOCATOR", "memtrail") == "memtrail"
+    stacks = os.environ.get("DIST_STACKS", "all")
+    memtrail = None
+    if use_memtrail:
+        # The allocator is swapped before anything starts CUDA (set_device does).
+        allocator = torch.cuda.memory.CUDAPluggableAllocator(library, "memtrail_malloc", "memtrail_free")
+        torch.cuda.memory.change_current_allocator(allocator)
+        memtrail = ctypes.CDLL(library)
+        memtrail.memtrail_record_memory_history.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                                            ctypes.c_char_p, ctypes.c_size_t]
+        memtrail.memtrail_dump_snapshot.argtypes = [ctypes.c_char_p]
+        memtrail.memtrail_last_error.restype = ctypes.c_char_p
+        if stacks != "off" and memtrail.memtrail_record_memory_history(
+                b"all", b"all", stacks.encode(), 10_000_000) != 0:
+            raise RuntimeError(memtrail.memtrail_last_error().decode())
     torch.cuda.set_device(rank)
-    memtrail = ctypes.CDLL(library)
-    memtrail.memtrail_record_memory_history.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                                                        ctypes.c_size_t]
-    memtrail.memtrail_dump_snapshot.argtypes = [ctypes.c_char_p]
-    memtrail.memtrail_last_error.restype = ctypes.c_char_p
-    if memtrail.memtrail_record_memory_history(b"all", b"all", b"all", 10_000_000) != 0:
-        raise RuntimeError(memtrail.memtrail_last_error().decode())
 
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
     torch.manual_seed(0)
@@ -55,9 +62,10 @@ def rank_main(rank, world, library, outdir):
     sums = [torch.zeros_like(checksum) for _ in range(world)]
     dist.all_gather(sums, checksum)
     torch.cuda.synchronize()
-    path = os.path.join(outdir, f"rank{rank}.memtrail")
-    if memtrail.memtrail_dump_snapshot(path.encode()) != 0:
-        raise RuntimeError(memtrail.memtrail_last_error().decode())
+    if memtrail is not None and stacks != "off":
+        path = os.path.join(outdir, f"rank{rank}.memtrail")
+        if memtrail.memtrail_dump_snapshot(path.encode()) != 0:
+            raise RuntimeError(memtrail.memtrail_last_error().decode())
     dist.barrier()
     dist.destroy_process_group()
     print(json.dumps({"rank": rank, "device": torch.cuda.current_device(), "batch": batch, "losses": losses,
@@ -73,15 +81,29 @@ def main():
         sys.exit(f"needs at least 2 GPUs for {world} ranks; {torch.cuda.device_count()} visible")
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29517", NCCL_NVLS_ENABLE="0",
                TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
-    ranks = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), str(world), library, outdir],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    logs = [open(os.path.join(outdir, f"rank{r}.log"), "w") for r in range(world)]
+    ranks = [subprocess.Popen([sys.executable, "-X", "faulthandler", __file__, "--rank", str(r), str(world),
+                               library, outdir], env=env, stdout=logs[r], stderr=subprocess.STDOUT, text=True)
              for r in range(world)]
-    reports = []
+    failed = []
     for r, process in enumerate(ranks):
-        out, err = process.communicate(timeout=300)
+        process.wait(timeout=300)
+        logs[r].close()
         if process.returncode != 0:
-            sys.exit(f"rank {r} failed:\n{err[-3000:]}")
-        reports.append(json.loads(out.strip().splitlines()[-1]))
+            failed.append(r)
+    reports = []
+    for r in range(world):
+        with open(os.path.join(outdir, f"rank{r}.log")) as f:
+            text = f.read()
+        if r in failed:
+            print(f"rank {r} failed (exit {ranks[r].returncode}):\n{text[-4000:]}")
+        else:
+            reports.append(json.loads(text.strip().splitlines()[-1]))
+    if failed:
+        sys.exit(1)
+    if os.environ.get("DIST_ALLOCATOR", "memtrail") != "memtrail" or os.environ.get("DIST_STACKS") == "off":
+        print("distributed run without snapshots: ok")
+        sys.exit(0)
 
     files = [os.path.join(outdir, f"rank{r}.memtrail") for r in range(world)]
     text = subprocess.run([cli, "ranks", *files], capture_output=True, text=True)

@@ -114,7 +114,8 @@ class device_model {
     std::shared_ptr<const impl> impl_;
 };
 
-// The devices a snapshot has a trace or segments for, ascending.
+// The devices a snapshot has segments or trace entries for (other than the snapshot's own
+// marks), ascending.
 std::vector<int> devices_of(const snapshot::snapshot& source);
 
 }  // namespace memtrail::analysis
