@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <type_traits>
 #include <vector>
 
 namespace memtrail::recorder {
@@ -39,15 +40,26 @@ constexpr size_t initial_slots = 64;
 
 std::atomic<uint64_t> next_table_serial{1};
 
-// A stack this thread interned, in a small direct-mapped cache per thread.
+// A stack this thread interned, in a small direct-mapped cache per thread. Plain data, with no
+// destructor: threads keep allocating and freeing after their thread_local objects are
+// destroyed (a tensor freed by another library's thread-exit or exit-time cleanup), and a
+// destroyed cache would then be written through freed memory.
+constexpr size_t recent_stack_words = 192;  // 64 native frames, the marker, 63 Python frames
 struct recent_stack {
-    uint64_t table = 0;  // stack_table::serial_; 0 = empty
-    stack_id id = no_stack;
-    std::vector<uintptr_t> frames;
+    uint64_t table;  // stack_table::serial_; 0 = empty
+    stack_id id;
+    uint32_t length;
+    std::array<uintptr_t, recent_stack_words> frames;
+
+    bool holds(uint64_t serial, std::span<const uintptr_t> wanted) const {
+        return table == serial && length == wanted.size() &&
+               std::equal(wanted.begin(), wanted.end(), frames.begin());
+    }
 };
+static_assert(std::is_trivially_destructible_v<recent_stack>);
 
 constexpr size_t recent_stack_bits = 4;
-thread_local std::array<recent_stack, size_t{1} << recent_stack_bits> recent_stacks;
+thread_local std::array<recent_stack, size_t{1} << recent_stack_bits> recent_stacks{};
 
 // Where a stack is remembered. Cheaper than hash_frames, and good enough to spread the few
 // stacks a thread repeats: it mixes the depth, the innermost frame (the call site) and the
@@ -93,15 +105,15 @@ stack_id stack_table::intern(std::span<const uintptr_t> frames, bool* added) {
         return no_stack;
     }
     recent_stack& recent = recent_slot(frames);
-    if (recent.table == serial_ &&
-        std::equal(frames.begin(), frames.end(), recent.frames.begin(), recent.frames.end())) {
+    if (recent.holds(serial_, frames)) {
         return recent.id;
     }
     const stack_id id = intern_in_shards(frames, *added);
-    if (id != no_stack) {
+    if (id != no_stack && frames.size() <= recent_stack_words) {
         recent.table = serial_;
         recent.id = id;
-        recent.frames.assign(frames.begin(), frames.end());
+        recent.length = static_cast<uint32_t>(frames.size());
+        std::copy(frames.begin(), frames.end(), recent.frames.begin());
     }
     return id;
 }

@@ -2,6 +2,7 @@
 // into C, Python or R. Errors become return codes and the thread's last error.
 
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <string>
 
@@ -12,14 +13,13 @@ using memtrail::recorder::librecorder::runtime;
 
 namespace {
 
-thread_local std::string last_error;
+// A fixed buffer, not a std::string: a free that fails during a thread's teardown, after its
+// thread_local objects are destroyed, still reports safely.
+constexpr size_t last_error_capacity = 1024;
+thread_local char last_error[last_error_capacity] = {};
 
 void set_error(const char* message) noexcept {
-    try {
-        last_error = message;
-    } catch (...) {
-        last_error.clear();  // out of host memory: an empty message beats none
-    }
+    std::snprintf(last_error, last_error_capacity, "%s", message);
 }
 
 // Called in a catch block: records what was thrown as the thread's error.
@@ -37,7 +37,7 @@ int report_current_exception() noexcept {
 // Runs `body` with the thread's error cleared; 0 on success, -1 with the error set on failure.
 template <typename Body>
 int guarded(Body&& body) noexcept {
-    last_error.clear();
+    last_error[0] = '\0';
     try {
         body(runtime::get());
         return 0;
@@ -67,7 +67,7 @@ std::string_view text_or(const char* text, std::string_view fallback) {
 extern "C" {
 
 [[gnu::noinline]] void* memtrail_malloc(ssize_t size, int device, void* stream) {
-    last_error.clear();
+    last_error[0] = '\0';
     try {
         if (size < 0) {
             throw std::invalid_argument("memtrail_malloc: negative size " + std::to_string(size));
@@ -85,7 +85,7 @@ extern "C" {
 }
 
 [[gnu::noinline]] void memtrail_free(void* ptr, ssize_t, int device, void*) {
-    last_error.clear();
+    last_error[0] = '\0';
     if (ptr == nullptr) {
         return;
     }
@@ -161,7 +161,7 @@ int memtrail_set_thread_metadata(const char* metadata) {
 }
 
 [[gnu::noinline]] int memtrail_empty_cache(int device) {
-    last_error.clear();
+    last_error[0] = '\0';
     try {
         runtime::get().history().empty_cache(device < 0 ? memtrail::recorder::all_devices : device,
                                              c_api_frames);
@@ -204,7 +204,7 @@ int memtrail_device_count(void) {
 }
 
 const char* memtrail_last_error(void) {
-    return last_error.c_str();
+    return last_error;
 }
 
 }  // extern "C"
