@@ -42,9 +42,9 @@ MEMTRAIL_API void memtrail_free(void* ptr, ssize_t size, int device, void* strea
 
 /* As torch.cuda.memory._record_memory_history, for every device.
  * enabled: "off" (or NULL), "state" or "all". context: "none" (or NULL), "state", "alloc" or
- * "all". stacks: "native" (or NULL), "python" or "all" (both); Python frames come from a
- * thread that holds the GIL, when memtrail runs in Python. max_entries: trace entries kept per
- * device, 0 for the default (MEMTRAIL_MAX_ENTRIES, else 1000000). */
+ * "all". stacks: "native" (or NULL), "python" or "all" (both); Python frames come from threads
+ * running Python code, when memtrail runs in Python (docs/recorder.md). max_entries: trace
+ * entries kept per device, 0 for the default (MEMTRAIL_MAX_ENTRIES, else 1000000). */
 MEMTRAIL_API int memtrail_record_memory_history(const char* enabled, const char* context,
                                                 const char* stacks, size_t max_entries);
 /* Forgets the trace recorded so far, on every device. */

@@ -16,7 +16,7 @@ namespace {
 constexpr std::array<environment_option, 9> options = {{
     {"MEMTRAIL_DEVICE",       "cuda",      "the device: cuda, or sim[:capacity] for a simulated one (sim:80GiB)"},
     {"MEMTRAIL_RECORD",       "off",       "record history from the start: off, state or all (context all)"},
-    {"MEMTRAIL_STACKS",       "native",    "stacks recorded with MEMTRAIL_RECORD: native, python (frames of threads holding the GIL) or all"},
+    {"MEMTRAIL_STACKS",       "native",    "stacks recorded with MEMTRAIL_RECORD: native, python (frames of threads running Python code) or all"},
     {"MEMTRAIL_MAX_ENTRIES",  "1000000",   "trace entries kept per device; older ones are dropped and counted"},
     {"MEMTRAIL_UNWINDER",     "libunwind", "native stack unwinder: libunwind, or frame_pointer for -fno-omit-frame-pointer builds"},
     {"MEMTRAIL_ALLOC_CONF",   "",          "allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax"},
