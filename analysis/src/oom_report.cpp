@@ -118,6 +118,7 @@ oom_report analyze_oom(const device_model& model, size_t entry, size_t max_block
 
     std::map<std::pair<bool, uint64_t>, free_space> pools;
     uint64_t releasable_after_sync = 0;  // segments holding only pending and free blocks
+    std::map<snapshot::stack_id, oom_holder> holders;
     for (const auto& seg : state.segments) {
         free_space& pool = pools[{seg.is_large, seg.stream}];
         pool.is_large = seg.is_large;
@@ -133,6 +134,14 @@ oom_report analyze_oom(const device_model& model, size_t entry, size_t max_block
         }
         if (all_pending_or_free(seg)) {
             releasable_after_sync += seg.total_size;
+        }
+        for (const auto& blk : seg.blocks) {
+            if (blk.state == block_state::active_allocated) {
+                oom_holder& holder = holders[blk.stack];
+                holder.stack = blk.stack;
+                holder.bytes += blk.size;
+                ++holder.blocks;
+            }
         }
         oom_blocker blocker;
         if (seg.is_large == report.is_large && seg.stream == report.stream && has_free_block(seg) &&
@@ -151,6 +160,14 @@ oom_report analyze_oom(const device_model& model, size_t entry, size_t max_block
         [](const oom_blocker& a, const oom_blocker& b) { return a.live_bytes < b.live_bytes; });
     if (report.blockers.size() > max_blockers) {
         report.blockers.resize(max_blockers);
+    }
+    for (const auto& [stack, holder] : holders) {
+        report.holders.push_back(holder);
+    }
+    std::stable_sort(report.holders.begin(), report.holders.end(),
+                     [](const oom_holder& a, const oom_holder& b) { return a.bytes > b.bytes; });
+    if (report.holders.size() > max_blockers) {
+        report.holders.resize(max_blockers);
     }
 
     const bool pending_blocker =

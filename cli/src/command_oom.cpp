@@ -68,6 +68,16 @@ void print_report(const analysis::oom_report& r, const snapshot::snapshot& sourc
             }
         }
     }
+    if (!r.holders.empty()) {
+        std::cout << "\n  live memory by where it was allocated (the largest holders):\n";
+        for (const auto& h : r.holders) {
+            std::cout << "    " << format_bytes(h.bytes) << " in " << h.blocks
+                      << " blocks, allocated at:\n";
+            for (const auto& line : stack_lines(source, h.stack, depth)) {
+                std::cout << "        " << line << "\n";
+            }
+        }
+    }
     std::cout << "\n  verdict: " << analysis::verdict_name(r.verdict) << "\n  "
               << wrap_text(r.explanation, 88, "  ");
 }
@@ -95,6 +105,15 @@ void write_report(json_writer& json, const analysis::oom_report& r,
             .field("free_blocks", static_cast<uint64_t>(p.free_blocks))
             .field("pending_free", p.pending_free)
             .end_object();
+    }
+    json.end_array().key("holders").begin_array();
+    for (const auto& h : r.holders) {
+        json.begin_object()
+            .field("bytes", h.bytes)
+            .field("blocks", static_cast<uint64_t>(h.blocks));
+        json.key("stack");
+        write_stack(json, source, h.stack);
+        json.end_object();
     }
     json.end_array().key("blockers").begin_array();
     for (const auto& b : r.blockers) {
@@ -137,7 +156,7 @@ command_spec oom_spec() {
             1,
             {device_option(),
              {"--entry", "", "N", "only the oom entry with this trace index", false},
-             {"--blockers", "", "N", "blockers to list (default 5)", false},
+             {"--blockers", "", "N", "blockers and largest holders to list (default 5)", false},
              {"--depth", "", "D", "frames to print per stack (default 8)", false}}};
 }
 

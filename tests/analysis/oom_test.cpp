@@ -73,6 +73,11 @@ TEST(oom, free_memory_in_pieces_is_fragmentation_with_the_middle_block_blocking)
     EXPECT_FALSE(report.blockers[0].only_pending_frees());
     EXPECT_EQ(report.verdict, oom_verdict::fragmentation);
     EXPECT_FALSE(report.explanation.empty());
+    // The one live block holds the memory, under its own stack.
+    ASSERT_EQ(report.holders.size(), 1u);
+    EXPECT_EQ(report.holders[0].bytes, 10 * mib);
+    EXPECT_EQ(report.holders[0].blocks, 1u);
+    EXPECT_NE(report.holders[0].stack, snapshot::no_id);
 }
 
 TEST(oom, blocks_waiting_for_other_streams_are_named) {
@@ -85,10 +90,15 @@ TEST(oom, blocks_waiting_for_other_streams_are_named) {
     EXPECT_EQ(report.verdict, oom_verdict::pending_cross_stream_frees);
 }
 
-TEST(oom, memory_really_in_use_is_capacity) {
+TEST(oom, memory_really_in_use_is_capacity_and_its_holders_are_named) {
     auto snap = std::make_shared<snapshot::snapshot>();
+    const auto stacks = testing::make_stacks(*snap, 2);
     testing::reference_allocator allocator(*snap);
     allocator.allocate(30 * mib, 7, snapshot::no_id);
+    for (int i = 0; i < 3; ++i) {
+        allocator.allocate(12 * mib, 7, stacks[0]);
+    }
+    allocator.allocate(20 * mib, 7, stacks[1]);
     snapshot::trace_entry oom;
     oom.kind = snapshot::action::oom;
     oom.address = 2 * mib;
@@ -100,6 +110,16 @@ TEST(oom, memory_really_in_use_is_capacity) {
     const oom_report report = analyze_oom(model, oom_entries(model)[0]);
     EXPECT_EQ(report.verdict, oom_verdict::capacity);
     EXPECT_TRUE(report.blockers.empty());
+    // Largest first: 36 MiB in three blocks, 30 MiB without a stack, 20 MiB in one block.
+    ASSERT_EQ(report.holders.size(), 3u);
+    EXPECT_EQ(report.holders[0].bytes, 36 * mib);
+    EXPECT_EQ(report.holders[0].blocks, 3u);
+    EXPECT_EQ(report.holders[0].stack, stacks[0]);
+    EXPECT_EQ(report.holders[1].bytes, 30 * mib);
+    EXPECT_EQ(report.holders[1].stack, snapshot::no_id);
+    EXPECT_EQ(report.holders[2].bytes, 20 * mib);
+    EXPECT_EQ(report.holders[2].stack, stacks[1]);
+    EXPECT_EQ(analyze_oom(model, oom_entries(model)[0], 1).holders.size(), 1u);
     EXPECT_EQ(report.device_total, 0u);
     EXPECT_THROW(analyze_oom(model, 0), std::invalid_argument);
 }

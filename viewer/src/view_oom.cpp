@@ -235,6 +235,18 @@ void view::draw_oom() {
         ImGui::PopID();
     }
     ImGui::Spacing();
+    ImGui::Text("Largest holders: live memory by where it was allocated (%zu)", r.holders.size());
+    for (size_t i = 0; i < r.holders.size(); ++i) {
+        const analysis::oom_holder& h = r.holders[i];
+        ImGui::PushID(static_cast<int>(i + r.blockers.size()));
+        if (ImGui::TreeNodeEx("##holder", i == 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0,
+                              "%s in %zu blocks", format_bytes(h.bytes).c_str(), h.blocks)) {
+            stack_tooltip(h.stack, 16);
+            ImGui::TreePop();
+        }
+        ImGui::PopID();
+    }
+    ImGui::Spacing();
     ImGui::TextUnformatted("Stack of the failed request");
     ImGui::Separator();
     stack_tooltip(r.stack, 64);

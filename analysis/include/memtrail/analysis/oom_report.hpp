@@ -42,6 +42,14 @@ enum class oom_verdict {
 };
 std::string_view verdict_name(oom_verdict verdict);
 
+// Live memory at the OOM by the stack that allocated it: what to reduce when the memory is
+// really in use (verdict capacity), and who holds the segments otherwise.
+struct oom_holder {
+    snapshot::stack_id stack = snapshot::no_id;
+    uint64_t bytes = 0;  // allocated blocks, pending frees excluded
+    size_t blocks = 0;
+};
+
 struct oom_report {
     size_t entry = 0;  // index of the oom entry in the trace
     int device = 0;
@@ -56,6 +64,7 @@ struct oom_report {
     std::vector<free_space> free_by_pool;  // per pool and stream, largest free first
     double fragmentation = 0.0;            // 1 - largest free block / free bytes, over all segments
     std::vector<oom_blocker> blockers;     // cheapest first
+    std::vector<oom_holder> holders;       // the most bytes first, at most max_blockers
     oom_verdict verdict = oom_verdict::capacity;
     std::string explanation;  // one paragraph saying why the verdict
 };
@@ -63,7 +72,8 @@ struct oom_report {
 // Indices of the oom entries in the model's trace.
 std::vector<size_t> oom_entries(const device_model& model);
 
-// Analyzes the oom entry at `entry` (an index from oom_entries). `max_blockers` limits the list.
+// Analyzes the oom entry at `entry` (an index from oom_entries). `max_blockers` limits the
+// blockers and the holders.
 /// @throws std::invalid_argument when that entry is not an oom entry.
 oom_report analyze_oom(const device_model& model, size_t entry, size_t max_blockers = 10);
 
