@@ -186,7 +186,7 @@ class cuda_malloc_backend final : public backend {
     void release(void* pointer) override { check(cudaFree(pointer), "cudaFree"); }
 };
 
-memtrail_backend& memtrail_allocator() {
+memtrail_backend& memtrail_behind_recorder() {
     static memtrail_backend b;
     return b;
 }
@@ -202,7 +202,7 @@ backend& backend_named(const std::string& name) {
         return allocator_alone;
     }
     if (name == "memtrail_recorder") {
-        return memtrail_allocator();
+        return memtrail_behind_recorder();
     }
     if (name == "torch") {
         return torch_allocator();
@@ -309,7 +309,7 @@ void apply(recording r) {
             load_torch()->record_history(memtrail_torch_recording_trace_cpp_stacks);
             return;
     }
-    memtrail_allocator().record(options);
+    memtrail_behind_recorder().record(options);
 }
 
 void switch_off(recording r) {
@@ -366,7 +366,7 @@ void register_all() {
           recording::memtrail_frame_pointer_stacks, recording::memtrail_libunwind_stacks,
           recording::torch_off, recording::torch_trace, recording::torch_cpp_stacks}) {
         backend& allocator = is_torch(r) ? static_cast<backend&>(torch_allocator())
-                                         : static_cast<backend&>(memtrail_allocator());
+                                         : static_cast<backend&>(memtrail_behind_recorder());
         for (int depth : {0, 40}) {
             benchmark::RegisterBenchmark((std::string("recording_pair_512/") + name_of(r) +
                                           "/extra_frames:" + std::to_string(depth))
