@@ -51,7 +51,7 @@ struct document {
     std::vector<device_document> devices;  // ascending by device
     // What the document reports as one rank: the first device with a trace, else the first.
     const device_document& main_device() const;
-    // frame_labels[f] is analysis::frame_label of frame f, lowercased for search.
+    // frame_search_text[f] is analysis::frame_label of frame f, lowercased for search.
     std::vector<std::string> frame_search_text;
 };
 
