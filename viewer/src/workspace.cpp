@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <imgui.h>
+
 #include "file_dialog.hpp"
 
 namespace memtrail::viewer {
