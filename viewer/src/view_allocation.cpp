@@ -45,16 +45,17 @@ void view::panels::allocation_state::lifetime_strip(const view& v,
     auto x_of = [&](size_t position) {
         return origin.x + static_cast<float>(v.axis_of(position) / total) * width;
     };
-    const auto& curve = v.panels_->timeline.overview_allocated;
+    const timeline_state& timeline = v.panels_->timeline;
+    const auto& curve = timeline.overview_allocated;
     uint64_t top = 1;
     for (const analysis::curve_bucket& b : curve) {
         top = std::max(top, b.max);
     }
     const float column = curve.empty() ? 0 : width / static_cast<float>(curve.size());
     for (size_t i = 0; i < curve.size(); ++i) {
-        const float x0 = v.panels_->timeline.by_time ? origin.x + column * static_cast<float>(i)
-                                                     : x_of(curve[i].first);
-        const float x1 = v.panels_->timeline.by_time ? x0 + column : x_of(curve[i].last);
+        const float x0 =
+            timeline.by_time ? origin.x + column * static_cast<float>(i) : x_of(curve[i].first);
+        const float x1 = timeline.by_time ? x0 + column : x_of(curve[i].last);
         const float y = end.y - static_cast<float>(static_cast<double>(curve[i].max) /
                                                    static_cast<double>(top)) *
                                     (height - 4);
