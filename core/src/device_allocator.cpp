@@ -51,7 +51,7 @@ void device_allocator::free(device_address address, context_handle context) {
                 is_free_block |= block.address == address && !block.allocated;
             }
         }
-        throw usage_error(
+        throw unknown_pointer_error(
             is_free_block ? "memtrail: double free of " + hex(address) + " on device " +
                                 std::to_string(impl_->dev.index()) + ": the block is already free"
                           : "memtrail: free of " + hex(address) + " on device " +
@@ -64,9 +64,9 @@ void device_allocator::free(device_address address, context_handle context) {
 void device_allocator::record_stream(device_address address, stream_handle stream) {
     detail::block* b = impl_->allocated.find(address);
     if (!b) {
-        throw usage_error("memtrail: record_stream on " + hex(address) +
-                          ": not an allocated address of device " +
-                          std::to_string(impl_->dev.index()));
+        throw unknown_pointer_error("memtrail: record_stream on " + hex(address) +
+                                    ": not an allocated address of device " +
+                                    std::to_string(impl_->dev.index()));
     }
     impl_->record_stream(b, stream);
 }

@@ -75,6 +75,13 @@ class usage_error : public std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
+// The usage_error of a free or record_stream given an address the allocator does not hold: never
+// handed out, or freed already.
+class unknown_pointer_error : public usage_error {
+  public:
+    using usage_error::usage_error;
+};
+
 // How hard a free-memory callback should try (a host runtime's light or full garbage collection).
 enum class memory_pressure : uint8_t { light, full };
 // Called before the allocator asks the device for more memory; returns true if it freed something.
