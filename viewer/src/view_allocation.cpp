@@ -203,6 +203,10 @@ void view::draw_allocation() {
             char stream[32];
             std::snprintf(stream, sizeof stream, "%" PRIu64, alloc_entry->stream);
             property("stream", stream);
+            if (const std::string context = format_entry_context(*doc_->source, *alloc_entry);
+                !context.empty()) {
+                property("context", context);
+            }
         }
         property("allocated", life.from_before_trace
                                   ? std::string("before the trace began")

@@ -162,7 +162,7 @@ void view::draw_events() {
 
     const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                   ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable;
-    if (!ImGui::BeginTable("##events", 8, flags)) {
+    if (!ImGui::BeginTable("##events", 9, flags)) {
         return;
     }
     ImGui::TableSetupScrollFreeze(0, 1);
@@ -173,6 +173,7 @@ void view::draw_events() {
     ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed, 80);
     ImGui::TableSetupColumn("requested", ImGuiTableColumnFlags_WidthFixed, 80);
     ImGui::TableSetupColumn("stream", ImGuiTableColumnFlags_WidthFixed, 50);
+    ImGui::TableSetupColumn("context", ImGuiTableColumnFlags_WidthFixed, 110);
     ImGui::TableSetupColumn("innermost frame", ImGuiTableColumnFlags_WidthStretch);
     ImGui::TableHeadersRow();
     const float row_height = ImGui::GetTextLineHeight() + ImGui::GetStyle().CellPadding.y * 2;
@@ -226,6 +227,8 @@ void view::draw_events() {
             }
             ImGui::TableNextColumn();
             ImGui::Text("%" PRIu64, t.stream);
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(format_entry_context(*doc_->source, t).c_str());
             ImGui::TableNextColumn();
             if (t.kind == snapshot::action::annotation_start ||
                 t.kind == snapshot::action::annotation_end ||
