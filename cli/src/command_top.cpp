@@ -37,7 +37,8 @@ std::string stack_key(const snapshot::snapshot& source, snapshot::stack_id stack
 
 command_spec top_spec() {
     return {"top",
-            "FILE... [--at EVENT|peak|end] [-n N] [--depth D] [--pending] [--device N] [--json]",
+            "FILE... [--at EVENT|peak|end] [-n N] [--depth D] [--pending] [--device N] "
+            "[--all-frames] [--json]",
             "The allocation stacks that hold the most memory at one moment, with their share of "
             "the live bytes. Several files (one per rank) are compared stack by stack.",
             "",
@@ -45,6 +46,7 @@ command_spec top_spec() {
             SIZE_MAX,
             {at_option(),
              device_option(),
+             all_frames_option(),
              {"--count", "-n", "N", "how many stacks to list (default 10)", false},
              {"--depth", "", "D", "frames to print per stack, innermost first (default 8)", false},
              {"--pending", "", "", "count blocks freed but waiting for other streams too", false}}};
@@ -59,7 +61,7 @@ int run_top(const parsed_arguments& args) {
         args.has("--pending") ? analysis::live_measure::active : analysis::live_measure::allocated;
     std::vector<rank_top> ranks;
     for (const auto& path : args.positional) {
-        rank_top r{open_file(path, args), {}, {}, 0};
+        rank_top r{open_file(path, args, frames_shown(args)), {}, {}, 0};
         r.at = resolve_at(r.file.model, args.value("--at"));
         r.stacks = analysis::bytes_by_stack(r.file.model.state_after(r.at.position), measure);
         for (const auto& s : r.stacks) {
