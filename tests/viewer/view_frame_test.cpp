@@ -233,18 +233,23 @@ TEST(document, memtrail_snapshot_has_annotations_streams_and_ooms) {
     }
 }
 
-TEST(workspace, loads_in_the_background_in_opening_order) {
-    headless_frame frame(width, height);
-    workspace ws;
-    ws.open(MEMTRAIL_TEST_SNAPSHOT);
-    ws.open(MEMTRAIL_TEST_TORCH_PICKLE);
-    ws.open("/nonexistent/file.pickle");
+// Frames until every load of `ws` has finished.
+void draw_until_loaded(headless_frame& frame, workspace& ws) {
     while (ws.loading()) {
         frame.begin();
         ws.draw();
         frame.end();
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+}
+
+TEST(workspace, loads_in_the_background_in_opening_order) {
+    headless_frame frame(width, height);
+    workspace ws;
+    ws.open(MEMTRAIL_TEST_SNAPSHOT);
+    ws.open(MEMTRAIL_TEST_TORCH_PICKLE);
+    ws.open("/nonexistent/file.pickle");
+    draw_until_loaded(frame, ws);
     const std::vector<view*> views = ws.views();
     ASSERT_EQ(views.size(), 2u);
     EXPECT_EQ(views[0]->doc().name, "viewer_test.memtrail");
@@ -287,12 +292,7 @@ TEST(workspace, pytorchs_own_frames_are_hidden_until_the_view_menu_shows_them) {
     headless_frame frame(width, height);
     workspace ws;
     auto innermost = [&]() {
-        while (ws.loading()) {
-            frame.begin();
-            ws.draw();
-            frame.end();
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        }
+        draw_until_loaded(frame, ws);
         const std::vector<view*> views = ws.views();
         EXPECT_EQ(views.size(), 1u);
         const snapshot::snapshot& source = *views.front()->doc().source;
