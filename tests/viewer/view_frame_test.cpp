@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "../../viewer/src/format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
 #include "memtrail/viewer/document.hpp"
 #include "memtrail/viewer/headless_frame.hpp"
@@ -306,6 +307,18 @@ TEST(workspace, pytorchs_own_frames_are_hidden_until_the_view_menu_shows_them) {
     ws.reopen_with(analysis::frame_visibility::user_frames);
     EXPECT_EQ(innermost(), "forward");
     std::filesystem::remove(path);
+}
+
+TEST(format, entry_context_names_the_compile_context_and_the_metadata) {
+    snapshot::snapshot s;
+    snapshot::trace_entry e;
+    EXPECT_EQ(format_entry_context(s, e), "");
+    e.compile_context = s.intern_string("N/A");  // PyTorch's "none"
+    EXPECT_EQ(format_entry_context(s, e), "");
+    e.user_metadata = s.intern_string("step 3");
+    EXPECT_EQ(format_entry_context(s, e), "step 3");
+    e.compile_context = s.intern_string("0/1");
+    EXPECT_EQ(format_entry_context(s, e), "compile 0/1, step 3");
 }
 
 TEST(rank_table, rows_report_each_models_peaks_in_rank_order) {
