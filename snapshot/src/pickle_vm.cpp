@@ -519,6 +519,13 @@ class pickle_tree::runner {
             case op_long_binget:
                 memo_get(read_le(4, "LONG_BINGET"));
                 return;
+            case 0x97:
+            case 0x98:
+                // Protocol 5's out-of-band buffers live outside the file: a pickle.dump()ed
+                // snapshot never has them.
+                fail(op_offset_,
+                     "refused opcode " + hex_byte(op) + " (" + refused_opcode_name(op) + ")",
+                     "out-of-band buffers are not part of a snapshot file");
             default:
                 fail(op_offset_,
                      "refused opcode " + hex_byte(op) + " (" + refused_opcode_name(op) + ")",

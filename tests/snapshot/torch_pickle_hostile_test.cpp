@@ -145,6 +145,10 @@ TEST(TorchPickleHostile, CodeExecutionOpcodesAreRefused) {
     EXPECT_NE(error_of(bytes({"\x80\x04}]R."})).find("REDUCE"), std::string::npos);
     EXPECT_NE(error_of(bytes({"\x80\x06}."})).find("unsupported pickle protocol 6"),
               std::string::npos);
+    // Protocol 5's out-of-band buffer, which a file cannot carry.
+    EXPECT_EQ(error_of(bytes({"\x80\x05\x97."})),
+              "pickle: refused opcode 0x97 (NEXT_BUFFER) at byte 2: out-of-band buffers are not "
+              "part of a snapshot file");
 }
 
 TEST(TorchPickleHostile, MemoAbuseIsRefused) {
