@@ -30,7 +30,8 @@ int64_t delta(uint64_t before, uint64_t after) {
 
 command_spec diff_spec() {
     return {"diff",
-            "BASE OTHER... [--at EVENT|peak|end] [-n N] [--depth D] [--device N] [--json]",
+            "BASE OTHER... [--at EVENT|peak|end] [-n N] [--depth D] [--device N] [--all-frames] "
+            "[--json]",
             "Compares snapshots (or the ranks of one job) with the first: totals, peaks and "
             "the allocation stacks whose live bytes changed most.",
             "",
@@ -38,6 +39,7 @@ command_spec diff_spec() {
             SIZE_MAX,
             {at_option(),
              device_option(),
+             all_frames_option(),
              {"--count", "-n", "N", "stacks to list (default 10)", false},
              {"--depth", "", "D", "frames to print per stack (default 6)", false}}};
 }
@@ -50,7 +52,7 @@ int run_diff(const parsed_arguments& args) {
     std::vector<side> sides;
     std::vector<analysis::stacks_in_snapshot> stacks;  // allocated bytes, per side
     for (const auto& path : args.positional) {
-        side s{open_file(path, args), {}, {}};
+        side s{open_file(path, args, frames_shown(args)), {}, {}};
         s.at = resolve_at(s.file.model, args.value("--at"));
         const auto state = s.file.model.state_after(s.at.position);
         s.totals = analysis::totals_of(state);

@@ -146,7 +146,7 @@ void write_report(json_writer& json, const analysis::oom_report& r,
 
 command_spec oom_spec() {
     return {"oom",
-            "FILE [--entry N] [--blockers N] [--depth D] [--device N] [--json]",
+            "FILE [--entry N] [--blockers N] [--depth D] [--device N] [--all-frames] [--json]",
             "For each out-of-memory entry in the trace: what was asked and from where, what the "
             "device and the cache had, the largest free block per pool and stream, the live "
             "blocks that pinned partly free segments, and a verdict: fragmentation, pending "
@@ -155,13 +155,14 @@ command_spec oom_spec() {
             1,
             1,
             {device_option(),
+             all_frames_option(),
              {"--entry", "", "N", "only the oom entry with this trace index", false},
              {"--blockers", "", "N", "blockers and largest holders to list (default 5)", false},
              {"--depth", "", "D", "frames to print per stack (default 8)", false}}};
 }
 
 int run_oom(const parsed_arguments& args) {
-    const opened_file file = open_file(args.positional[0], args);
+    const opened_file file = open_file(args.positional[0], args, frames_shown(args));
     const size_t max_blockers =
         args.value("--blockers") ? parse_count_option("--blockers", *args.value("--blockers")) : 5;
     const size_t depth =

@@ -25,7 +25,8 @@ struct rank_top {
 
 command_spec top_spec() {
     return {"top",
-            "FILE... [--at EVENT|peak|end] [-n N] [--depth D] [--pending] [--device N] [--json]",
+            "FILE... [--at EVENT|peak|end] [-n N] [--depth D] [--pending] [--device N] "
+            "[--all-frames] [--json]",
             "The allocation stacks that hold the most memory at one moment, with their share of "
             "the live bytes. Several files (one per rank) are compared stack by stack.",
             "",
@@ -33,6 +34,7 @@ command_spec top_spec() {
             SIZE_MAX,
             {at_option(),
              device_option(),
+             all_frames_option(),
              {"--count", "-n", "N", "how many stacks to list (default 10)", false},
              {"--depth", "", "D", "frames to print per stack, innermost first (default 8)", false},
              {"--pending", "", "", "count blocks freed but waiting for other streams too", false}}};
@@ -48,7 +50,7 @@ int run_top(const parsed_arguments& args) {
     std::vector<rank_top> ranks;
     std::vector<analysis::stacks_in_snapshot> stacks;  // per rank, most bytes first
     for (const auto& path : args.positional) {
-        rank_top r{open_file(path, args), {}, 0};
+        rank_top r{open_file(path, args, frames_shown(args)), {}, 0};
         r.at = resolve_at(r.file.model, args.value("--at"));
         // The model shares its snapshot, so the pointer outlives moving the rank.
         stacks.push_back(

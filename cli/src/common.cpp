@@ -18,8 +18,22 @@ option_spec device_option() {
     return {"--device", "", "N", "the device to report (default: the first one used)", false};
 }
 
-opened_file open_file(const std::string& path, const parsed_arguments& args) {
+option_spec all_frames_option() {
+    return {"--all-frames", "", "",
+            "show every frame of the stacks, PyTorch's own (unwinder, caching allocator, "
+            "dispatcher) and the Python interpreter's C frames included",
+            false};
+}
+
+analysis::frame_visibility frames_shown(const parsed_arguments& args) {
+    return args.has("--all-frames") ? analysis::frame_visibility::all_frames
+                                    : analysis::frame_visibility::user_frames;
+}
+
+opened_file open_file(const std::string& path, const parsed_arguments& args,
+                      analysis::frame_visibility frames) {
     analysis::loaded_snapshot loaded = analysis::load_snapshot(path);
+    loaded.snapshot = analysis::with_frame_visibility(std::move(loaded.snapshot), frames);
     const std::vector<int> devices = analysis::devices_of(*loaded.snapshot);
     int device = 0;
     if (const auto text = args.value("--device")) {

@@ -10,6 +10,7 @@
 
 #include "arguments.hpp"
 #include "memtrail/analysis/device_model.hpp"
+#include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/load.hpp"
 
 namespace memtrail::cli {
@@ -20,6 +21,11 @@ inline constexpr int exit_bad_input = 2;  // bad usage or a file that cannot be 
 
 option_spec at_option();
 option_spec device_option();
+// --all-frames, for the commands that print or export stacks.
+option_spec all_frames_option();
+// The frames their stacks show: every frame with --all-frames, else PyTorch's and the
+// interpreter's own frames hidden.
+analysis::frame_visibility frames_shown(const parsed_arguments& args);
 
 struct opened_file {
     std::string path;
@@ -28,8 +34,10 @@ struct opened_file {
 };
 
 // Loads `path` and builds the model of --device (default: the first device with a trace, else
-// the first with segments, else 0). Throws analysis::load_error or usage_error.
-opened_file open_file(const std::string& path, const parsed_arguments& args);
+// the first with segments, else 0), its stacks as `frames` says. Throws analysis::load_error or
+// usage_error.
+opened_file open_file(const std::string& path, const parsed_arguments& args,
+                      analysis::frame_visibility frames = analysis::frame_visibility::all_frames);
 
 // A moment chosen with --at: EVENT (the state after that trace entry), start, end, peak (most
 // allocated) or peak-reserved.

@@ -499,5 +499,102 @@ class Ranks(unittest.TestCase):
         self.assertEqual(run("ranks")[0], 2)
 
 
+class Frames(unittest.TestCase):
+    """PyTorch's own frames (unwinder, caching allocator, dispatcher) and the interpreter's C
+    frames are hidden by default in reports and exports, and shown with --all-frames."""
+
+    USER = "forward (/work/model.py:12)"
+    UNWIND = "torch::unwind::unwind() (unwind.cpp:40)"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.path = pathlib.Path(cls.tmp.name) / "cpp_stacks.pickle"
+
+        def native(name, filename, line=0):
+            return {"name": name, "filename": filename, "line": line}
+
+        user = {"name": "forward", "filename": "/work/model.py", "line": 12}
+        # Innermost first, as PyTorch's symbolizer writes stacks="all" (a line of 2**64-1
+        # included, as it writes for frames it has no line for).
+        def stack(interpreter):
+            return [native("torch::unwind::unwind()", "unwind.cpp", 40),
+                    native("torch::CapturedTraceback::gather(bool, bool, bool)", "", 2**64 - 1),
+                    native("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::"
+                           "malloc(signed char, unsigned long, CUstream_st*)", ""),
+                    native("at::detail::empty_generic(...)", "EmptyTensor.cpp", 7),
+                    native("c10::impl::wrap_kernel_functor_unboxed_<...>::call(...)",
+                           "aten/src/ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h"),
+                    native(interpreter, "Python/ceval.c"),
+                    user,
+                    native("PyObject_Call", "Objects/call.c"),
+                    native("__libc_start_main", ""),
+                    native("_start", "")]
+        trace = []
+        for i, interpreter in enumerate(["_PyEval_EvalFrameDefault", "_PyEval_Vector"]):
+            trace.append({"action": "alloc", "addr": 4096 + 512 * i, "size": 512, "stream": 0,
+                          "time_us": 1000 + i, "frames": stack(interpreter)})
+        blocks = [{"address": 4096 + 512 * i, "size": 512, "requested_size": 512,
+                   "state": "active_allocated", "frames": trace[i]["frames"]} for i in range(2)]
+        blocks.append({"address": 5120, "size": 1024, "requested_size": 0, "state": "inactive",
+                       "frames": []})
+        data = {"segments": [{"device": 0, "address": 4096, "total_size": 2048,
+                              "allocated_size": 1024, "active_size": 1024,
+                              "requested_size": 1024, "stream": 0, "segment_type": "small",
+                              "blocks": blocks, "frames": []}],
+                "device_traces": [trace]}
+        with open(cls.path, "wb") as f:
+            pickle.dump(data, f, protocol=5)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_top_shows_the_users_frame_and_groups_by_it(self):
+        stacks = run_json("top", self.path)["ranks"][0]["stacks"]
+        self.assertEqual(len(stacks), 1)  # two raw stacks, one once PyTorch's frames are gone
+        self.assertEqual(stacks[0]["bytes"], 1024)
+        self.assertEqual(stacks[0]["frames"][0], self.USER)
+        code, out, _ = run("top", self.path, "--depth", "1")
+        self.assertEqual(code, 0)
+        self.assertIn(self.USER, out)
+        self.assertNotIn("unwind", out)
+
+        stacks = run_json("top", self.path, "--all-frames")["ranks"][0]["stacks"]
+        self.assertEqual(len(stacks), 2)
+        self.assertEqual(stacks[0]["frames"][0], self.UNWIND)
+        self.assertEqual(len(stacks[0]["frames"]), 10)
+
+    def test_csv_folded_and_perfetto_show_the_users_frame(self):
+        import csv
+        out = pathlib.Path(self.tmp.name)
+        for args, want in [((), self.USER), (("--all-frames",), self.UNWIND)]:
+            self.assertEqual(run("export", self.path, "--format", "csv", "-o", out / "t.csv",
+                                 *args)[0], 0)
+            rows = list(csv.DictReader((out / "t.csv").read_text().splitlines()))
+            self.assertEqual([r["frame"] for r in rows], [want, want])
+
+            self.assertEqual(run("export", self.path, "--format", "folded", "-o",
+                                 out / "t.folded", *args)[0], 0)
+            folded = (out / "t.folded").read_text().splitlines()
+            self.assertTrue(all(line.rsplit(" ", 1)[0].endswith(want) for line in folded),
+                            folded)
+
+            self.assertEqual(run("export", self.path, "--format", "perfetto", "-o",
+                                 out / "t.json", *args)[0], 0)
+            events = json.loads((out / "t.json").read_text())["traceEvents"]
+            slices = [e["name"] for e in events if e["ph"] == "b"]
+            self.assertEqual(len(slices), 2)
+            self.assertTrue(all(name.endswith(want) for name in slices), slices)
+        self.assertEqual(len(folded), 2)  # with every frame, two stacks
+
+    def test_a_torch_pickle_export_keeps_every_frame(self):
+        out = pathlib.Path(self.tmp.name) / "again.pickle"
+        self.assertEqual(run("export", self.path, "--format", "torch-pickle", "-o", out)[0], 0)
+        with open(out, "rb") as f:
+            again = pickle.load(f)
+        self.assertEqual(len(again["device_traces"][0][0]["frames"]), 10)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -202,6 +202,10 @@ void view::draw_allocation() {
             char stream[32];
             std::snprintf(stream, sizeof stream, "%" PRIu64, alloc_entry->stream);
             name_value_row("stream", stream);
+            if (const std::string context = format_entry_context(*doc_->source, *alloc_entry);
+                !context.empty()) {
+                name_value_row("context", context);
+            }
         }
         name_value_row("allocated",
                        life.from_before_trace

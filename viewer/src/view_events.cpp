@@ -172,7 +172,7 @@ void view::panels::events_state::draw_table(view& v, size_t row_count, size_t se
     const analysis::device_model& m = v.model();
     const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                   ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable;
-    if (!ImGui::BeginTable("##events", 8, flags)) {
+    if (!ImGui::BeginTable("##events", 9, flags)) {
         return;
     }
     ImGui::TableSetupScrollFreeze(0, 1);
@@ -183,6 +183,7 @@ void view::panels::events_state::draw_table(view& v, size_t row_count, size_t se
     ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed, 80);
     ImGui::TableSetupColumn("requested", ImGuiTableColumnFlags_WidthFixed, 80);
     ImGui::TableSetupColumn("stream", ImGuiTableColumnFlags_WidthFixed, 50);
+    ImGui::TableSetupColumn("context", ImGuiTableColumnFlags_WidthFixed, 110);
     ImGui::TableSetupColumn("innermost frame", ImGuiTableColumnFlags_WidthStretch);
     ImGui::TableHeadersRow();
     const float row_height = ImGui::GetTextLineHeight() + ImGui::GetStyle().CellPadding.y * 2;
@@ -236,6 +237,8 @@ void view::panels::events_state::draw_table(view& v, size_t row_count, size_t se
             }
             ImGui::TableNextColumn();
             ImGui::Text("%" PRIu64, t.stream);
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(format_entry_context(*v.doc_->source, t).c_str());
             ImGui::TableNextColumn();
             if (t.kind == snapshot::action::annotation_start ||
                 t.kind == snapshot::action::annotation_end ||
