@@ -10,8 +10,8 @@
 
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/load.hpp"
-#include "memtrail/core/statistics.hpp"
 #include "memtrail/replay/replay.hpp"
+#include "memtrail/rules/statistics.hpp"
 
 namespace memtrail::analysis {
 namespace {

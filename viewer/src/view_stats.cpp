@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "format.hpp"
-#include "memtrail/core/statistics.hpp"
+#include "memtrail/rules/statistics.hpp"
 #include "memtrail/viewer/view.hpp"
 #include "palette.hpp"
 
