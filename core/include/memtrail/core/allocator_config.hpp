@@ -19,6 +19,7 @@ class config_error : public std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
+// roundup_power2_divisions holds one setting per interval of the size rules.
 using size_rules::roundup_interval_count;
 
 struct allocator_config {
