@@ -4,8 +4,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "allocator_rules.hpp"
 #include "memtrail/analysis/size_text.hpp"
+#include "memtrail/rules/size_rules.hpp"
 
 namespace memtrail::analysis {
 namespace {
@@ -105,7 +105,7 @@ oom_report analyze_oom(const device_model& model, size_t entry, size_t max_block
     report.time_ns = e.time_ns;
     report.requested = e.size;
     report.stream = e.stream;
-    report.is_large = !detail::allocator_rules::is_small_request(e.size);
+    report.is_large = !size_rules::is_small_request(e.size);
     report.stack = e.stack;
     report.device_free = e.address;
     for (const auto& properties : model.source().info.devices) {

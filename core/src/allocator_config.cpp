@@ -244,12 +244,7 @@ allocator_config allocator_config::from_environment() {
 }
 
 uint64_t allocator_config::divisions_for(uint64_t size) const {
-    // Intervals start at 1 MiB (index 0 also covers everything smaller) and end at 64 GiB.
-    const int log_size = 63 - std::countl_zero(size);
-    const int start = 20;
-    size_t index = log_size > start ? static_cast<size_t>(log_size - start) : 0;
-    index = std::min(index, roundup_interval_count - 1);
-    return roundup_power2_divisions[index];
+    return size_rules::divisions_for(size, roundup_power2_divisions);
 }
 
 }  // namespace memtrail

@@ -124,9 +124,7 @@ void device_allocator::set_config(allocator_config config) {
     std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
     impl_->config = std::move(config);
     impl_->stats_.max_split_size =
-        impl_->config.max_split_size == std::numeric_limits<uint64_t>::max()
-            ? -1
-            : static_cast<int64_t>(impl_->config.max_split_size);
+        size_rules::max_split_size_statistic(impl_->config.max_split_size);
 }
 
 void device_allocator::set_observer(allocator_observer* observer) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "allocator_state.hpp"
+#include "memtrail/bridge/allocator_snapshot.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #include "memtrail/replay/replay.hpp"
@@ -29,7 +29,7 @@ class history_recorder : public allocator_observer {
   public:
     void on_event(const allocator_event& e) override {
         snapshot::trace_entry& t = entries.emplace_back();
-        t.kind = static_cast<snapshot::action>(e.action);  // the first nine actions line up
+        t.kind = bridge::to_snapshot_action(e.action);
         t.address = e.address;
         t.size = e.size;
         t.stream = e.stream;
@@ -84,7 +84,9 @@ snapshot::snapshot make_synthetic_history(const synthetic_options& options) {
     props.total_memory = options.device_memory;
     out.info.devices.push_back(props);
     out.trace_for(0).entries = std::move(history.entries);
-    detail::append_allocator_segments(out, allocator, 0);
+    for (const segment_info& s : allocator.snapshot(false)) {
+        out.segments.push_back(bridge::to_snapshot_segment(s, 0));
+    }
     out.stats[0] = allocator.memory_stats();
     return out;
 }

@@ -12,8 +12,8 @@
 
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/load.hpp"
-#include "memtrail/core/statistics.hpp"
 #include "memtrail/replay/replay.hpp"
+#include "memtrail/rules/statistics.hpp"
 #include "test_name.hpp"
 
 namespace memtrail::analysis {

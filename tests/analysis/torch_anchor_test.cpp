@@ -14,7 +14,7 @@
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/load.hpp"
 #include "memtrail/analysis/segment_summary.hpp"
-#include "memtrail/core/statistics.hpp"
+#include "memtrail/rules/statistics.hpp"
 
 namespace memtrail::analysis {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "format.hpp"
-#include "memtrail/core/statistics.hpp"
+#include "memtrail/rules/statistics.hpp"
 #include "palette.hpp"
 #include "table_row.hpp"
 #include "view_panels.hpp"

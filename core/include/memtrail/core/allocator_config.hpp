@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "memtrail/rules/size_rules.hpp"
+
 namespace memtrail {
 
 // A bad configuration string: names the key, the value and what is accepted.
@@ -17,7 +19,8 @@ class config_error : public std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
-inline constexpr size_t roundup_interval_count = 16;  // 1 MiB .. 64 GiB, one per power of two
+// roundup_power2_divisions holds one setting per interval of the size rules.
+using size_rules::roundup_interval_count;
 
 struct allocator_config {
     // Blocks at least this large are never split ("oversize"); SIZE_MAX = unlimited.

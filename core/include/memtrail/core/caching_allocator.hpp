@@ -14,7 +14,7 @@
 
 #include "memtrail/core/allocator_config.hpp"
 #include "memtrail/core/device.hpp"
-#include "memtrail/core/statistics.hpp"
+#include "memtrail/rules/statistics.hpp"
 
 namespace memtrail {
 
