@@ -173,7 +173,8 @@ history_options recorder::options(int device) const {
 
 [[gnu::noinline]] void recorder::free(device_address address, int expected_device,
                                       size_t wrapper_frames) {
-    const int device = expected_device >= 0 ? expected_device : allocator_.device_of(address);
+    const int device =
+        expected_device != unknown_device ? expected_device : allocator_.device_of(address);
     const context_handle context = capture_context(device, true, wrapper_frames);
     allocator_.free(address, device, context);
 }

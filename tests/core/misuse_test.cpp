@@ -93,5 +93,28 @@ TEST(MultiDevice, OneAllocatorPerDeviceAndWrongDeviceFreesAreRejected) {
     EXPECT_EQ(allocator.on(1).memory_stats().at("allocation.all.current"), 0);
 }
 
+// Only unknown_device asks for the owner to be looked up: any other device that does not exist,
+// negative or too large, is refused (the message says where the block lives) and the block stays
+// allocated.
+TEST(MultiDevice, FreeOnANegativeDeviceIsRefusedLikeATooLargeOne) {
+    simulated_device d0;
+    caching_allocator allocator({&d0});
+    const device_address a = allocator.allocate(4096, 0);
+    for (const int bad : {7, -3, -2}) {
+        try {
+            allocator.free(a, bad);
+            FAIL() << "a free on device " << bad << " was accepted";
+        } catch (const usage_error& e) {
+            EXPECT_NE(std::string(e.what()).find("on device " + std::to_string(bad) +
+                                                 ", but it was allocated on device 0"),
+                      std::string::npos)
+                << e.what();
+        }
+        EXPECT_EQ(allocator.on(0).memory_stats().at("allocation.all.current"), 1) << bad;
+    }
+    allocator.free(a, unknown_device);
+    EXPECT_EQ(allocator.on(0).memory_stats().at("allocation.all.current"), 0);
+}
+
 }  // namespace
 }  // namespace memtrail

@@ -2,12 +2,16 @@
  * PyTorch's CUDAPluggableAllocator. Link librecorder.so (or dlopen it).
  *
  * The device comes from the MEMTRAIL_DEVICE environment variable: "cuda" (the default; needs a
- * build with CUDA) or "sim[:capacity]" for a simulated device ("sim:80GiB"). Other switches,
- * read once at the first call: MEMTRAIL_RECORD (off | state | all), MEMTRAIL_MAX_ENTRIES,
+ * build with CUDA) or "sim[:capacity]" for a simulated device ("sim:80GiB"), which
+ * MEMTRAIL_SIM_FAIL_NTH (the Nth device allocation fails once) and MEMTRAIL_SIM_FAIL_RATE (each
+ * fails with this probability) make fail on purpose. Other switches, read once at the first
+ * call: MEMTRAIL_RECORD (off | state | all), MEMTRAIL_STACKS (native | python | all),
+ * MEMTRAIL_MAX_ENTRIES (0: the default), MEMTRAIL_UNWINDER (libunwind | frame_pointer),
  * MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF syntax), MEMTRAIL_OOM_DUMP (a path pattern:
  * a snapshot is written there on every out-of-memory), MEMTRAIL_SIGNAL_DUMP (a path pattern:
- * a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL, SIGUSR1 by
- * default). Path patterns expand %p (pid), %d (device) and %t (time, ns since the epoch).
+ * a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL: SIGUSR1 by
+ * default, SIGUSR2 or a real-time signal). Path patterns expand %p (pid), %d (device) and %t
+ * (time, ns since the epoch). docs/recorder.md describes each.
  *
  * Errors: functions returning int return 0 on success and -1 on failure; memtrail_malloc returns
  * NULL. Every call first clears the calling thread's error, so after a call

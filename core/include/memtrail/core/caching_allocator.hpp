@@ -172,6 +172,9 @@ class device_allocator {
     std::unique_ptr<detail::device_allocator_impl> impl_;
 };
 
+// free()'s `expected_device` when the caller does not know it: the owner is looked up.
+inline constexpr int unknown_device = -1;
+
 // One allocator per device, behind one front door (what librecorder and PyTorch talk to).
 class caching_allocator {
   public:
@@ -180,9 +183,11 @@ class caching_allocator {
 
     device_address allocate(uint64_t size, int device, stream_handle stream = 0,
                             context_handle context = 0);
-    // Frees `address`. When `expected_device` is given (>= 0) and the block lives on another
-    // device, throws usage_error naming both devices.
-    void free(device_address address, int expected_device = -1, context_handle context = 0);
+    // Frees `address`. When `expected_device` is given (not unknown_device) and the block lives
+    // on another device, throws usage_error naming both devices; a device that does not exist
+    // (negative ones included) is refused like any other.
+    void free(device_address address, int expected_device = unknown_device,
+              context_handle context = 0);
     void record_stream(device_address address, stream_handle stream);
     void empty_cache();
 
