@@ -10,7 +10,7 @@
 
 #include "arguments.hpp"
 #include "memtrail/analysis/device_model.hpp"
-#include "memtrail/analysis/load.hpp"
+#include "memtrail/snapshot/load.hpp"
 
 namespace memtrail::cli {
 
@@ -23,12 +23,12 @@ option_spec device_option();
 
 struct opened_file {
     std::string path;
-    analysis::file_kind kind = analysis::file_kind::memtrail_snapshot;
+    snapshot::file_kind kind = snapshot::file_kind::memtrail;
     analysis::device_model model;
 };
 
 // Loads `path` and builds the model of --device (default: the first device with a trace, else
-// the first with segments, else 0). Throws analysis::load_error or usage_error.
+// the first with segments, else 0). Throws snapshot::load_error or usage_error.
 opened_file open_file(const std::string& path, const parsed_arguments& args);
 
 // A moment chosen with --at: EVENT (the state after that trace entry), start, end, peak (most
@@ -55,6 +55,6 @@ std::string hex_address(uint64_t address);  // "0x7f00..."
 uint64_t peak_bytes(const analysis::device_model& model, analysis::series s);
 // Index of the model whose reserved memory peaks highest (the first on a tie).
 size_t highest_reserved_peak(const std::vector<const analysis::device_model*>& models);
-std::string file_kind_name(analysis::file_kind kind);
+std::string file_kind_name(snapshot::file_kind kind);
 
 }  // namespace memtrail::cli

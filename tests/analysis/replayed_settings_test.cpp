@@ -9,9 +9,9 @@
 #include <memory>
 
 #include "memtrail/analysis/device_model.hpp"
-#include "memtrail/analysis/load.hpp"
 #include "memtrail/core/statistics.hpp"
 #include "memtrail/replay/replay.hpp"
+#include "memtrail/snapshot/load.hpp"
 
 namespace memtrail::analysis {
 namespace {
@@ -30,7 +30,7 @@ TEST_P(replayed_settings, model_recomputes_the_replay) {
     if (!fs::exists(path)) {
         GTEST_SKIP() << path << " is not there";
     }
-    const loaded_snapshot loaded = load_snapshot(path);
+    const snapshot::loaded_snapshot loaded = snapshot::load_snapshot(path);
     replay::replay_options options;
     options.config = allocator_config::parse(GetParam().conf);
     options.reuse_trace_addresses = false;

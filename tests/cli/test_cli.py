@@ -14,6 +14,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 MEMTRAIL = os.environ.get("MEMTRAIL", "memtrail")
@@ -25,6 +26,20 @@ COMMANDS = ["summary", "ranks", "segments", "top", "oom", "diff", "check", "expo
 def run(*args):
     result = subprocess.run([MEMTRAIL, *map(str, args)], capture_output=True, text=True)
     return result.returncode, result.stdout, result.stderr
+
+
+def run_measured(*args, seconds=20):
+    """Runs memtrail, killed after `seconds`; returns (exit code, stderr, peak RSS in KiB)."""
+    with tempfile.TemporaryFile() as err:
+        process = subprocess.Popen([MEMTRAIL, *map(str, args)], stdout=subprocess.DEVNULL,
+                                   stderr=err)
+        timer = threading.Timer(seconds, process.kill)
+        timer.start()
+        _, status, usage = os.wait4(process.pid, 0)
+        timer.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return process.returncode, err.read().decode(), usage.ru_maxrss
 
 
 def run_json(*args):
@@ -111,6 +126,21 @@ class Usage(unittest.TestCase):
                 self.assertEqual(code, 2, path)
                 self.assertIn(str(path), err)
                 self.assertEqual(out, "")
+
+
+    def test_what_is_not_a_regular_file_is_refused_at_once(self):
+        # A FIFO blocked in open() forever; /dev/zero grew to gigabytes, then std::bad_alloc.
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = pathlib.Path(tmp) / "rank0.pickle"
+            os.mkfifo(fifo)
+            zero = pathlib.Path(tmp) / "zero.memtrail"
+            zero.symlink_to("/dev/zero")
+            for path, what in [(fifo, "is a FIFO (named pipe)"), (zero, "is a character device")]:
+                code, err, peak_kib = run_measured("summary", path)
+                self.assertEqual(code, 2, err)
+                self.assertIn(f"{path}: {what}, not a regular file", err)
+                self.assertIn("snapshots are read only from regular files", err)
+                self.assertLess(peak_kib, 200 * 1024)
 
 
 class Anchors(unittest.TestCase):
