@@ -11,6 +11,7 @@ import json
 import os
 import pathlib
 import pickle
+import struct
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,24 @@ def run_measured(*args, seconds=20):
         process.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         return process.returncode, err.read().decode(), usage.ru_maxrss
+
+
+def zstd_bomb(entries):
+    """A memtrail snapshot of one trace whose 'kind' column is `entries` zero bytes, in a zstd
+    frame written by hand (RFC 8878): the zeros are RLE blocks of 128 KiB, 4 bytes each."""
+    def text(t):
+        return bytes([0xA0 | len(t)]) + t.encode()
+
+    def block(kind, size, last):
+        return (int(last) | kind << 1 | size << 3).to_bytes(3, "little")
+
+    plain = (b"MEMTRAIL\x01\x81" + text("traces") + b"\x91\x81" + text("columns") + b"\x81" +
+             text("kind") + b"\xdd" + struct.pack(">I", entries))
+    frame = b"\x28\xb5\x2f\xfd\x00\x38" + block(0, len(plain), False) + plain
+    for start in range(0, entries, 128 << 10):
+        size = min(128 << 10, entries - start)
+        frame += block(1, size, start + size == entries) + b"\x00"
+    return frame
 
 
 def run_json(*args):
@@ -141,6 +160,18 @@ class Usage(unittest.TestCase):
                 self.assertIn(f"{path}: {what}, not a regular file", err)
                 self.assertIn("snapshots are read only from regular files", err)
                 self.assertLess(peak_kib, 200 * 1024)
+
+    def test_a_decompression_bomb_is_refused_quickly_in_bounded_memory(self):
+        # 1,900 bytes claiming 60M entries took 5.8 GB and 10 s or more.
+        with tempfile.TemporaryDirectory() as tmp:
+            bomb = pathlib.Path(tmp) / "bomb.memtrail.zst"
+            bomb.write_bytes(zstd_bomb(60_000_000))
+            self.assertLess(bomb.stat().st_size, 2000)
+            code, err, peak_kib = run_measured("summary", bomb)
+            self.assertEqual(code, 2, err)
+            self.assertIn(str(bomb), err)
+            self.assertIn("refused as a decompression bomb", err)
+            self.assertLess(peak_kib, 200 * 1024)
 
 
 class Anchors(unittest.TestCase):
