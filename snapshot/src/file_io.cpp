@@ -37,7 +37,7 @@ const char* file_type_name(mode_t mode) {
     if (S_ISSOCK(mode)) {
         return "a socket";
     }
-    return "not a regular file";
+    return "a special file";
 }
 
 // Closes the descriptor on every path out, including exceptions.
