@@ -20,9 +20,9 @@
 
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/flame.hpp"
-#include "memtrail/analysis/load.hpp"
 #include "memtrail/analysis/timeline.hpp"
 #include "memtrail/replay/synthetic_trace.hpp"
+#include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 
 namespace {
@@ -79,7 +79,7 @@ void load_and_build(benchmark::State& state) {
     for (auto _ : state) {
         reset_peak_memory();
         const auto start = std::chrono::steady_clock::now();
-        const analysis::loaded_snapshot loaded = analysis::load_snapshot(file);
+        const snapshot::loaded_snapshot loaded = snapshot::load_snapshot(file);
         const auto loaded_at = std::chrono::steady_clock::now();
         const analysis::device_model model = analysis::device_model::build(loaded.snapshot, 0);
         const auto built_at = std::chrono::steady_clock::now();

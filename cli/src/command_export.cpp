@@ -20,7 +20,7 @@ using snapshot::action;
 std::ofstream open_output(const std::string& path) {
     std::ofstream out(path, std::ios::binary);
     if (!out) {
-        throw analysis::load_error(path + ": cannot open for writing");
+        throw snapshot::load_error(path + ": cannot open for writing");
     }
     return out;
 }
@@ -239,7 +239,7 @@ int run_export(const parsed_arguments& args) {
         try {
             snapshot::write_torch_pickle(file.model.source(), *output);
         } catch (const std::system_error& e) {
-            throw analysis::load_error(*output + ": " + e.what());
+            throw snapshot::load_error(*output + ": " + e.what());
         }
     } else if (*format == "folded") {
         const moment at = resolve_at(file.model, args.value("--at"));

@@ -32,7 +32,7 @@ analysis::frame_visibility frames_shown(const parsed_arguments& args) {
 
 opened_file open_file(const std::string& path, const parsed_arguments& args,
                       analysis::frame_visibility frames) {
-    analysis::loaded_snapshot loaded = analysis::load_snapshot(path);
+    snapshot::loaded_snapshot loaded = snapshot::load_snapshot(path);
     loaded.snapshot = analysis::with_frame_visibility(std::move(loaded.snapshot), frames);
     const std::vector<int> devices = analysis::devices_of(*loaded.snapshot);
     int device = 0;
@@ -44,7 +44,7 @@ opened_file open_file(const std::string& path, const parsed_arguments& args,
             for (const int d : devices) {
                 known += (known.empty() ? "" : ", ") + std::to_string(d);
             }
-            throw analysis::load_error(path + ": has no trace or segments for device " +
+            throw snapshot::load_error(path + ": has no trace or segments for device " +
                                        std::to_string(device) + " (it has: " + known + ")");
         }
     } else if (!devices.empty()) {
@@ -138,8 +138,8 @@ size_t highest_reserved_peak(const std::vector<const analysis::device_model*>& m
     return best;
 }
 
-std::string file_kind_name(analysis::file_kind kind) {
-    return kind == analysis::file_kind::torch_pickle ? "PyTorch pickle" : "memtrail snapshot";
+std::string file_kind_name(snapshot::file_kind kind) {
+    return kind == snapshot::file_kind::torch_pickle ? "PyTorch pickle" : "memtrail snapshot";
 }
 
 }  // namespace memtrail::cli

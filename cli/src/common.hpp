@@ -11,7 +11,7 @@
 #include "arguments.hpp"
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/frame_filter.hpp"
-#include "memtrail/analysis/load.hpp"
+#include "memtrail/snapshot/load.hpp"
 
 namespace memtrail::cli {
 
@@ -29,12 +29,12 @@ analysis::frame_visibility frames_shown(const parsed_arguments& args);
 
 struct opened_file {
     std::string path;
-    analysis::file_kind kind = analysis::file_kind::memtrail_snapshot;
+    snapshot::file_kind kind = snapshot::file_kind::memtrail;
     analysis::device_model model;
 };
 
 // Loads `path` and builds the model of --device (default: the first device with a trace, else
-// the first with segments, else 0), its stacks as `frames` says. Throws analysis::load_error or
+// the first with segments, else 0), its stacks as `frames` says. Throws snapshot::load_error or
 // usage_error.
 opened_file open_file(const std::string& path, const parsed_arguments& args,
                       analysis::frame_visibility frames = analysis::frame_visibility::all_frames);
@@ -63,6 +63,6 @@ std::string hex_address(uint64_t address);  // "0x7f00..."
 uint64_t peak_bytes(const analysis::device_model& model, analysis::series s);
 // Index of the model whose reserved memory peaks highest (the first on a tie).
 size_t highest_reserved_peak(const std::vector<const analysis::device_model*>& models);
-std::string file_kind_name(analysis::file_kind kind);
+std::string file_kind_name(snapshot::file_kind kind);
 
 }  // namespace memtrail::cli

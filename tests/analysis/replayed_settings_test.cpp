@@ -11,9 +11,9 @@
 #include <string>
 
 #include "memtrail/analysis/device_model.hpp"
-#include "memtrail/analysis/load.hpp"
 #include "memtrail/replay/replay.hpp"
 #include "memtrail/rules/statistics.hpp"
+#include "memtrail/snapshot/load.hpp"
 #include "test_name.hpp"
 
 namespace memtrail::analysis {
@@ -44,7 +44,7 @@ TEST_P(replayed_settings, model_recomputes_the_replay) {
     if (!fs::exists(path)) {
         GTEST_SKIP() << path << " is not there";
     }
-    const loaded_snapshot loaded = load_snapshot(path);
+    const snapshot::loaded_snapshot loaded = snapshot::load_snapshot(path);
     replay::replay_options options;
     options.config = allocator_config::parse(GetParam().conf);
     options.reuse_trace_addresses = false;

@@ -11,9 +11,11 @@ import json
 import os
 import pathlib
 import pickle
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 MEMTRAIL = os.environ.get("MEMTRAIL", "memtrail")
@@ -25,6 +27,38 @@ COMMANDS = ["summary", "ranks", "segments", "top", "oom", "diff", "check", "expo
 def run(*args):
     result = subprocess.run([MEMTRAIL, *map(str, args)], capture_output=True, text=True)
     return result.returncode, result.stdout, result.stderr
+
+
+def run_measured(*args, seconds=20):
+    """Runs memtrail, killed after `seconds`; returns (exit code, stderr, peak RSS in KiB)."""
+    with tempfile.TemporaryFile() as err:
+        process = subprocess.Popen([MEMTRAIL, *map(str, args)], stdout=subprocess.DEVNULL,
+                                   stderr=err)
+        timer = threading.Timer(seconds, process.kill)
+        timer.start()
+        _, status, usage = os.wait4(process.pid, 0)
+        timer.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return process.returncode, err.read().decode(), usage.ru_maxrss
+
+
+def zstd_bomb(entries):
+    """A memtrail snapshot of one trace whose 'kind' column is `entries` zero bytes, in a zstd
+    frame written by hand (RFC 8878): the zeros are RLE blocks of 128 KiB, 4 bytes each."""
+    def text(t):
+        return bytes([0xA0 | len(t)]) + t.encode()
+
+    def block(kind, size, last):
+        return (int(last) | kind << 1 | size << 3).to_bytes(3, "little")
+
+    plain = (b"MEMTRAIL\x01\x81" + text("traces") + b"\x91\x81" + text("columns") + b"\x81" +
+             text("kind") + b"\xdd" + struct.pack(">I", entries))
+    frame = b"\x28\xb5\x2f\xfd\x00\x38" + block(0, len(plain), False) + plain
+    for start in range(0, entries, 128 << 10):
+        size = min(128 << 10, entries - start)
+        frame += block(1, size, start + size == entries) + b"\x00"
+    return frame
 
 
 def run_json(*args):
@@ -111,6 +145,33 @@ class Usage(unittest.TestCase):
                 self.assertEqual(code, 2, path)
                 self.assertIn(str(path), err)
                 self.assertEqual(out, "")
+
+
+    def test_what_is_not_a_regular_file_is_refused_at_once(self):
+        # A FIFO blocked in open() forever; /dev/zero grew to gigabytes, then std::bad_alloc.
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = pathlib.Path(tmp) / "rank0.pickle"
+            os.mkfifo(fifo)
+            zero = pathlib.Path(tmp) / "zero.memtrail"
+            zero.symlink_to("/dev/zero")
+            for path, what in [(fifo, "is a FIFO (named pipe)"), (zero, "is a character device")]:
+                code, err, peak_kib = run_measured("summary", path)
+                self.assertEqual(code, 2, err)
+                self.assertIn(f"{path}: {what}, not a regular file", err)
+                self.assertIn("snapshots are read only from regular files", err)
+                self.assertLess(peak_kib, 200 * 1024)
+
+    def test_a_decompression_bomb_is_refused_quickly_in_bounded_memory(self):
+        # 1,900 bytes claiming 60M entries took 5.8 GB and 10 s or more.
+        with tempfile.TemporaryDirectory() as tmp:
+            bomb = pathlib.Path(tmp) / "bomb.memtrail.zst"
+            bomb.write_bytes(zstd_bomb(60_000_000))
+            self.assertLess(bomb.stat().st_size, 2000)
+            code, err, peak_kib = run_measured("summary", bomb)
+            self.assertEqual(code, 2, err)
+            self.assertIn(str(bomb), err)
+            self.assertIn("refused as a decompression bomb", err)
+            self.assertLess(peak_kib, 200 * 1024)
 
 
 class Anchors(unittest.TestCase):
