@@ -15,11 +15,12 @@
  *
  * Errors: functions returning int return 0 on success and -1 on failure; memtrail_malloc returns
  * NULL. Every call first clears the calling thread's error, so after a call
- * memtrail_last_error_code() is MEMTRAIL_OK and memtrail_last_error() "" on success, and
+ * memtrail_last_error_code() is 0 and memtrail_last_error() "" on success, and
  * otherwise they say what kind of failure it was and what exactly went wrong. Nothing throws.
  *
- * Version: MEMTRAIL_VERSION_MAJOR, _MINOR and _PATCH (memtrail/version.h) are the version this
- * header belongs to, memtrail_version() the one of the librecorder a program runs with. */
+ * Version: the major, minor and patch macros of memtrail/version.h are the version this header
+ * belongs to, memtrail_version() the one of the librecorder a program runs with. This opening
+ * comment names every environment variable librecorder reads, and only those. */
 #ifndef MEMTRAIL_MEMTRAIL_H
 #define MEMTRAIL_MEMTRAIL_H
 
