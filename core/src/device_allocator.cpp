@@ -121,6 +121,10 @@ bool device_allocator::would_release_memory(uint64_t size, stream_handle stream)
     return impl_->would_release_memory(size, stream);
 }
 
+bool device_allocator::has_cached_block(uint64_t size, stream_handle stream, pool_id pool) const {
+    return impl_->has_cached_block(size, stream, pool);
+}
+
 device_stats device_allocator::stats() const {
     return impl_->get_stats();
 }

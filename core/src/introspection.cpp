@@ -112,6 +112,30 @@ bool device_allocator_impl::would_release_memory(uint64_t orig_size, stream_hand
     return dev.get_memory_info().free < needed;
 }
 
+bool device_allocator_impl::has_cached_block(uint64_t orig_size, stream_handle stream,
+                                             pool_id pool) {
+    std::lock_guard<reentrant_mutex> lock(mutex);
+    alloc_params p;
+    p.search_key.stream = stream;
+    p.search_key.size = round_size(orig_size, config);
+    if (pool.is_default()) {
+        p.pool = p.size() <= small_size ? &small_blocks_ : &large_blocks_;
+    } else {
+        private_pool* owner = find_pool(pool);
+        if (!owner) {
+            return false;
+        }
+        p.pool = p.size() <= small_size ? &owner->small_blocks : &owner->large_blocks;
+    }
+    const int64_t clock = p.pool->get_free_blocks_call_count;
+    const bool cached = get_free_block(p);
+    p.pool->get_free_blocks_call_count = clock;
+    if (cached) {
+        p.pool->reinsert(p.found);
+    }
+    return cached;
+}
+
 device_stats device_allocator_impl::get_stats() const {
     std::lock_guard<reentrant_mutex> lock(mutex);
     return stats_;

@@ -15,6 +15,8 @@ void append_allocator_segments(snapshot::snapshot& out, const device_allocator& 
         seg.stream = s.stream;
         seg.is_large = s.is_large;
         seg.is_expandable = s.is_expandable;
+        seg.pool_id_first = s.pool.first;
+        seg.pool_id_second = s.pool.second;
         for (const block_info& b : s.blocks) {
             snapshot::block& blk = seg.blocks.emplace_back();
             blk.address = b.address;

@@ -69,6 +69,7 @@ class device_allocator_impl {
 
     // introspection.cpp
     bool would_release_memory(uint64_t size, stream_handle stream);
+    bool has_cached_block(uint64_t size, stream_handle stream, pool_id pool);
     device_stats get_stats() const;
     void reset_peak_stats();
     void reset_accumulated_stats();

@@ -172,6 +172,9 @@ class device_allocator {
     // (garbage collection, or the release after a failed device allocation). Changes nothing;
     // replay uses it to tell an allocation's releases from an explicit empty_cache.
     bool would_release_memory(uint64_t size, stream_handle stream) const;
+    // Whether an allocation of `size` on `stream` made to `pool` would be served from a cached
+    // block. Changes nothing; replay uses it to tell which pool made a new segment.
+    bool has_cached_block(uint64_t size, stream_handle stream, pool_id pool) const;
 
     device_stats stats() const;
     std::map<std::string, int64_t> memory_stats() const { return to_memory_stats(stats()); }
