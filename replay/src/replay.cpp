@@ -252,6 +252,15 @@ class pool_tracker {
     uint64_t invented_ = 0;
 };
 
+// What others held on the device at the oom entry `i`: the original found it this full (the
+// entry records the free bytes), and whatever it did not hold itself, others did.
+uint64_t external_usage_at(const detail::trace_plan& plan,
+                           const std::vector<snapshot::trace_entry>& entries, size_t i,
+                           uint64_t total) {
+    const uint64_t held = plan.reserved_at[i] + entries[i].address;
+    return held < total ? total - held : 0;
+}
+
 // empty_cache calls a trace cannot show (they freed nothing), made after one of its steps.
 struct unseen_syncs {
     static constexpr size_t at_start = SIZE_MAX;
@@ -297,6 +306,13 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
         }
     };
 
+    // Others held memory on the device from the start: as much as the first OOM shows.
+    for (size_t i = 0; i < entries.size(); ++i) {
+        if (plan.steps[i] == detail::step_kind::allocate_oom) {
+            dev.set_external_usage(external_usage_at(plan, entries, i, total));
+            break;
+        }
+    }
     if (unseen.after_step == unseen_syncs::at_start) {
         for (int k = 0; k < unseen.count; ++k) {
             allocator.empty_cache();
@@ -310,11 +326,8 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
                 case detail::step_kind::allocate:
                 case detail::step_kind::allocate_oom: {
                     const bool expected_to_fail = plan.steps[i] == detail::step_kind::allocate_oom;
-                    if (expected_to_fail && options.reuse_trace_addresses) {
-                        // The original found the device this full (its oom entry records the
-                        // free bytes): whatever it did not hold, others did.
-                        const uint64_t held = plan.reserved_at[i] + e.address;
-                        dev.set_external_usage(held < total ? total - held : 0);
+                    if (expected_to_fail) {
+                        dev.set_external_usage(external_usage_at(plan, entries, i, total));
                     }
                     const pool_id pool = pools.pool_for(i, e);
                     try {
