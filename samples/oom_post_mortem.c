@@ -8,9 +8,10 @@
  *   MEMTRAIL_DEVICE=cuda MEMTRAIL_OOM_DUMP=/tmp/oom-%p-%d.memtrail build/bin/sample_oom_post_mortem
  *
  * When an allocation fails, memtrail writes a snapshot to MEMTRAIL_OOM_DUMP (%p: pid,
- * %d: device, %t: time), prints its path on stderr, and memtrail_malloc returns NULL. Open the
- * file with the viewer or `memtrail`: its last trace entry is the failed request, and the
- * segments show what held the memory at that moment. */
+ * %d: device, %t: time), prints its path on stderr, and memtrail_malloc returns NULL with
+ * memtrail_last_error_code() MEMTRAIL_ERROR_OUT_OF_MEMORY. Open the file with the viewer or
+ * `memtrail`: its last trace entry is the failed request, and the segments show what held the
+ * memory at that moment. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
@@ -36,7 +37,13 @@ int main(void) {
 
     for (int i = 0; i < 1024; ++i) {
         if (load_batch(i) == NULL) {
-            fprintf(stderr, "batch %d failed: %s\n", i, memtrail_last_error());
+            /* The error code says what kind of failure it was; only running out of memory is
+             * what this sample is about. */
+            if (memtrail_last_error_code() != MEMTRAIL_ERROR_OUT_OF_MEMORY) {
+                fprintf(stderr, "batch %d failed: %s\n", i, memtrail_last_error());
+                return 1;
+            }
+            fprintf(stderr, "batch %d: out of memory: %s\n", i, memtrail_last_error());
             return 0;
         }
     }

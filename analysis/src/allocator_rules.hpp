@@ -1,51 +1,43 @@
 #pragma once
-// PyTorch's caching-allocator size rules, as far as the analysis needs them to infer block sizes
-// from a trace: a PyTorch trace records the caller's request, not the block it received.
+// The allocator's size rules under one snapshot's settings: the analysis infers block sizes from
+// a trace with them.
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 
+#include "memtrail/rules/size_rules.hpp"
 #include "memtrail/snapshot/model.hpp"
 
 namespace memtrail::analysis::detail {
 
-inline constexpr uint64_t min_block_size = 512;        // every block is a multiple of this
-inline constexpr uint64_t small_size = 1ull << 20;     // requests up to this use the small pool
-inline constexpr uint64_t small_buffer = 2ull << 20;   // size of a small-pool segment
-inline constexpr uint64_t large_buffer = 20ull << 20;  // segment for large requests under 10 MiB
-inline constexpr uint64_t min_large_alloc = 10ull << 20;
-inline constexpr uint64_t round_large = 2ull << 20;
-
-// The size rules of one allocator configuration.
 class allocator_rules {
   public:
     allocator_rules() = default;
-    explicit allocator_rules(const snapshot::allocator_settings& settings);
-
-    // The block size the allocator asks for when a caller requests `request` bytes.
-    uint64_t round_size(uint64_t request) const;
-
-    // Whether a free block of which `size` bytes are taken is split, leaving `remaining` free.
-    bool should_split(bool is_small_pool, bool is_expandable, uint64_t size,
-                      uint64_t remaining) const;
-
-    // Oversize blocks are never split and counted apart (max_split_size; unlimited by default).
-    bool is_oversize(uint64_t size) const { return size >= max_split_size_; }
-
-    // PyTorch's max_split_size statistic: -1 when unlimited.
-    int64_t max_split_size_setting() const {
-        return max_split_size_ == UINT64_MAX ? -1 : static_cast<int64_t>(max_split_size_);
+    explicit allocator_rules(const snapshot::allocator_settings& settings)
+        : max_split_size_(size_rules::max_split_size_from_statistic(settings.max_split_size)) {
+        const size_t count =
+            std::min(settings.roundup_power2_divisions.size(), divisions_per_interval_.size());
+        std::copy_n(settings.roundup_power2_divisions.begin(), count,
+                    divisions_per_interval_.begin());
     }
 
-    // The segment the allocator would create (cudaMalloc) for a rounded request.
-    static uint64_t segment_size_for(uint64_t rounded);
-
-    static bool is_small_request(uint64_t rounded) { return rounded <= small_size; }
+    uint64_t round_size(uint64_t request) const {
+        return size_rules::round_size(request, divisions_per_interval_);
+    }
+    bool should_split(bool is_small_pool, bool is_expandable, uint64_t size,
+                      uint64_t remaining) const {
+        return size_rules::should_split(is_small_pool, is_expandable, size, remaining,
+                                        max_split_size_);
+    }
+    bool is_oversize(uint64_t size) const { return size_rules::is_oversize(size, max_split_size_); }
+    int64_t max_split_size_statistic() const {
+        return size_rules::max_split_size_statistic(max_split_size_);
+    }
 
   private:
-    uint64_t divisions_for(uint64_t size) const;
-
-    uint64_t max_split_size_ = UINT64_MAX;
-    uint64_t divisions_[16] = {};
+    uint64_t max_split_size_ = size_rules::unlimited;
+    std::array<uint64_t, size_rules::roundup_interval_count> divisions_per_interval_{};
 };
 
 }  // namespace memtrail::analysis::detail

@@ -133,7 +133,8 @@ initial_replay initial_state(const snapshot::snapshot& source, int device,
                 break;
             case action::segment_free:
                 segments[e.address] = engine_segment{
-                    e.size, e.stream, e.time_ns, e.stack, e.size != detail::small_buffer, false};
+                    e.size, e.stream, e.time_ns, e.stack, e.size != size_rules::small_buffer,
+                    false};
                 break;
             case action::segment_map:
                 remove_range(segments, e.address, e.address + e.size);
@@ -141,7 +142,7 @@ initial_replay initial_state(const snapshot::snapshot& source, int device,
             case action::segment_unmap:
                 add_expandable_range(segments, e.address, e.address + e.size,
                                      engine_segment{e.size, e.stream, e.time_ns, e.stack,
-                                                    e.size % detail::large_buffer == 0, true});
+                                                    e.size % size_rules::large_buffer == 0, true});
                 break;
             default:
                 break;
@@ -166,7 +167,7 @@ initial_replay initial_state(const snapshot::snapshot& source, int device,
         }
         const uint64_t rounded = rules.round_size(item.block.requested_size);
         item.block.size = rounded;
-        item.block.is_large = !allocator_rules::is_small_request(rounded);
+        item.block.is_large = !size_rules::is_small_request(rounded);
         auto seg = segments.upper_bound(address);
         if (seg == segments.begin()) {
             continue;

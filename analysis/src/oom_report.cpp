@@ -4,8 +4,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "allocator_rules.hpp"
 #include "memtrail/analysis/size_text.hpp"
+#include "memtrail/rules/size_rules.hpp"
 
 namespace memtrail::analysis {
 namespace {
@@ -75,8 +75,9 @@ double recorded_fraction(const snapshot::allocator_settings& settings) {
 }
 
 // The cause, checked in the order that explains the most: a free that only waits on other
-// streams, the allocator's own cap, memory other users hold, memory cached where the request
-// could not use it (private pools, or in pieces), and last this process's own live memory.
+// streams, the allocator's own cap, memory cached where the request could not use it (private
+// pools, or in pieces: a setting fixes those), memory other users hold, and last this
+// process's own live memory.
 void decide_verdict(oom_report& r, uint64_t releasable_after_sync,
                     const snapshot::allocator_settings& settings) {
     const std::string asked = format_bytes(r.requested);
@@ -124,16 +125,6 @@ void decide_verdict(oom_report& r, uint64_t releasable_after_sync,
                         "record it) while holding " +
                             format_bytes(reserved)) +
             ". Raise or remove the cap, or reduce what is live.";
-    } else if (r.outside_known && r.outside + r.device_free >= r.segment_size &&
-               r.outside >= reserved) {
-        r.verdict = oom_verdict::outside_allocator;
-        r.explanation =
-            format_bytes(r.outside) + " of the device's " + format_bytes(r.device_total) +
-            " were held outside this allocator (other processes, NCCL, cuBLAS workspaces, the "
-            "CUDA context) against " +
-            format_bytes(reserved) + " reserved by it; the device had " +
-            format_bytes(r.device_free) + " free for a " + format_bytes(r.segment_size) +
-            " segment. Find who holds that memory (nvidia-smi), or run with less beside it.";
     } else if (r.private_pool_free >= r.requested && r.usable_free < r.requested) {
         r.verdict = oom_verdict::private_pools;
         r.explanation = format_bytes(r.private_pool_free) +
@@ -151,6 +142,16 @@ void decide_verdict(oom_report& r, uint64_t releasable_after_sync,
                         format_bytes(r.totals.largest_free) +
                         ", inside segments still in use (the device had " +
                         format_bytes(r.device_free) + " free).";
+    } else if (r.outside_known && r.outside + r.device_free >= r.segment_size &&
+               r.outside >= reserved) {
+        r.verdict = oom_verdict::outside_allocator;
+        r.explanation =
+            format_bytes(r.outside) + " of the device's " + format_bytes(r.device_total) +
+            " were held outside this allocator (other processes, NCCL, cuBLAS workspaces, the "
+            "CUDA context) against " +
+            format_bytes(reserved) + " reserved by it; the device had " +
+            format_bytes(r.device_free) + " free for a " + format_bytes(r.segment_size) +
+            " segment. Find who holds that memory (nvidia-smi), or run with less beside it.";
     } else {
         r.verdict = oom_verdict::capacity;
         r.explanation =
@@ -234,7 +235,7 @@ oom_report analyze_oom(const device_model& model, size_t entry, const oom_option
     report.time_ns = e.time_ns;
     report.requested = e.size;
     report.stream = e.stream;
-    report.is_large = !detail::allocator_rules::is_small_request(e.size);
+    report.is_large = !size_rules::is_small_request(e.size);
     report.stack = e.stack;
     report.device_free = e.address;
     for (const auto& properties : model.source().info.devices) {
@@ -245,7 +246,7 @@ oom_report analyze_oom(const device_model& model, size_t entry, const oom_option
     if (options.device_total) {
         report.device_total = options.device_total;
     }
-    report.segment_size = detail::allocator_rules::segment_size_for(report.requested);
+    report.segment_size = size_rules::segment_size_for(report.requested);
     report.totals = totals_of(state);
     report.fragmentation = report.totals.fragmentation();
 

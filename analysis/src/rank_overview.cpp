@@ -28,6 +28,18 @@ rank_overview overview_of(const device_model& model) {
     return overview;
 }
 
+std::string devices_text(const rank_overview& rank) {
+    std::string text = std::to_string(rank.device);
+    if (rank.devices.size() > 1) {
+        std::string all;
+        for (const int d : rank.devices) {
+            all += (all.empty() ? "" : ",") + std::to_string(d);
+        }
+        text += " of " + all;
+    }
+    return text;
+}
+
 void add_to(rank_totals& totals, const rank_overview& rank) {
     totals.peak_allocated += rank.peak_allocated.bytes;
     totals.peak_reserved += rank.peak_reserved.bytes;

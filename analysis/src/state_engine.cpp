@@ -11,15 +11,8 @@ namespace {
 using snapshot::action;
 using snapshot::block_state;
 
-// A counter of the aggregate and of one pool.
-template <typename F>
-void for_pool(stat_array& counters, bool is_large, F&& f) {
-    f(counters[static_cast<size_t>(stat_type::aggregate)]);
-    f(counters[static_cast<size_t>(is_large ? stat_type::large_pool : stat_type::small_pool)]);
-}
-
 void add(stat_array& counters, bool is_large, int64_t delta) {
-    for_pool(counters, is_large, [delta](stat& s) {
+    for_pool_stats(counters, pool_stat_type(!is_large), [delta](stat& s) {
         if (delta > 0) {
             s.increase(static_cast<uint64_t>(delta));
         } else if (delta < 0) {
@@ -34,7 +27,7 @@ void set_current(stat& s, int64_t value) {
 }
 
 void set_current(stat_array& counters, bool is_large, int64_t value) {
-    for_pool(counters, is_large, [value](stat& s) {
+    for_pool_stats(counters, pool_stat_type(!is_large), [value](stat& s) {
         s.current += value;
         s.peak = s.allocated = s.current;
         s.freed = 0;
@@ -73,7 +66,7 @@ void state_engine::start(const engine_checkpoint& initial) {
         blk.number = next_number_++;
     }
     stats_ = device_stats{};
-    stats_.max_split_size = rules_.max_split_size_setting();
+    stats_.max_split_size = rules_.max_split_size_statistic();
     for (const auto& [address, seg] : segments_) {
         if (!seg.is_expandable) {
             set_current(stats_.segment, seg.is_large, 1);
@@ -201,7 +194,7 @@ entry_effect state_engine::on_alloc(const snapshot::trace_entry& entry) {
     // A PyTorch trace records the request; memtrail's may record the block size as well.
     const uint64_t request = entry.requested_size != 0 ? entry.requested_size : entry.size;
     uint64_t size = std::max(rules_.round_size(request), entry.size);
-    bool is_large = !allocator_rules::is_small_request(size);
+    bool is_large = !size_rules::is_small_request(size);
 
     const auto seg = segment_containing(address);
     if (seg == segments_.end()) {
@@ -345,7 +338,7 @@ entry_effect state_engine::on_segment_alloc(const snapshot::trace_entry& entry) 
         return effect;
     }
     // Small-pool segments are exactly one small buffer; large ones never are.
-    const bool is_large = entry.size != small_buffer;
+    const bool is_large = entry.size != size_rules::small_buffer;
     segments_changed();
     segments_.emplace(address, engine_segment{entry.size, entry.stream, entry.time_ns, entry.stack,
                                               is_large, false});
@@ -415,7 +408,7 @@ entry_effect state_engine::on_segment_map(const snapshot::trace_entry& entry) {
     auto above = next != segments_.end() && next->first == last && next->second.is_expandable
                      ? next
                      : segments_.end();
-    bool is_large = entry.size % large_buffer == 0;
+    bool is_large = entry.size % size_rules::large_buffer == 0;
     segments_changed();
     if (below != segments_.end()) {
         is_large = below->second.is_large;

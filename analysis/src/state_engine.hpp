@@ -11,7 +11,7 @@
 
 #include "allocator_rules.hpp"
 #include "memtrail/analysis/memory_state.hpp"
-#include "memtrail/core/statistics.hpp"
+#include "memtrail/rules/statistics.hpp"
 #include "memtrail/snapshot/model.hpp"
 #include "ordered_address_map.hpp"
 

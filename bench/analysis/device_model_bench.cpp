@@ -20,10 +20,10 @@
 
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/flame.hpp"
-#include "memtrail/analysis/load.hpp"
 #include "memtrail/analysis/timeline.hpp"
+#include "memtrail/replay/synthetic_trace.hpp"
+#include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
-#include "synthetic_trace.hpp"
 
 namespace {
 
@@ -54,7 +54,7 @@ struct temporary_snapshot_file {
     temporary_snapshot_file()
         : path(std::filesystem::temp_directory_path() /
                ("memtrail_bench_analysis_" + std::to_string(getpid()) + ".mtrail")) {
-        snapshot::write_snapshot(bench::synthetic_snapshot(large_trace), path);
+        snapshot::write_snapshot(replay::make_stacked_history(large_trace), path);
     }
     ~temporary_snapshot_file() {
         std::error_code ignored;
@@ -70,7 +70,7 @@ const std::filesystem::path& large_snapshot_file() {
 
 const analysis::device_model& large_model() {
     static const analysis::device_model model = analysis::device_model::build(
-        std::make_shared<snapshot::snapshot>(bench::synthetic_snapshot(large_trace)), 0);
+        std::make_shared<snapshot::snapshot>(replay::make_stacked_history(large_trace)), 0);
     return model;
 }
 
@@ -79,7 +79,7 @@ void load_and_build(benchmark::State& state) {
     for (auto _ : state) {
         reset_peak_memory();
         const auto start = std::chrono::steady_clock::now();
-        const analysis::loaded_snapshot loaded = analysis::load_snapshot(file);
+        const snapshot::loaded_snapshot loaded = snapshot::load_snapshot(file);
         const auto loaded_at = std::chrono::steady_clock::now();
         const analysis::device_model model = analysis::device_model::build(loaded.snapshot, 0);
         const auto built_at = std::chrono::steady_clock::now();
@@ -96,7 +96,7 @@ BENCHMARK(load_and_build)->UseManualTime()->Iterations(1)->Unit(benchmark::kSeco
 
 void build_only(benchmark::State& state) {
     const auto snap = std::make_shared<snapshot::snapshot>(
-        bench::synthetic_snapshot(static_cast<size_t>(state.range(0))));
+        replay::make_stacked_history(static_cast<size_t>(state.range(0))));
     for (auto _ : state) {
         benchmark::DoNotOptimize(analysis::device_model::build(snap, 0));
     }

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <iterator>
 
+#include "memtrail/replay/synthetic_trace.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
-#include "synthetic_trace.hpp"
 #include "test_paths.hpp"
 
 namespace ms = memtrail::snapshot;
@@ -18,7 +18,7 @@ namespace {
 constexpr size_t million = 1'000'000;
 
 const ms::snapshot& synthetic() {
-    static const ms::snapshot s = ms::test::make_synthetic_trace(million);
+    static const ms::snapshot s = memtrail::replay::make_format_trace(million);
     return s;
 }
 

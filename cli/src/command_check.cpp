@@ -48,7 +48,7 @@ std::vector<analysis::stack_bytes> responsible_stacks(const analysis::device_mod
 command_spec check_spec() {
     return {"check",
             "FILE... [--max-peak-reserved SIZE] [--max-peak-allocated SIZE] "
-            "[--max-fragmentation F] [--no-oom] [-n N] [--device N] [--json]",
+            "[--max-fragmentation F] [--no-oom] [-n N] [--device N] [--all-frames] [--json]",
             "Checks limits, for CI: exits 1 when one is exceeded and prints the allocation "
             "stacks responsible (the live blocks at the moment measured).",
             "Fragmentation (1 - largest free block / free bytes inside segments) is measured "
@@ -57,6 +57,7 @@ command_spec check_spec() {
             1,
             SIZE_MAX,
             {device_option(),
+             all_frames_option(),
              {"--max-peak-reserved", "", "SIZE", "limit on the peak of reserved memory", false},
              {"--max-peak-allocated", "", "SIZE", "limit on the peak of allocated memory", false},
              {"--max-fragmentation", "", "F", "limit between 0 and 1, at peak reserved", false},
@@ -90,7 +91,7 @@ int run_check(const parsed_arguments& args) {
         json->begin_object().key("files").begin_array();
     }
     for (const auto& path : args.positional) {
-        const opened_file file = open_file(path, args);
+        const opened_file file = open_file(path, args, frames_shown(args));
         const auto& model = file.model;
         std::vector<check_result> results;
         const size_t reserved_peak = model.peak_position(analysis::series::reserved);

@@ -1,15 +1,12 @@
 // memtrail diff BASE OTHER... : what changed between snapshots (or ranks), in totals and per
 // allocation stack.
 
-#include <algorithm>
 #include <iostream>
-#include <map>
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "memtrail/analysis/flame.hpp"
-#include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/size_text.hpp"
+#include "memtrail/analysis/stack_comparison.hpp"
 #include "report_json.hpp"
 #include "text_table.hpp"
 
@@ -23,33 +20,18 @@ struct side {
     opened_file file;
     moment at;
     analysis::memory_totals totals;
-    std::map<std::string, uint64_t> by_stack;  // frames' text -> live bytes
-    std::map<std::string, snapshot::stack_id> stack_of;
 };
-
-std::string stack_key(const snapshot::snapshot& source, snapshot::stack_id stack) {
-    std::string key;
-    for (const auto& label : analysis::stack_labels(source, stack)) {
-        key += label + "\n";
-    }
-    return key;
-}
 
 int64_t delta(uint64_t before, uint64_t after) {
     return static_cast<int64_t>(after) - static_cast<int64_t>(before);
 }
 
-struct stack_change {
-    std::string key;
-    std::vector<uint64_t> bytes;  // per side
-    int64_t largest_change = 0;   // against the base, the largest in magnitude
-};
-
 }  // namespace
 
 command_spec diff_spec() {
     return {"diff",
-            "BASE OTHER... [--at EVENT|peak|end] [-n N] [--depth D] [--device N] [--json]",
+            "BASE OTHER... [--at EVENT|peak|end] [-n N] [--depth D] [--device N] [--all-frames] "
+            "[--json]",
             "Compares snapshots (or the ranks of one job) with the first: totals, peaks and "
             "the allocation stacks whose live bytes changed most.",
             "",
@@ -57,6 +39,7 @@ command_spec diff_spec() {
             SIZE_MAX,
             {at_option(),
              device_option(),
+             all_frames_option(),
              {"--count", "-n", "N", "stacks to list (default 10)", false},
              {"--depth", "", "D", "frames to print per stack (default 6)", false}}};
 }
@@ -67,64 +50,24 @@ int run_diff(const parsed_arguments& args) {
     const size_t depth =
         args.value("--depth") ? parse_count_option("--depth", *args.value("--depth")) : 6;
     std::vector<side> sides;
+    std::vector<analysis::stacks_in_snapshot> stacks;  // allocated bytes, per side
     for (const auto& path : args.positional) {
-        side s{open_file(path, args), {}, {}, {}, {}};
+        side s{open_file(path, args, frames_shown(args)), {}, {}};
         s.at = resolve_at(s.file.model, args.value("--at"));
         const auto state = s.file.model.state_after(s.at.position);
         s.totals = analysis::totals_of(state);
-        const auto& source = s.file.model.source();
-        for (const auto& entry :
-             analysis::bytes_by_stack(state, analysis::live_measure::allocated)) {
-            const std::string key = stack_key(source, entry.stack);
-            s.by_stack[key] += entry.bytes;
-            s.stack_of.try_emplace(key, entry.stack);
-        }
+        // The model shares its snapshot, so the pointer outlives moving the side.
+        stacks.push_back({&s.file.model.source(),
+                          analysis::bytes_by_stack(state, analysis::live_measure::allocated)});
         sides.push_back(std::move(s));
-    }
-
-    std::map<std::string, stack_change> changes;
-    for (size_t i = 0; i < sides.size(); ++i) {
-        for (const auto& [key, bytes] : sides[i].by_stack) {
-            auto& change = changes[key];
-            change.key = key;
-            change.bytes.resize(sides.size(), 0);
-            change.bytes[i] = bytes;
-        }
-    }
-    std::vector<stack_change> ordered;
-    for (auto& [key, change] : changes) {
-        for (size_t i = 1; i < sides.size(); ++i) {
-            const int64_t d = delta(change.bytes[0], change.bytes[i]);
-            if (std::abs(d) > std::abs(change.largest_change)) {
-                change.largest_change = d;
-            }
-        }
-        if (change.largest_change != 0) {
-            ordered.push_back(change);
-        }
-    }
-    std::sort(ordered.begin(), ordered.end(), [](const stack_change& a, const stack_change& b) {
-        return std::abs(a.largest_change) > std::abs(b.largest_change);
-    });
-    if (ordered.size() > count) {
-        ordered.resize(count);
     }
     std::vector<const analysis::device_model*> models;
     for (const auto& s : sides) {
         models.push_back(&s.file.model);
     }
+    const std::vector<analysis::matched_stack> ordered =
+        analysis::stacks_changed_most(stacks, count);
     const size_t best = highest_reserved_peak(models);
-    // A stack's frames from whichever side has it.
-    auto frames_of =
-        [&](const std::string& key) -> std::pair<const snapshot::snapshot*, snapshot::stack_id> {
-        for (const auto& s : sides) {
-            const auto it = s.stack_of.find(key);
-            if (it != s.stack_of.end()) {
-                return {&s.file.model.source(), it->second};
-            }
-        }
-        return {nullptr, snapshot::no_id};
-    };
 
     if (args.json) {
         json_writer json(std::cout);
@@ -147,11 +90,10 @@ int run_diff(const parsed_arguments& args) {
             }
             json.end_array().key("delta_from_base").begin_array();
             for (size_t i = 1; i < sides.size(); ++i) {
-                json.value(delta(change.bytes[0], change.bytes[i]));
+                json.value(change.change_from_first(i));
             }
             json.end_array().key("frames");
-            const auto [source, stack] = frames_of(change.key);
-            write_stack(json, *source, stack);
+            write_stack(json, *stacks[change.first_holder].source, change.stack);
             json.end_object();
         }
         json.end_array()
@@ -199,14 +141,14 @@ int run_diff(const parsed_arguments& args) {
         std::cout << "  none\n";
     }
     for (const auto& change : ordered) {
-        std::cout << "  " << format_bytes_delta(change.largest_change) << "  ("
+        std::cout << "  " << format_bytes_delta(change.largest_change()) << "  ("
                   << format_bytes(change.bytes[0]);
         for (size_t i = 1; i < sides.size(); ++i) {
             std::cout << " -> " << format_bytes(change.bytes[i]);
         }
         std::cout << ")\n";
-        const auto [source, stack] = frames_of(change.key);
-        for (const auto& line : stack_lines(*source, stack, depth)) {
+        for (const auto& line :
+             stack_lines(*stacks[change.first_holder].source, change.stack, depth)) {
             std::cout << "        " << line << "\n";
         }
     }

@@ -20,7 +20,7 @@ using snapshot::action;
 std::ofstream open_output(const std::string& path) {
     std::ofstream out(path, std::ios::binary);
     if (!out) {
-        throw analysis::load_error(path + ": cannot open for writing");
+        throw snapshot::load_error(path + ": cannot open for writing");
     }
     return out;
 }
@@ -193,7 +193,7 @@ void write_csv(const analysis::device_model& model, std::ostream& out) {
 command_spec export_spec() {
     return {"export",
             "FILE --format torch-pickle|folded|perfetto|csv -o OUT [--at EVENT|peak|end] "
-            "[--pending] [--device N]",
+            "[--pending] [--device N] [--all-frames]",
             "Writes the snapshot for other tools: a PyTorch snapshot pickle (for "
             "torch.cuda._memory_viz and pytorch.org/memory_viz), folded stacks of the live bytes "
             "at one moment (flamegraph.pl, speedscope), a Chrome/Perfetto trace (ui.perfetto.dev) "
@@ -208,6 +208,7 @@ command_spec export_spec() {
             1,
             {at_option(),
              device_option(),
+             all_frames_option(),
              {"--format", "", "FORMAT", "torch-pickle, folded, perfetto or csv", false},
              {"--output", "-o", "OUT", "the file to write", false},
              {"--pending", "", "", "folded: count blocks waiting for other streams too", false}},
@@ -230,12 +231,15 @@ int run_export(const parsed_arguments& args) {
         throw usage_error("memtrail export: unknown format '" + *format +
                           "' (torch-pickle, folded, perfetto or csv)");
     }
-    const opened_file file = open_file(args.positional[0], args);
+    // A PyTorch pickle is a conversion: it keeps every frame.
+    const opened_file file = open_file(
+        args.positional[0], args,
+        *format == "torch-pickle" ? analysis::frame_visibility::all_frames : frames_shown(args));
     if (*format == "torch-pickle") {
         try {
             snapshot::write_torch_pickle(file.model.source(), *output);
         } catch (const std::system_error& e) {
-            throw analysis::load_error(*output + ": " + e.what());
+            throw snapshot::load_error(*output + ": " + e.what());
         }
     } else if (*format == "folded") {
         const moment at = resolve_at(file.model, args.value("--at"));

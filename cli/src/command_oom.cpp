@@ -211,13 +211,13 @@ command_spec oom_spec() {
             1,
             1,
             {device_option(),
+             all_frames_option(),
              {"--entry", "", "N", "only the oom entry with this trace index", false},
              {"--blockers", "", "N", "blockers and largest holders to list (default 5)", false},
              {"--depth", "", "D", "frames to print per stack (default 8)", false},
              {"--device-memory", "", "BYTES",
               "the device's total memory, when the snapshot does not record it", false},
-             {"--no-remedies", "", "", "skip the what-if replays that check remedies", false},
-             all_frames_option()}};
+             {"--no-remedies", "", "", "skip the what-if replays that check remedies", false}}};
 }
 
 int run_oom(const parsed_arguments& args) {

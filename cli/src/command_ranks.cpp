@@ -36,18 +36,6 @@ std::string when(const analysis::rank_overview& o, const analysis::curve_peak& p
     return text;
 }
 
-std::string devices_text(const analysis::rank_overview& o) {
-    std::string text = std::to_string(o.device);
-    if (o.devices.size() > 1) {
-        std::string all;
-        for (const int d : o.devices) {
-            all += (all.empty() ? "" : ",") + std::to_string(d);
-        }
-        text += " of " + all;
-    }
-    return text;
-}
-
 size_t highest_peak(const std::vector<rank_row>& rows) {
     std::vector<const analysis::device_model*> models;
     for (const auto& r : rows) {
@@ -70,7 +58,7 @@ void print_table(const std::vector<rank_row>& rows) {
                       "OOMs"});
     for (const auto& r : rows) {
         const analysis::rank_overview& o = r.overview;
-        table.add_row({std::to_string(r.rank), r.file.path, devices_text(o),
+        table.add_row({std::to_string(r.rank), r.file.path, analysis::devices_text(o),
                        format_bytes(o.peak_allocated.bytes), when(o, o.peak_allocated),
                        format_bytes(o.peak_reserved.bytes), when(o, o.peak_reserved),
                        format_bytes(o.end_allocated), format_bytes(o.end_reserved),

@@ -40,7 +40,7 @@ replay::replay_result run_replay(const snapshot::snapshot& input,
     try {
         return replay::replay_trace(input, options);
     } catch (const std::exception& e) {
-        throw analysis::load_error(path + ": cannot replay: " + e.what());
+        throw snapshot::load_error(path + ": cannot replay: " + e.what());
     }
 }
 
@@ -117,7 +117,7 @@ outcome_row baseline_row(const analysis::policy_outcome& outcome) {
 void write_stats_json(const std::map<std::string, int64_t>& stats, const std::string& path) {
     std::ofstream out(path);
     if (!out) {
-        throw analysis::load_error(path + ": cannot open for writing");
+        throw snapshot::load_error(path + ": cannot open for writing");
     }
     json_writer json(out);
     json.begin_object();
@@ -159,7 +159,7 @@ command_spec replay_spec() {
 
 int run_replay_command(const parsed_arguments& args) {
     const std::string& path = args.positional[0];
-    const analysis::loaded_snapshot loaded = analysis::load_snapshot(path);
+    const snapshot::loaded_snapshot loaded = snapshot::load_snapshot(path);
     const snapshot::snapshot& input = *loaded.snapshot;
 
     std::optional<replay::trace_metadata> expected;
@@ -167,7 +167,7 @@ int run_replay_command(const parsed_arguments& args) {
         try {
             expected = replay::read_trace_metadata(*file);
         } catch (const std::runtime_error& e) {
-            throw analysis::load_error(e.what());
+            throw snapshot::load_error(e.what());
         }
     }
     replay::replay_options options;
@@ -208,7 +208,7 @@ int run_replay_command(const parsed_arguments& args) {
             snapshot::write_torch_pickle(result.final_state, std::filesystem::path(*out));
         }
     } catch (const std::system_error& e) {
-        throw analysis::load_error(e.what());
+        throw snapshot::load_error(e.what());
     }
     if (const auto out = args.value("--stats-json")) {
         write_stats_json(result.stats, *out);

@@ -5,7 +5,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "memtrail/analysis/size_text.hpp"
-#include "memtrail/core/statistics.hpp"
+#include "memtrail/rules/statistics.hpp"
 #include "report_json.hpp"
 #include "text_table.hpp"
 

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <iostream>
-#include <map>
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "memtrail/analysis/flame.hpp"
-#include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/size_text.hpp"
+#include "memtrail/analysis/stack_comparison.hpp"
 #include "report_json.hpp"
 #include "text_table.hpp"
 
@@ -20,24 +18,15 @@ using analysis::format_bytes;
 struct rank_top {
     opened_file file;
     moment at;
-    std::vector<analysis::stack_bytes> stacks;
     uint64_t total = 0;
 };
-
-// Stacks are compared across ranks by their frames' text.
-std::string stack_key(const snapshot::snapshot& source, snapshot::stack_id stack) {
-    std::string key;
-    for (const auto& label : analysis::stack_labels(source, stack)) {
-        key += label + "\n";
-    }
-    return key;
-}
 
 }  // namespace
 
 command_spec top_spec() {
     return {"top",
-            "FILE... [--at EVENT|peak|end] [-n N] [--depth D] [--pending] [--device N] [--json]",
+            "FILE... [--at EVENT|peak|end] [-n N] [--depth D] [--pending] [--device N] "
+            "[--all-frames] [--json]",
             "The allocation stacks that hold the most memory at one moment, with their share of "
             "the live bytes. Several files (one per rank) are compared stack by stack.",
             "",
@@ -45,6 +34,7 @@ command_spec top_spec() {
             SIZE_MAX,
             {at_option(),
              device_option(),
+             all_frames_option(),
              {"--count", "-n", "N", "how many stacks to list (default 10)", false},
              {"--depth", "", "D", "frames to print per stack, innermost first (default 8)", false},
              {"--pending", "", "", "count blocks freed but waiting for other streams too", false}}};
@@ -58,13 +48,15 @@ int run_top(const parsed_arguments& args) {
     const auto measure =
         args.has("--pending") ? analysis::live_measure::active : analysis::live_measure::allocated;
     std::vector<rank_top> ranks;
+    std::vector<analysis::stacks_in_snapshot> stacks;  // per rank, most bytes first
     for (const auto& path : args.positional) {
-        rank_top r{open_file(path, args), {}, {}, 0};
+        rank_top r{open_file(path, args, frames_shown(args)), {}, 0};
         r.at = resolve_at(r.file.model, args.value("--at"));
-        r.stacks = analysis::bytes_by_stack(r.file.model.state_after(r.at.position), measure);
-        for (const auto& s : r.stacks) {
-            r.total += s.bytes;
-        }
+        // The model shares its snapshot, so the pointer outlives moving the rank.
+        stacks.push_back(
+            {&r.file.model.source(),
+             analysis::bytes_by_stack(r.file.model.state_after(r.at.position), measure)});
+        r.total = analysis::total_bytes(stacks.back().stacks);
         ranks.push_back(std::move(r));
     }
     std::vector<const analysis::device_model*> models;
@@ -85,8 +77,8 @@ int run_top(const parsed_arguments& args) {
             json.key("at");
             write_moment(json, r.file.model, r.at);
             json.field("live_bytes", r.total).key("stacks").begin_array();
-            for (size_t s = 0; s < std::min(count, r.stacks.size()); ++s) {
-                const auto& entry = r.stacks[s];
+            for (size_t s = 0; s < std::min(count, stacks[i].stacks.size()); ++s) {
+                const auto& entry = stacks[i].stacks[s];
                 json.begin_object()
                     .field("bytes", entry.bytes)
                     .field("blocks", entry.blocks)
@@ -112,12 +104,13 @@ int run_top(const parsed_arguments& args) {
 
     if (ranks.size() == 1) {
         const rank_top& r = ranks[0];
+        const std::vector<analysis::stack_bytes>& by_stack = stacks[0].stacks;
         std::cout << r.file.path << ", device " << r.file.model.device() << ", at " << r.at.label
                   << ": " << format_bytes(r.total)
                   << (measure == analysis::live_measure::active ? " active" : " allocated")
-                  << " from " << r.stacks.size() << " stacks\n\n";
-        for (size_t s = 0; s < std::min(count, r.stacks.size()); ++s) {
-            const auto& entry = r.stacks[s];
+                  << " from " << by_stack.size() << " stacks\n\n";
+        for (size_t s = 0; s < std::min(count, by_stack.size()); ++s) {
+            const auto& entry = by_stack[s];
             std::cout << "#" << s + 1 << "  " << format_bytes(entry.bytes) << "  ("
                       << percent(r.total == 0 ? 0.0
                                               : static_cast<double>(entry.bytes) /
@@ -132,35 +125,19 @@ int run_top(const parsed_arguments& args) {
     }
 
     // Side by side: stacks matched by their text, ordered by the most any rank holds.
-    std::map<std::string, std::vector<uint64_t>> by_key;
-    std::map<std::string, std::pair<size_t, snapshot::stack_id>> example;
-    for (size_t i = 0; i < ranks.size(); ++i) {
-        for (const auto& entry : ranks[i].stacks) {
-            const std::string key = stack_key(ranks[i].file.model.source(), entry.stack);
-            auto& bytes = by_key[key];
-            bytes.resize(ranks.size(), 0);
-            bytes[i] += entry.bytes;
-            example.try_emplace(key, i, entry.stack);
-        }
-    }
-    std::vector<std::pair<std::string, std::vector<uint64_t>>> rows(by_key.begin(), by_key.end());
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-        return *std::max_element(a.second.begin(), a.second.end()) >
-               *std::max_element(b.second.begin(), b.second.end());
-    });
+    const std::vector<analysis::matched_stack> rows = analysis::largest_stacks(stacks, count);
     std::vector<std::string> columns = {"#"};
     for (size_t i = 0; i < ranks.size(); ++i) {
         columns.push_back("rank " + std::to_string(i));
     }
     columns.emplace_back("<innermost frame");
     text_table table(columns);
-    for (size_t row = 0; row < std::min(count, rows.size()); ++row) {
+    for (size_t row = 0; row < rows.size(); ++row) {
         std::vector<std::string> cells = {std::to_string(row + 1)};
-        for (const uint64_t bytes : rows[row].second) {
+        for (const uint64_t bytes : rows[row].bytes) {
             cells.push_back(format_bytes(bytes));
         }
-        const auto& [rank, stack] = example[rows[row].first];
-        cells.push_back(innermost_frame(ranks[rank].file.model.source(), stack));
+        cells.push_back(innermost_frame(*stacks[rows[row].first_holder].source, rows[row].stack));
         table.add_row(cells);
     }
     std::vector<std::string> totals = {"all"};

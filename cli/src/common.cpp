@@ -18,8 +18,22 @@ option_spec device_option() {
     return {"--device", "", "N", "the device to report (default: the first one used)", false};
 }
 
-opened_file open_file(const std::string& path, const parsed_arguments& args) {
-    analysis::loaded_snapshot loaded = analysis::load_snapshot(path);
+option_spec all_frames_option() {
+    return {"--all-frames", "", "",
+            "show every frame of the stacks, PyTorch's own (unwinder, caching allocator, "
+            "dispatcher) and the Python interpreter's C frames included",
+            false};
+}
+
+analysis::frame_visibility frames_shown(const parsed_arguments& args) {
+    return args.has("--all-frames") ? analysis::frame_visibility::all_frames
+                                    : analysis::frame_visibility::user_frames;
+}
+
+opened_file open_file(const std::string& path, const parsed_arguments& args,
+                      analysis::frame_visibility frames) {
+    snapshot::loaded_snapshot loaded = snapshot::load_snapshot(path);
+    loaded.snapshot = analysis::with_frame_visibility(std::move(loaded.snapshot), frames);
     const std::vector<int> devices = analysis::devices_of(*loaded.snapshot);
     int device = 0;
     if (const auto text = args.value("--device")) {
@@ -30,7 +44,7 @@ opened_file open_file(const std::string& path, const parsed_arguments& args) {
             for (const int d : devices) {
                 known += (known.empty() ? "" : ", ") + std::to_string(d);
             }
-            throw analysis::load_error(path + ": has no trace or segments for device " +
+            throw snapshot::load_error(path + ": has no trace or segments for device " +
                                        std::to_string(device) + " (it has: " + known + ")");
         }
     } else if (!devices.empty()) {
@@ -124,8 +138,8 @@ size_t highest_reserved_peak(const std::vector<const analysis::device_model*>& m
     return best;
 }
 
-std::string file_kind_name(analysis::file_kind kind) {
-    return kind == analysis::file_kind::torch_pickle ? "PyTorch pickle" : "memtrail snapshot";
+std::string file_kind_name(snapshot::file_kind kind) {
+    return kind == snapshot::file_kind::torch_pickle ? "PyTorch pickle" : "memtrail snapshot";
 }
 
 }  // namespace memtrail::cli

@@ -10,7 +10,8 @@
 
 #include "arguments.hpp"
 #include "memtrail/analysis/device_model.hpp"
-#include "memtrail/analysis/load.hpp"
+#include "memtrail/analysis/frame_filter.hpp"
+#include "memtrail/snapshot/load.hpp"
 
 namespace memtrail::cli {
 
@@ -20,16 +21,23 @@ inline constexpr int exit_bad_input = 2;  // bad usage or a file that cannot be 
 
 option_spec at_option();
 option_spec device_option();
+// --all-frames, for the commands that print or export stacks.
+option_spec all_frames_option();
+// The frames their stacks show: every frame with --all-frames, else PyTorch's and the
+// interpreter's own frames hidden.
+analysis::frame_visibility frames_shown(const parsed_arguments& args);
 
 struct opened_file {
     std::string path;
-    analysis::file_kind kind = analysis::file_kind::memtrail_snapshot;
+    snapshot::file_kind kind = snapshot::file_kind::memtrail;
     analysis::device_model model;
 };
 
 // Loads `path` and builds the model of --device (default: the first device with a trace, else
-// the first with segments, else 0). Throws analysis::load_error or usage_error.
-opened_file open_file(const std::string& path, const parsed_arguments& args);
+// the first with segments, else 0), its stacks as `frames` says. Throws snapshot::load_error or
+// usage_error.
+opened_file open_file(const std::string& path, const parsed_arguments& args,
+                      analysis::frame_visibility frames = analysis::frame_visibility::all_frames);
 
 // A moment chosen with --at: EVENT (the state after that trace entry), start, end, peak (most
 // allocated) or peak-reserved.
@@ -55,6 +63,6 @@ std::string hex_address(uint64_t address);  // "0x7f00..."
 uint64_t peak_bytes(const analysis::device_model& model, analysis::series s);
 // Index of the model whose reserved memory peaks highest (the first on a tie).
 size_t highest_reserved_peak(const std::vector<const analysis::device_model*>& models);
-std::string file_kind_name(analysis::file_kind kind);
+std::string file_kind_name(snapshot::file_kind kind);
 
 }  // namespace memtrail::cli

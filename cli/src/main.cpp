@@ -8,7 +8,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "memtrail/analysis/load.hpp"
+#include "memtrail/snapshot/load.hpp"
 
 namespace memtrail::cli {
 namespace {
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
         return cli::run(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const cli::usage_error& e) {
         std::cerr << e.what() << "\n";
-    } catch (const analysis::load_error& e) {
+    } catch (const snapshot::load_error& e) {
         std::cerr << "memtrail: " << e.what() << "\n";
     } catch (const std::exception& e) {
         std::cerr << "memtrail: " << e.what() << "\n";

@@ -2,51 +2,11 @@
 // best-fit search in the stream's pool, free-memory callbacks, garbage collection, a new device
 // allocation, release of cached oversize blocks, release of the whole cache and one retry, OOM.
 
-#include <bit>
 #include <sstream>
 
 #include "detail/device_allocator_impl.hpp"
 
 namespace memtrail::detail {
-
-namespace {
-
-// Rounds up to the next of `divisions` equal steps between two powers of two.
-uint64_t roundup_power2_next_division(uint64_t size, uint64_t divisions) {
-    if (std::has_single_bit(size)) {
-        return size;
-    }
-    const uint64_t power2_floor = std::bit_floor(size);
-    const uint64_t step = power2_floor >> (63 - std::countl_zero(divisions));
-    if (step == 0) {
-        return power2_floor << 1;
-    }
-    const uint64_t floor = size & ~(step - 1);
-    return floor == size ? size : floor + step;
-}
-
-}  // namespace
-
-uint64_t device_allocator_impl::round_size(uint64_t size, const allocator_config& config) {
-    if (size < min_block_size) {
-        return min_block_size;
-    }
-    const uint64_t divisions = config.divisions_for(size);
-    if (divisions > 1 && size > min_block_size * divisions) {
-        return roundup_power2_next_division(size, divisions);
-    }
-    return min_block_size * ((size + min_block_size - 1) / min_block_size);
-}
-
-uint64_t device_allocator_impl::get_allocation_size(uint64_t size) {
-    if (size <= small_size) {
-        return small_buffer;
-    }
-    if (size < min_large_alloc) {
-        return large_buffer;
-    }
-    return round_large * ((size + round_large - 1) / round_large);
-}
 
 block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
                                      context_handle context) {
@@ -61,7 +21,7 @@ block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
     p.search_key.stream = stream;
     p.search_key.size = round_size(orig_size, config);
     p.pool = &get_pool(p.search_key.size, stream);
-    p.alloc_size = get_allocation_size(p.search_key.size);
+    p.alloc_size = size_rules::segment_size_for(p.search_key.size);
 
     bool found = get_free_block(p) || (trigger_free_memory_callbacks() && get_free_block(p));
     if (!found) {
@@ -116,12 +76,11 @@ bool device_allocator_impl::get_free_block(alloc_params& p) {
         }
     }
     // Never hand an oversize block to a request that is not oversize itself...
-    if (p.size() < config.max_split_size && (*it)->size >= config.max_split_size) {
+    if (!is_oversize(p.size()) && is_oversize((*it)->size)) {
         return false;
     }
     // ...and an oversize request only a block at most max_non_split_rounding_size larger.
-    if (p.size() >= config.max_split_size &&
-        (*it)->size >= p.size() + config.max_non_split_rounding_size) {
+    if (is_oversize(p.size()) && (*it)->size >= p.size() + config.max_non_split_rounding_size) {
         return false;
     }
     p.found = *it;
@@ -196,24 +155,13 @@ bool device_allocator_impl::alloc_block(alloc_params& p, bool is_retry, context_
     p.found = arena_.make(p.stream(), size, p.pool, ptr);
     for_pool_stats(stats_.segment, *p.pool, [](stat& s) { s.increase(1); });
     for_pool_stats(stats_.reserved_bytes, *p.pool, [size](stat& s) { s.increase(size); });
-    if (size >= config.max_split_size) {
+    if (is_oversize(size)) {
         stats_.oversize_segments.increase(1);
     }
     stats_.num_device_alloc++;
     record(allocator_action::segment_alloc, ptr, size, size, p.stream(), context, p.pool);
     p.found->context_when_segment_allocated = context;
     return true;
-}
-
-bool device_allocator_impl::should_split(const block* b, uint64_t size) const {
-    if (b->pool->owner && !no_split_pools_.empty() && no_split_pools_.count(b->pool->owner->id)) {
-        return false;
-    }
-    const uint64_t remaining = b->size - size;
-    if (b->pool->is_small || config.expandable_segments) {
-        return remaining >= min_block_size;
-    }
-    return size < config.max_split_size && remaining > small_size;
 }
 
 block* device_allocator_impl::alloc_found_block(alloc_params& p, uint64_t orig_size,
@@ -267,7 +215,7 @@ block* device_allocator_impl::alloc_found_block(alloc_params& p, uint64_t orig_s
     for_pool_stats(stats_.active, pool, [](stat& s) { s.increase(1); });
     for_pool_stats(stats_.active_bytes, pool, [block_size](stat& s) { s.increase(block_size); });
     for_pool_stats(stats_.requested_bytes, pool, [orig_size](stat& s) { s.increase(orig_size); });
-    if (block_size >= config.max_split_size) {
+    if (is_oversize(block_size)) {
         stats_.oversize_allocations.increase(1);
     }
     return b;
@@ -285,7 +233,8 @@ bool device_allocator_impl::try_use_on_oom_pools(alloc_params& p) {
             continue;
         }
         alloc_params in_pool = p;
-        in_pool.pool = p.size() <= small_size ? &pool->small_blocks : &pool->large_blocks;
+        in_pool.pool =
+            size_rules::is_small_request(p.size()) ? &pool->small_blocks : &pool->large_blocks;
         in_pool.found = nullptr;
         if (get_free_block(in_pool)) {
             in_pool.out_of_memory = false;

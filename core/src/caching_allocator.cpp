@@ -45,7 +45,7 @@ int caching_allocator::device_of(device_address address) const {
 }
 
 void caching_allocator::free(device_address address, int expected_device, context_handle context) {
-    if (expected_device < 0) {
+    if (expected_device == unknown_device) {
         const int owner = device_of(address);
         checked(owner < 0 ? 0 : owner).free(address, context);
         return;

@@ -51,7 +51,7 @@ void device_allocator::free(device_address address, context_handle context) {
                 is_free_block |= block.address == address && !block.allocated;
             }
         }
-        throw usage_error(
+        throw unknown_pointer_error(
             is_free_block ? "memtrail: double free of " + hex(address) + " on device " +
                                 std::to_string(impl_->dev.index()) + ": the block is already free"
                           : "memtrail: free of " + hex(address) + " on device " +
@@ -64,9 +64,9 @@ void device_allocator::free(device_address address, context_handle context) {
 void device_allocator::record_stream(device_address address, stream_handle stream) {
     detail::block* b = impl_->allocated.find(address);
     if (!b) {
-        throw usage_error("memtrail: record_stream on " + hex(address) +
-                          ": not an allocated address of device " +
-                          std::to_string(impl_->dev.index()));
+        throw unknown_pointer_error("memtrail: record_stream on " + hex(address) +
+                                    ": not an allocated address of device " +
+                                    std::to_string(impl_->dev.index()));
     }
     impl_->record_stream(b, stream);
 }
@@ -157,9 +157,7 @@ void device_allocator::set_config(allocator_config config) {
     std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
     impl_->config = std::move(config);
     impl_->stats_.max_split_size =
-        impl_->config.max_split_size == std::numeric_limits<uint64_t>::max()
-            ? -1
-            : static_cast<int64_t>(impl_->config.max_split_size);
+        size_rules::max_split_size_statistic(impl_->config.max_split_size);
 }
 
 void device_allocator::set_observer(allocator_observer* observer) {

@@ -33,7 +33,7 @@ block* device_allocator_impl::find_expandable_block(stream_handle stream, block_
     }
     // None fits: reserve a new segment with room for 1 1/8 of the device, so pages unmapped
     // early in the segment can be re-placed at its end.
-    const uint64_t page_size = pool.is_small ? small_buffer : large_buffer;
+    const uint64_t page_size = pool.is_small ? size_rules::small_buffer : size_rules::large_buffer;
     const uint64_t total = dev.get_memory_info().total;
     const uint64_t address_space = total + total / 8;
     const uint64_t max_pages = (address_space + page_size - 1) / page_size;

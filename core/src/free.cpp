@@ -15,7 +15,7 @@ void device_allocator_impl::free(block* b, context_handle context) {
                    [block_size](stat& s) { s.decrease(block_size); });
     record(allocator_action::free_requested, b->ptr, b->requested_size, b->size, b->stream,
            context ? context : b->context_when_allocated, b->pool);
-    if (block_size >= config.max_split_size) {
+    if (is_oversize(block_size)) {
         stats_.oversize_allocations.decrease(1);
     }
     if (!b->stream_uses.empty()) {

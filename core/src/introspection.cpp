@@ -48,9 +48,7 @@ block_arena::~block_arena() {
 
 device_allocator_impl::device_allocator_impl(device& d, allocator_config c)
     : dev(d), config(std::move(c)), device_index_(d.index()) {
-    stats_.max_split_size = config.max_split_size == std::numeric_limits<uint64_t>::max()
-                                ? -1
-                                : static_cast<int64_t>(config.max_split_size);
+    stats_.max_split_size = size_rules::max_split_size_statistic(config.max_split_size);
 }
 
 device_allocator_impl::~device_allocator_impl() {
@@ -83,7 +81,7 @@ bool device_allocator_impl::would_release_memory(uint64_t orig_size, stream_hand
     p.search_key.stream = stream;
     p.search_key.size = round_size(orig_size, config);
     p.pool = &get_pool(p.search_key.size, stream);
-    p.alloc_size = get_allocation_size(p.search_key.size);
+    p.alloc_size = size_rules::segment_size_for(p.search_key.size);
     // Look for a cached block exactly as malloc would, then put everything back as it was.
     const int64_t clock = p.pool->get_free_blocks_call_count;
     const bool cached = get_free_block(p);
@@ -106,7 +104,7 @@ bool device_allocator_impl::would_release_memory(uint64_t orig_size, stream_hand
     if (set_fraction_ && total_allocated_memory_ + p.alloc_size > allowed_memory_maximum_) {
         return true;
     }
-    const uint64_t page = p.pool->is_small ? small_buffer : large_buffer;
+    const uint64_t page = p.pool->is_small ? size_rules::small_buffer : size_rules::large_buffer;
     const uint64_t needed =
         config.expandable_segments ? (p.size() + page - 1) / page * page : p.alloc_size;
     return dev.get_memory_info().free < needed;
@@ -119,13 +117,14 @@ bool device_allocator_impl::has_cached_block(uint64_t orig_size, stream_handle s
     p.search_key.stream = stream;
     p.search_key.size = round_size(orig_size, config);
     if (pool.is_default()) {
-        p.pool = p.size() <= small_size ? &small_blocks_ : &large_blocks_;
+        p.pool = size_rules::is_small_request(p.size()) ? &small_blocks_ : &large_blocks_;
     } else {
         private_pool* owner = find_pool(pool);
         if (!owner) {
             return false;
         }
-        p.pool = p.size() <= small_size ? &owner->small_blocks : &owner->large_blocks;
+        p.pool =
+            size_rules::is_small_request(p.size()) ? &owner->small_blocks : &owner->large_blocks;
     }
     const int64_t clock = p.pool->get_free_blocks_call_count;
     const bool cached = get_free_block(p);
@@ -261,7 +260,7 @@ std::string device_allocator_impl::check_consistency() const {
             continue;
         }
         const block_pool& pool = *head->pool;
-        const size_t type = static_cast<size_t>(pool_stat(pool));
+        const size_t type = static_cast<size_t>(pool_stat_type(pool.is_small));
         if (!head->expandable) {
             recount.segment[0].current++;
             recount.segment[type].current++;

@@ -23,7 +23,7 @@ block_pool* device_allocator_impl::capturing_pool(uint64_t size, stream_handle s
     for (auto it = captures_underway_.rbegin(); it != captures_underway_.rend(); ++it) {
         if (it->second(stream)) {
             private_pool* pool = find_pool(it->first);
-            return size <= small_size ? &pool->small_blocks : &pool->large_blocks;
+            return size_rules::is_small_request(size) ? &pool->small_blocks : &pool->large_blocks;
         }
     }
     return nullptr;

@@ -20,7 +20,7 @@ void device_allocator_impl::set_memory_fraction(double fraction) {
 
 bool device_allocator_impl::release_available_cached_blocks(const alloc_params& p,
                                                             context_handle context) {
-    if (config.max_split_size == std::numeric_limits<uint64_t>::max()) {
+    if (config.max_split_size == size_rules::unlimited) {
         return false;
     }
     block_pool& pool = *p.pool;
@@ -116,7 +116,7 @@ void device_allocator_impl::release_block(block* b, context_handle context) {
     const uint64_t size = b->size;
     for_pool_stats(stats_.segment, *b->pool, [](stat& s) { s.decrease(1); });
     for_pool_stats(stats_.reserved_bytes, *b->pool, [size](stat& s) { s.decrease(size); });
-    if (size >= config.max_split_size) {
+    if (is_oversize(size)) {
         stats_.oversize_segments.decrease(1);
     }
     b->pool->erase_free(b);

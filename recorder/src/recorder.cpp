@@ -15,6 +15,7 @@
 #include "detail/python_stack.hpp"
 #include "detail/thread_identity.hpp"
 #include "detail/trace_ring.hpp"
+#include "memtrail/bridge/allocator_snapshot.hpp"
 
 namespace memtrail::recorder {
 
@@ -23,9 +24,6 @@ namespace {
 int64_t now_ns() {
     return detail::fast_now_ns();
 }
-
-// allocator_action and snapshot::action share their first values.
-static_assert(static_cast<int>(allocator_action::oom) == static_cast<int>(snapshot::action::oom));
 
 // Which trace entries keep their stack under each context mode: a bit per allocator_action.
 uint32_t actions_keeping_stack(context_mode context) {
@@ -175,7 +173,8 @@ history_options recorder::options(int device) const {
 
 [[gnu::noinline]] void recorder::free(device_address address, int expected_device,
                                       size_t wrapper_frames) {
-    const int device = expected_device >= 0 ? expected_device : allocator_.device_of(address);
+    const int device =
+        expected_device != unknown_device ? expected_device : allocator_.device_of(address);
     const context_handle context = capture_context(device, true, wrapper_frames);
     allocator_.free(address, device, context);
 }
@@ -205,7 +204,7 @@ void recorder::on_event(const allocator_event& event) {
     const detail::thread_identity caller = detail::this_thread_identity();
     const uint32_t keeping_stack = h.actions_keeping_stack.load(std::memory_order_relaxed);
     detail::trace_record record;
-    record.action = static_cast<uint8_t>(event.action);
+    record.action = static_cast<uint8_t>(bridge::to_snapshot_action(event.action));
     record.device = static_cast<int8_t>(event.device);
     record.address = event.address;
     record.size = event.size;

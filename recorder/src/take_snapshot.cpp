@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <limits>
 #include <unordered_map>
 
 #include "detail/call_context.hpp"
@@ -14,6 +13,7 @@
 #include "detail/stack_converter.hpp"
 #include "detail/thread_identity.hpp"
 #include "detail/trace_ring.hpp"
+#include "memtrail/bridge/allocator_snapshot.hpp"
 #include "memtrail/recorder/recorder.hpp"
 
 namespace memtrail::recorder {
@@ -24,26 +24,6 @@ std::string host_name() {
     std::array<char, 256> name{};
     return gethostname(name.data(), name.size() - 1) == 0 ? std::string(name.data())
                                                           : std::string();
-}
-
-snapshot::allocator_settings settings_of(const allocator_config& config) {
-    snapshot::allocator_settings settings;
-    settings.conf = config.source;
-    settings.max_split_size = config.max_split_size == std::numeric_limits<uint64_t>::max()
-                                  ? -1
-                                  : static_cast<int64_t>(config.max_split_size);
-    settings.max_non_split_rounding_size = config.max_non_split_rounding_size;
-    settings.garbage_collection_threshold = config.garbage_collection_threshold;
-    settings.expandable_segments = config.expandable_segments;
-    settings.roundup_power2_divisions = config.roundup_power2_divisions;
-    return settings;
-}
-
-snapshot::block_state state_of(const block_info& b) {
-    if (b.allocated) {
-        return snapshot::block_state::active_allocated;
-    }
-    return b.active ? snapshot::block_state::active_pending_free : snapshot::block_state::inactive;
 }
 
 // Recorder label ids to snapshot string ids, each label looked up once.
@@ -79,7 +59,7 @@ snapshot::snapshot recorder::take_snapshot() {
     out.info.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
-    out.settings = settings_of(allocator_.on(0).config());
+    out.settings = bridge::to_snapshot_settings(allocator_.on(0).config());
 
     for (int d = 0; d < allocator_.device_count(); ++d) {
         device_allocator& allocator = allocator_.on(d);
@@ -91,31 +71,18 @@ snapshot::snapshot recorder::take_snapshot() {
 
         // The allocator's snapshot() adds a "snapshot" entry to the trace: take it first.
         for (const segment_info& info : allocator.snapshot()) {
-            snapshot::segment& seg = out.segments.emplace_back();
-            seg.device = static_cast<int8_t>(d);
-            seg.address = info.address;
-            seg.total_size = info.total_size;
-            seg.allocated_size = info.allocated_size;
-            seg.active_size = info.active_size;
-            seg.requested_size = info.requested_size;
-            seg.stream = info.stream;
-            seg.is_large = info.is_large;
-            seg.is_expandable = info.is_expandable;
+            snapshot::segment& seg =
+                out.segments.emplace_back(bridge::to_snapshot_segment(info, d));
             const detail::call_context created =
                 detail::decode_call_context(info.context, epoch_ns_);
             seg.stack = stacks.convert(created.stack);
             seg.time_ns = created.time_ns;
-            for (const block_info& b : info.blocks) {
-                snapshot::block& out_block = seg.blocks.emplace_back();
-                out_block.address = b.address;
-                out_block.size = b.size;
-                out_block.requested_size = b.requested_size;
-                out_block.state = state_of(b);
-                if (b.active) {
+            for (size_t i = 0; i < info.blocks.size(); ++i) {
+                if (info.blocks[i].active) {
                     const detail::call_context allocated =
-                        detail::decode_call_context(b.context, epoch_ns_);
-                    out_block.stack = stacks.convert(allocated.stack);
-                    out_block.time_ns = allocated.time_ns;
+                        detail::decode_call_context(info.blocks[i].context, epoch_ns_);
+                    seg.blocks[i].stack = stacks.convert(allocated.stack);
+                    seg.blocks[i].time_ns = allocated.time_ns;
                 }
             }
         }
@@ -131,10 +98,7 @@ snapshot::snapshot recorder::take_snapshot() {
             entry.device = record.device;
             entry.address = record.address;
             entry.size = record.size;
-            const bool has_request = entry.kind == snapshot::action::alloc ||
-                                     entry.kind == snapshot::action::free_requested ||
-                                     entry.kind == snapshot::action::free_completed;
-            entry.requested_size = has_request ? record.size : 0;
+            entry.requested_size = bridge::requested_size_of(entry.kind, record.size);
             entry.stream = record.stream;
             entry.thread = record.thread;
             entry.time_ns = record.time_ns;

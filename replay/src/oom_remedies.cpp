@@ -1,11 +1,14 @@
 #include "memtrail/replay/oom_remedies.hpp"
 
+#include <algorithm>
+
 namespace memtrail::replay {
 
 namespace {
 
-bool avoided(const replay_result& result, size_t entry) {
-    return !result.first_oom_entry || *result.first_oom_entry > entry;
+bool fails_at(const replay_result& result, size_t entry) {
+    return std::find(result.oom_entries.begin(), result.oom_entries.end(), entry) !=
+           result.oom_entries.end();
 }
 
 }  // namespace
@@ -36,7 +39,7 @@ oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
     oom_remedies out;
     const replay_result baseline = run(original, fraction);
     out.baseline_first_oom = baseline.first_oom_entry;
-    out.baseline_reproduces = baseline.first_oom_entry && *baseline.first_oom_entry == entry;
+    out.baseline_reproduces = fails_at(baseline, entry);
 
     struct candidate {
         std::string description;
@@ -51,7 +54,7 @@ oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
         candidates.push_back({"max_split_size_mb:128", "max_split_size_mb:128", fraction});
     }
     if (fraction > 0.0) {
-        candidates.push_back({"without the memory cap", "", 0.0});
+        candidates.push_back({"no memory cap", "", 0.0});
         if (original.garbage_collection_threshold == 0.0) {
             candidates.push_back(
                 {"garbage_collection_threshold:0.6", "garbage_collection_threshold:0.6", fraction});
@@ -66,7 +69,11 @@ oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
         oom_remedy& remedy = out.remedies.emplace_back();
         remedy.description = c.description;
         remedy.first_oom_entry = result.first_oom_entry;
-        remedy.avoids = avoided(result, entry);
+        // It must not trade this OOM for an earlier one the original did not have.
+        const bool new_failure_before =
+            std::any_of(result.oom_entries.begin(), result.oom_entries.end(),
+                        [&](size_t at) { return at < entry && !fails_at(baseline, at); });
+        remedy.avoids = !fails_at(result, entry) && !new_failure_before;
         remedy.peak_reserved = result.peak_reserved;
         remedy.peak_allocated = result.peak_allocated;
     }

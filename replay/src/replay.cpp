@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "allocator_state.hpp"
+#include "memtrail/bridge/allocator_snapshot.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #include "memtrail/replay/replay.hpp"
@@ -25,45 +25,17 @@ constexpr uint64_t default_device_memory = 80ull << 30;
 // Deferred frees wait on a stream of their own, so each completes exactly when the trace says.
 constexpr stream_handle first_deferral_stream = 0xdefe000000000000ull;
 
-action to_model(allocator_action a) {
-    switch (a) {
-        case allocator_action::alloc:
-            return action::alloc;
-        case allocator_action::free_requested:
-            return action::free_requested;
-        case allocator_action::free_completed:
-            return action::free_completed;
-        case allocator_action::segment_alloc:
-            return action::segment_alloc;
-        case allocator_action::segment_free:
-            return action::segment_free;
-        case allocator_action::segment_map:
-            return action::segment_map;
-        case allocator_action::segment_unmap:
-            return action::segment_unmap;
-        case allocator_action::snapshot:
-            return action::snapshot;
-        case allocator_action::oom:
-            return action::oom;
-    }
-    return action::alloc;
-}
-
 // Collects the allocator's events as the replay's own trace.
 class trace_collector : public allocator_observer {
   public:
     explicit trace_collector(int device) : device_(device) {}
     void on_event(const allocator_event& e) override {
         snapshot::trace_entry& t = entries.emplace_back();
-        t.kind = to_model(e.action);
+        t.kind = bridge::to_snapshot_action(e.action);
         t.device = static_cast<int8_t>(device_);
         t.address = e.address;
         t.size = e.size;
-        t.requested_size =
-            (e.action == allocator_action::alloc || e.action == allocator_action::free_requested ||
-             e.action == allocator_action::free_completed)
-                ? e.size
-                : 0;
+        t.requested_size = bridge::requested_size_of(t.kind, e.size);
         t.stream = e.stream;
     }
     std::vector<snapshot::trace_entry> entries;
@@ -82,15 +54,6 @@ uint64_t device_total_of(const snapshot::snapshot& input, const replay_options& 
         }
     }
     return default_device_memory;
-}
-
-void fill_settings(snapshot::allocator_settings& s, const allocator_config& c) {
-    s.conf = c.source;
-    s.max_split_size = c.max_split_size == UINT64_MAX ? -1 : static_cast<int64_t>(c.max_split_size);
-    s.max_non_split_rounding_size = c.max_non_split_rounding_size;
-    s.garbage_collection_threshold = c.garbage_collection_threshold;
-    s.expandable_segments = c.expandable_segments;
-    s.roundup_power2_divisions = c.roundup_power2_divisions;
 }
 
 // The actions a replay reproduces, in the order the comparison checks them.
@@ -340,6 +303,7 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
                         }
                     } catch (const out_of_memory_error&) {
                         ++result.ooms;
+                        result.oom_entries.push_back(i);
                         if (!result.first_oom_entry) {
                             result.first_oom_entry = i;
                         }
@@ -375,7 +339,7 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
                     const bool leave_to_release =
                         plan.releases_follow[i] &&
                         options.config.garbage_collection_threshold == 0.0 &&
-                        options.config.max_split_size == UINT64_MAX;
+                        options.config.max_split_size == size_rules::unlimited;
                     if (leave_to_release == flip) {
                         complete_deferred(e);
                     }
@@ -463,8 +427,10 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
     props.name = dev.name();
     props.total_memory = total;
     out.info.devices.push_back(props);
-    fill_settings(out.settings, options.config);
-    detail::append_allocator_segments(out, allocator, options.device);
+    out.settings = bridge::to_snapshot_settings(options.config);
+    for (const segment_info& s : allocator.snapshot(false)) {
+        out.segments.push_back(bridge::to_snapshot_segment(s, options.device));
+    }
     out.trace_for(options.device).entries = std::move(collector.entries);
     out.stats[options.device] = result.stats;
     return result;

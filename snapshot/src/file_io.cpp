@@ -1,6 +1,7 @@
 #include "file_io.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,12 +10,34 @@
 #include <string>
 #include <system_error>
 
+#include "memtrail/snapshot/load.hpp"
+
 namespace memtrail::snapshot::detail {
 
 namespace {
 
+// The message reads "PATH: what: reason", the path first as every load error.
 [[noreturn]] void throw_errno(const std::string& what, const std::filesystem::path& path) {
-    throw std::system_error(errno, std::generic_category(), what + " " + path.string());
+    throw std::system_error(errno, std::generic_category(), path.string() + ": " + what);
+}
+
+const char* file_type_name(mode_t mode) {
+    if (S_ISDIR(mode)) {
+        return "a directory";
+    }
+    if (S_ISFIFO(mode)) {
+        return "a FIFO (named pipe)";
+    }
+    if (S_ISCHR(mode)) {
+        return "a character device";
+    }
+    if (S_ISBLK(mode)) {
+        return "a block device";
+    }
+    if (S_ISSOCK(mode)) {
+        return "a socket";
+    }
+    return "a special file";
 }
 
 // Closes the descriptor on every path out, including exceptions.
@@ -41,8 +64,9 @@ class file_descriptor {
 
 }  // namespace
 
-std::vector<uint8_t> read_whole_file(const std::filesystem::path& path) {
-    file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+file_bytes::file_bytes(const std::filesystem::path& path) {
+    // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever, before the check.
+    file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (fd.get() < 0) {
         throw_errno("cannot open", path);
     }
@@ -50,21 +74,44 @@ std::vector<uint8_t> read_whole_file(const std::filesystem::path& path) {
     if (::fstat(fd.get(), &info) != 0) {
         throw_errno("cannot stat", path);
     }
-    std::vector<uint8_t> bytes;
-    bytes.reserve(static_cast<size_t>(info.st_size));
-    uint8_t buffer[1 << 16];
-    for (;;) {
-        const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (!S_ISREG(info.st_mode)) {
+        throw load_error(path.string() + ": is " + file_type_name(info.st_mode) +
+                         ", not a regular file; snapshots are read only from regular files "
+                         "(FIFOs, devices, sockets and directories are refused)");
+    }
+    const auto size = static_cast<size_t>(info.st_size);
+    if (size == 0) {
+        return;
+    }
+    void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd.get(), 0);
+    if (mapped != MAP_FAILED) {
+        mapping_ = mapped;
+        bytes_ = {static_cast<const uint8_t*>(mapped), size};
+        return;
+    }
+    // A file system that cannot map: read the size fstat gave, no more.
+    read_.resize(size);
+    size_t done = 0;
+    while (done < size) {
+        const ssize_t n = ::read(fd.get(), read_.data() + done, size - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
         if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
             throw_errno("cannot read", path);
         }
         if (n == 0) {
-            return bytes;
+            break;  // shrank since fstat: what is there is all there is
         }
-        bytes.insert(bytes.end(), buffer, buffer + n);
+        done += static_cast<size_t>(n);
+    }
+    read_.resize(done);
+    bytes_ = read_;
+}
+
+file_bytes::~file_bytes() {
+    if (mapping_ != nullptr) {
+        ::munmap(mapping_, bytes_.size());
     }
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// Whole-file reads and atomic writes shared by the pickle and msgpack formats.
+// The one way snapshot files are opened, and atomic writes, shared by the pickle and msgpack
+// formats and by load_snapshot.
 
 #include <cstdint>
 #include <filesystem>
@@ -8,8 +9,34 @@
 
 namespace memtrail::snapshot::detail {
 
-// Throws std::system_error naming the path.
-std::vector<uint8_t> read_whole_file(const std::filesystem::path& path);
+// The whole content of a regular file, mapped read-only (a large snapshot costs no copy;
+// snapshots are replaced by rename, never rewritten in place), or read when it cannot be mapped.
+// Only regular files are accepted: a FIFO, a device (/dev/zero), a socket or a directory could
+// block or never end, so it is refused right after a non-blocking open.
+class file_bytes {
+  public:
+    // Throws std::system_error ("PATH: cannot open: reason") when the file cannot be opened or
+    // read, load_error when it is not a regular file.
+    explicit file_bytes(const std::filesystem::path& path);
+    file_bytes(const file_bytes&) = delete;
+    file_bytes& operator=(const file_bytes&) = delete;
+    ~file_bytes();
+
+    const uint8_t* data() const { return bytes_.data(); }
+    size_t size() const { return bytes_.size(); }
+    const uint8_t* begin() const { return data(); }
+    const uint8_t* end() const { return data() + size(); }
+
+  private:
+    void* mapping_ = nullptr;
+    std::vector<uint8_t> read_;
+    std::span<const uint8_t> bytes_;
+};
+
+// Opens `path` as above; the name is kept for the format readers' path overloads.
+inline file_bytes read_whole_file(const std::filesystem::path& path) {
+    return file_bytes(path);
+}
 
 // Writes to a temporary file in the same folder, fsyncs it and renames it over `path`, so a reader
 // sees the old file or the complete new one, never a part. Throws std::system_error.

@@ -1,5 +1,7 @@
 #include "memtrail/snapshot/load.hpp"
 
+#include <system_error>
+
 #include "file_io.hpp"
 #include "memtrail/snapshot/format_error.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
@@ -31,9 +33,27 @@ snapshot load_snapshot(std::span<const uint8_t> bytes) {
         "zstd) nor a PyTorch pickle (protocol 2 or later)");
 }
 
-snapshot load_snapshot(const std::filesystem::path& path) {
-    const auto bytes = detail::read_whole_file(path);
-    return load_snapshot(std::span<const uint8_t>(bytes));
+loaded_snapshot load_snapshot(const std::filesystem::path& path) {
+    try {
+        const detail::file_bytes file(path);
+        const std::span<const uint8_t> bytes(file);
+        if (bytes.empty()) {
+            throw load_error(path.string() + ": the file is empty");
+        }
+        loaded_snapshot loaded;
+        loaded.kind = detect_file_kind(bytes);
+        if (loaded.kind == file_kind::unknown) {
+            throw load_error(path.string() +
+                             ": not a memtrail snapshot (plain or zstd) nor a PyTorch snapshot "
+                             "pickle (protocol 2 or later)");
+        }
+        loaded.snapshot = std::make_shared<snapshot>(load_snapshot(bytes));
+        return loaded;
+    } catch (const format_error& e) {
+        throw load_error(path.string() + ": " + e.what());
+    } catch (const std::system_error& e) {
+        throw load_error(e.what());  // already "PATH: what: reason"
+    }
 }
 
 }  // namespace memtrail::snapshot

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
@@ -24,10 +25,14 @@ namespace {
 
 using namespace detail;
 
-// A zstd file may expand this much before the reader calls it hostile; real snapshots compress
-// by a factor of about 3 to 10.
-constexpr size_t zstd_expansion_limit = 256;
-constexpr size_t zstd_expansion_slack = size_t{64} << 20;
+// What a zstd file can honestly describe, per compressed byte: real snapshots expand 2 to 6
+// times and hold about 0.1 trace entries per compressed byte. Past these the file is a
+// decompression bomb (1,900 bytes of zeros can claim 60M entries). The slack keeps small files
+// of any shape readable. docs/snapshot-format.md states the same numbers.
+constexpr size_t zstd_expansion_limit = 64;
+constexpr size_t zstd_expansion_slack = size_t{1} << 20;
+constexpr size_t zstd_entries_per_byte = 8;
+constexpr size_t zstd_entries_slack = size_t{1} << 20;
 
 constexpr std::array<std::string_view, 9> section_names = {
     section::header, section::settings, section::stats,  section::strings,     section::frames,
@@ -36,7 +41,10 @@ constexpr std::array<std::string_view, 9> section_names = {
 
 class snapshot_reader {
   public:
-    explicit snapshot_reader(std::span<const uint8_t> bytes) : in_(bytes) {}
+    // `entry_budget` bounds the trace entries of all traces together; a plain file needs none
+    // (every entry costs a byte of it), a zstd file's is set by its compressed size.
+    snapshot_reader(std::span<const uint8_t> bytes, size_t entry_budget)
+        : in_(bytes), entry_budget_(entry_budget) {}
 
     snapshot read(std::span<const uint8_t> bytes) {
         if (bytes.size() < file_magic.size() ||
@@ -582,7 +590,9 @@ class snapshot_reader {
                 if (name != column::kind || !in_.next_is_array()) {
                     in_.fail(name_at, col.what, "the first column must be 'kind', as an array");
                 }
+                const size_t count_at = in_.offset();
                 count = in_.read_array(col.what);
+                charge_entries(count, count_at, col.what);
                 // A second 'columns' key refills the entries it had, as one pass per column did.
                 if (count < entries.size()) {
                     entries.resize(count);
@@ -639,6 +649,19 @@ class snapshot_reader {
         }
     }
 
+    void charge_entries(size_t count, size_t at, std::string_view what) {
+        if (count > entry_budget_) {
+            in_.fail(at, what,
+                     std::to_string(count) + " entries, more than the " +
+                         std::to_string(entry_budget_) +
+                         " left of what a zstd file of this size can hold (" +
+                         std::to_string(zstd_entries_per_byte) + " per compressed byte plus " +
+                         std::to_string(zstd_entries_slack) +
+                         " in all traces); refused as a decompression bomb");
+        }
+        entry_budget_ -= count;
+    }
+
     void read_annotations() {
         static constexpr std::string_view what = "an annotation";
         const uint32_t count = in_.read_array("the annotation list");
@@ -656,6 +679,7 @@ class snapshot_reader {
     }
 
     msgpack_cursor in_;
+    size_t entry_budget_;
     snapshot out_;
 };
 
@@ -671,9 +695,10 @@ snapshot read_snapshot(std::span<const uint8_t> bytes) {
     if (has_zstd_magic(bytes)) {
         const auto plain =
             zstd_decompress(bytes, zstd_expansion_limit * bytes.size() + zstd_expansion_slack);
-        return snapshot_reader(plain).read(plain);
+        return snapshot_reader(plain, zstd_entries_per_byte * bytes.size() + zstd_entries_slack)
+            .read(plain);
     }
-    return snapshot_reader(bytes).read(bytes);
+    return snapshot_reader(bytes, SIZE_MAX).read(bytes);
 }
 
 snapshot read_snapshot(const std::filesystem::path& path) {

@@ -53,6 +53,7 @@ enum opcode : uint8_t {
     op_binbytes8 = 0x8e,
     op_memoize = 0x94,
     op_frame = 0x95,
+    op_bytearray8 = 0x96,
 };
 
 // Names of refused opcodes that code-executing pickles use, so the error says why.
@@ -82,8 +83,6 @@ std::string refused_opcode_name(uint8_t op) {
         case 0x83:
         case 0x84:
             return "EXT";
-        case 0x96:
-            return "BYTEARRAY8";
         case 0x97:
             return "NEXT_BUFFER";
         case 0x98:
@@ -129,7 +128,9 @@ std::string_view pickle_kind_name(pickle_kind kind) {
         case pickle_kind::integer:
             return "an integer";
         case pickle_kind::big_unsigned:
-            return "an integer";
+            return "an integer above INT64_MAX";
+        case pickle_kind::big_integer:
+            return "an integer beyond 64 bits";
         case pickle_kind::floating:
             return "a float";
         case pickle_kind::string:
@@ -292,12 +293,14 @@ class pickle_tree::runner {
         push(kind, (uint64_t{start} << 32) | length);
     }
 
-    // LONG1/LONG4: little-endian two's complement of any length; memtrail keeps 64 bits.
+    // LONG1/LONG4: little-endian two's complement of any length. Values that fit 64 bits are
+    // kept; wider ones become big_integer, so only a field that needs the number rejects it.
     void push_long(size_t length_bytes, const char* what) {
         uint64_t length = read_le(length_bytes, what);
         if (length_bytes == 4 && length > INT32_MAX) {
             fail(op_offset_, std::string(what) + " with a negative length");
         }
+        const size_t start = pos_;
         const uint8_t* p = take(length, what);
         if (length == 0) {
             push(pickle_kind::integer, 0);
@@ -309,16 +312,14 @@ class pickle_tree::runner {
             low &= ~(uint64_t{0xff} << (8 * i));
             low |= uint64_t{p[i]} << (8 * i);
         }
+        bool fits = true;
         for (size_t i = 8; i < length; ++i) {
-            if (p[i] != (negative ? 0xff : 0x00)) {
-                fail(op_offset_, std::string(what) + " integer does not fit 64 bits",
-                     std::to_string(length) + " bytes");
-            }
+            fits = fits && p[i] == (negative ? 0xff : 0x00);
         }
         const bool high_bit = (low >> 63) != 0;
-        if (negative && !high_bit) {
-            fail(op_offset_, std::string(what) + " integer does not fit 64 bits",
-                 "below INT64_MIN");
+        if (!fits || (negative && !high_bit)) {
+            push(pickle_kind::big_integer, (uint64_t{start} << 32) | length);
+            return;
         }
         if (!negative && high_bit) {
             // Only a 9-byte (or longer, zero-padded) encoding can be positive with bit 63 set.
@@ -463,6 +464,9 @@ class pickle_tree::runner {
             case op_binbytes8:
                 push_text(pickle_kind::bytes, 8, "BINBYTES8");
                 return;
+            case op_bytearray8:
+                push_text(pickle_kind::bytes, 8, "BYTEARRAY8");
+                return;
             case op_binint: {
                 const auto v = static_cast<int32_t>(static_cast<uint32_t>(read_le(4, "BININT")));
                 push(pickle_kind::integer, static_cast<uint64_t>(int64_t{v}));
@@ -515,6 +519,13 @@ class pickle_tree::runner {
             case op_long_binget:
                 memo_get(read_le(4, "LONG_BINGET"));
                 return;
+            case 0x97:
+            case 0x98:
+                // Protocol 5's out-of-band buffers live outside the file: a pickle.dump()ed
+                // snapshot never has them.
+                fail(op_offset_,
+                     "refused opcode " + hex_byte(op) + " (" + refused_opcode_name(op) + ")",
+                     "out-of-band buffers are not part of a snapshot file");
             default:
                 fail(op_offset_,
                      "refused opcode " + hex_byte(op) + " (" + refused_opcode_name(op) + ")",

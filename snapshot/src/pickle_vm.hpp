@@ -20,6 +20,7 @@ enum class pickle_kind : uint8_t {
     boolean,
     integer,       // fits int64
     big_unsigned,  // above INT64_MAX, fits uint64
+    big_integer,   // beyond 64 bits either way; as_text gives its little-endian encoding
     floating,
     string,
     bytes,
@@ -35,7 +36,8 @@ using value_index = uint32_t;
 struct pickle_value {
     pickle_kind kind = pickle_kind::none;
     uint32_t offset = 0;   // byte offset of the opcode that made the value
-    uint64_t payload = 0;  // the number's bits, (start << 32 | length) of text, container index
+    uint64_t payload = 0;  // the number's bits, (start << 32 | length) of text or of a
+                           // big_integer's encoding, container index
 };
 
 class pickle_tree {
@@ -48,10 +50,15 @@ class pickle_tree {
     size_t value_count() const { return values_.size(); }
 
     int64_t as_int(value_index v) const { return static_cast<int64_t>(values_[v].payload); }
+    bool is_any_integer(value_index v) const {
+        const auto kind = values_[v].kind;
+        return kind == pickle_kind::integer || kind == pickle_kind::big_unsigned ||
+               kind == pickle_kind::big_integer;
+    }
     uint64_t as_uint(value_index v) const { return values_[v].payload; }
     double as_double(value_index v) const;
     bool as_bool(value_index v) const { return values_[v].payload != 0; }
-    std::string_view as_text(value_index v) const;  // string or bytes
+    std::string_view as_text(value_index v) const;  // string, bytes or big_integer's encoding
     uint32_t container_of(value_index v) const { return static_cast<uint32_t>(values_[v].payload); }
 
     // Items of a list or tuple, keys and values alternating for a dict.

@@ -89,9 +89,32 @@ class torch_reader {
             message += "key '" + std::string(key) + "' of ";
         }
         message += std::string(context) + " at byte " + std::to_string(tree_.at(v).offset) +
-                   ": expected " + std::string(expected) + ", got " +
-                   std::string(detail::pickle_kind_name(tree_.at(v).kind));
+                   ": expected " + std::string(expected) + ", got " + describe(v);
         throw format_error(message);
+    }
+
+    // What a value is, for errors: numbers with their value, strings with (the start of) their
+    // text, so "expected X, got Y" always tells X and Y apart.
+    std::string describe(value_index v) const {
+        switch (tree_.at(v).kind) {
+            case pickle_kind::integer:
+                return "the integer " + std::to_string(tree_.as_int(v));
+            case pickle_kind::big_unsigned:
+                return "the integer " + std::to_string(tree_.as_uint(v)) + " (above INT64_MAX)";
+            case pickle_kind::big_integer:
+                return "a " + std::to_string(tree_.as_text(v).size()) +
+                       "-byte integer out of the 64-bit range";
+            case pickle_kind::floating:
+                return "the float " + float_text(tree_.as_double(v));
+            case pickle_kind::string: {
+                constexpr size_t shown = 40;
+                const std::string_view text = tree_.as_text(v);
+                return "the string \"" + std::string(text.substr(0, shown)) +
+                       (text.size() > shown ? "...\"" : "\"");
+            }
+            default:
+                return std::string(detail::pickle_kind_name(tree_.at(v).kind));
+        }
     }
 
     void expect(value_index v, pickle_kind kind, std::string_view context, std::string_view key) {
@@ -136,7 +159,7 @@ class torch_reader {
 
     int64_t get_int(value_index v, std::string_view key, std::string_view context) {
         if (tree_.at(v).kind != pickle_kind::integer) {
-            fail_value(v, key, context, "an integer");
+            fail_value(v, key, context, "a signed 64-bit integer");
         }
         return tree_.as_int(v);
     }
@@ -147,7 +170,33 @@ class torch_reader {
             (kind == pickle_kind::integer && tree_.as_int(v) >= 0)) {
             return tree_.as_uint(v);
         }
-        fail_value(v, key, context, "a non-negative integer");
+        fail_value(v, key, context, "a non-negative 64-bit integer");
+    }
+
+    // A field PyTorch writes as int64 and memtrail keeps as uint64 (a stream handle): either
+    // signedness is taken, as its 64 bits.
+    uint64_t get_bits64(value_index v, std::string_view key, std::string_view context) {
+        const auto kind = tree_.at(v).kind;
+        if (kind != pickle_kind::integer && kind != pickle_kind::big_unsigned) {
+            fail_value(v, key, context, "a 64-bit integer");
+        }
+        return tree_.as_uint(v);
+    }
+
+    // PyTorch writes an unknown line as -1, or as 2^64-1 where it went through uint64_t (the
+    // symbolizer of CapturedTraceback); these, None, 0 and lines past uint32 are all "no line".
+    uint32_t get_line(value_index v) {
+        if (tree_.at(v).kind == pickle_kind::none) {
+            return 0;
+        }
+        if (!tree_.is_any_integer(v)) {
+            fail_value(v, "line", "a frame", "an integer or None");
+        }
+        if (tree_.at(v).kind != pickle_kind::integer) {
+            return 0;
+        }
+        const int64_t line = tree_.as_int(v);
+        return line > 0 && line <= UINT32_MAX ? static_cast<uint32_t>(line) : 0;
     }
 
     bool get_bool(value_index v, std::string_view key, std::string_view context) {
@@ -164,6 +213,9 @@ class torch_reader {
         }
         if (kind == pickle_kind::integer) {
             return static_cast<double>(tree_.as_int(v));
+        }
+        if (kind == pickle_kind::big_unsigned) {
+            return static_cast<double>(tree_.as_uint(v));
         }
         fail_value(v, key, context, "a float");
     }
@@ -225,8 +277,7 @@ class torch_reader {
             } else if (key == "filename") {
                 f.filename = get_string_id(item, key, "a frame");
             } else if (key == "line") {
-                const int64_t line = get_int(item, key, "a frame");
-                f.line = line > 0 && line <= UINT32_MAX ? static_cast<uint32_t>(line) : 0;
+                f.line = get_line(item);
             }
         });
         if (looks_native(out_.string_at(f.filename))) {
@@ -278,7 +329,7 @@ class torch_reader {
             } else if (key == "requested_size") {
                 s.requested_size = get_uint(item, key, ctx);
             } else if (key == "stream") {
-                s.stream = get_uint(item, key, ctx);
+                s.stream = get_bits64(item, key, ctx);
             } else if (key == "segment_type") {
                 const auto type = get_text(item, key, ctx);
                 if (type != "large" && type != "small") {
@@ -387,7 +438,7 @@ class torch_reader {
             } else if (key == "size") {
                 e.size = get_uint(item, key, ctx);
             } else if (key == "stream") {
-                e.stream = get_uint(item, key, ctx);
+                e.stream = get_bits64(item, key, ctx);
             } else if (key == "time_us") {
                 e.time_ns = get_time_ns(item, key, ctx);
             } else if (key == "frames") {
@@ -510,6 +561,8 @@ class torch_reader {
                 return std::to_string(tree_.as_int(v));
             case pickle_kind::big_unsigned:
                 return std::to_string(tree_.as_uint(v));
+            case pickle_kind::big_integer:
+                fail_value(v, "", "allocator_settings", "a value of at most 64 bits");
             case pickle_kind::floating:
                 return float_text(tree_.as_double(v));
             case pickle_kind::string:

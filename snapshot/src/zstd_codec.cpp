@@ -40,8 +40,9 @@ std::vector<uint8_t> zstd_decompress(std::span<const uint8_t> bytes, size_t limi
         if (out.size() >= limit) {
             throw format_error("memtrail snapshot: zstd data at compressed byte " +
                                std::to_string(in.pos) + " decompresses beyond " +
-                               std::to_string(limit) +
-                               " bytes, more than a real snapshot of this size");
+                               std::to_string(limit) + " bytes, more than a real snapshot of " +
+                               std::to_string(bytes.size()) +
+                               " compressed bytes expands to; refused as a decompression bomb");
         }
         const size_t used = out.size();
         out.resize(std::min(limit, std::max<size_t>(used * 2, size_t{1} << 20)));

@@ -8,8 +8,8 @@
 #include <random>
 #include <unordered_map>
 
-#include "../../analysis/src/address_hash_map.hpp"
-#include "../../analysis/src/ordered_address_map.hpp"
+#include "address_hash_map.hpp"
+#include "ordered_address_map.hpp"
 
 namespace memtrail::analysis::detail {
 namespace {

@@ -77,6 +77,15 @@ TEST(rank_overview, a_device_without_a_trace_has_its_segments_only) {
     EXPECT_EQ(o.ooms, 0);
 }
 
+TEST(rank_overview, devices_text_names_the_others_only_when_there_are_any) {
+    rank_overview o;
+    o.device = 1;
+    o.devices = {1};
+    EXPECT_EQ(devices_text(o), "1");
+    o.devices = {0, 1, 3};
+    EXPECT_EQ(devices_text(o), "1 of 0,1,3");
+}
+
 TEST(rank_totals, add_each_ranks_peaks_end_and_counts) {
     const auto snap = make_rank();
     const rank_overview busy = overview_of(device_model::build(snap, 0));

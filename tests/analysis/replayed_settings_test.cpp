@@ -7,11 +7,14 @@
 
 #include <filesystem>
 #include <memory>
+#include <ostream>
+#include <string>
 
 #include "memtrail/analysis/device_model.hpp"
-#include "memtrail/analysis/load.hpp"
-#include "memtrail/core/statistics.hpp"
 #include "memtrail/replay/replay.hpp"
+#include "memtrail/rules/statistics.hpp"
+#include "memtrail/snapshot/load.hpp"
+#include "test_name.hpp"
 
 namespace memtrail::analysis {
 namespace {
@@ -23,6 +26,17 @@ struct setting_case {
     const char* conf;
 };
 
+// "transformer_default_max_split_size_mb_64"
+std::string name_of(const setting_case& c) {
+    return testing::test_name_part(fs::path(c.anchor).stem().string()) + "_" +
+           testing::conf_name_part(c.conf);
+}
+
+// gtest lists the parameter beside the test's name; without this, as its raw bytes.
+void PrintTo(const setting_case& c, std::ostream* out) {
+    *out << c.anchor << " under \"" << c.conf << "\"";
+}
+
 class replayed_settings : public ::testing::TestWithParam<setting_case> {};
 
 TEST_P(replayed_settings, model_recomputes_the_replay) {
@@ -30,7 +44,7 @@ TEST_P(replayed_settings, model_recomputes_the_replay) {
     if (!fs::exists(path)) {
         GTEST_SKIP() << path << " is not there";
     }
-    const loaded_snapshot loaded = load_snapshot(path);
+    const snapshot::loaded_snapshot loaded = snapshot::load_snapshot(path);
     replay::replay_options options;
     options.config = allocator_config::parse(GetParam().conf);
     options.reuse_trace_addresses = false;
@@ -65,7 +79,7 @@ INSTANTIATE_TEST_SUITE_P(
                       setting_case{"transformer__default.pickle",
                                    "roundup_power2_divisions:[256:8,>:2]"},
                       setting_case{"streams__default.pickle", "max_split_size_mb:40"}),
-    [](const auto& test) { return "case_" + std::to_string(test.index); });
+    [](const auto& test) { return name_of(test.param); });
 
 }  // namespace
 }  // namespace memtrail::analysis

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "memtrail/analysis/device_model.hpp"
-#include "memtrail/analysis/load.hpp"
 #include "memtrail/analysis/segment_summary.hpp"
-#include "memtrail/core/statistics.hpp"
+#include "memtrail/rules/statistics.hpp"
+#include "memtrail/snapshot/load.hpp"
 
 namespace memtrail::analysis {
 namespace {
@@ -84,8 +84,8 @@ class torch_anchor : public ::testing::TestWithParam<fs::path> {};
 
 TEST_P(torch_anchor, replay_ends_in_the_snapshot_segments_with_the_same_totals) {
     const expectations want = run_script(GetParam());
-    const loaded_snapshot loaded = load_snapshot(GetParam());
-    EXPECT_EQ(loaded.kind, file_kind::torch_pickle);
+    const snapshot::loaded_snapshot loaded = snapshot::load_snapshot(GetParam());
+    EXPECT_EQ(loaded.kind, snapshot::file_kind::torch_pickle);
     const device_model model = device_model::build(loaded.snapshot, 0);
     EXPECT_EQ(model.report().anomalies, 0u);
     EXPECT_TRUE(model.report().matches_final_segments) << model.report().first_difference;
@@ -106,7 +106,7 @@ TEST_P(torch_anchor, counters_recomputed_from_the_trace_equal_memory_stats) {
     if (want.stats.empty()) {
         GTEST_SKIP() << "no memory_stats saved beside " << GetParam();
     }
-    const device_model model = device_model::build(load_snapshot(GetParam()).snapshot, 0);
+    const device_model model = device_model::build(snapshot::load_snapshot(GetParam()).snapshot, 0);
     const auto got = to_memory_stats(model.state_after(model.event_count()).stats);
     // What a trace determines: every counter of blocks, segments and bytes. Retries and
     // stream synchronisations leave no entry.

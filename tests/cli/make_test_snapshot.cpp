@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
-#include "../analysis/reference_allocator.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
+#include "reference_allocator.hpp"
 
 namespace {
 

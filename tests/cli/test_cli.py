@@ -11,9 +11,11 @@ import json
 import os
 import pathlib
 import pickle
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 MEMTRAIL = os.environ.get("MEMTRAIL", "memtrail")
@@ -25,6 +27,38 @@ COMMANDS = ["summary", "ranks", "segments", "top", "oom", "diff", "check", "expo
 def run(*args):
     result = subprocess.run([MEMTRAIL, *map(str, args)], capture_output=True, text=True)
     return result.returncode, result.stdout, result.stderr
+
+
+def run_measured(*args, seconds=20):
+    """Runs memtrail, killed after `seconds`; returns (exit code, stderr, peak RSS in KiB)."""
+    with tempfile.TemporaryFile() as err:
+        process = subprocess.Popen([MEMTRAIL, *map(str, args)], stdout=subprocess.DEVNULL,
+                                   stderr=err)
+        timer = threading.Timer(seconds, process.kill)
+        timer.start()
+        _, status, usage = os.wait4(process.pid, 0)
+        timer.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return process.returncode, err.read().decode(), usage.ru_maxrss
+
+
+def zstd_bomb(entries):
+    """A memtrail snapshot of one trace whose 'kind' column is `entries` zero bytes, in a zstd
+    frame written by hand (RFC 8878): the zeros are RLE blocks of 128 KiB, 4 bytes each."""
+    def text(t):
+        return bytes([0xA0 | len(t)]) + t.encode()
+
+    def block(kind, size, last):
+        return (int(last) | kind << 1 | size << 3).to_bytes(3, "little")
+
+    plain = (b"MEMTRAIL\x01\x81" + text("traces") + b"\x91\x81" + text("columns") + b"\x81" +
+             text("kind") + b"\xdd" + struct.pack(">I", entries))
+    frame = b"\x28\xb5\x2f\xfd\x00\x38" + block(0, len(plain), False) + plain
+    for start in range(0, entries, 128 << 10):
+        size = min(128 << 10, entries - start)
+        frame += block(1, size, start + size == entries) + b"\x00"
+    return frame
 
 
 def run_json(*args):
@@ -111,6 +145,33 @@ class Usage(unittest.TestCase):
                 self.assertEqual(code, 2, path)
                 self.assertIn(str(path), err)
                 self.assertEqual(out, "")
+
+
+    def test_what_is_not_a_regular_file_is_refused_at_once(self):
+        # A FIFO blocked in open() forever; /dev/zero grew to gigabytes, then std::bad_alloc.
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = pathlib.Path(tmp) / "rank0.pickle"
+            os.mkfifo(fifo)
+            zero = pathlib.Path(tmp) / "zero.memtrail"
+            zero.symlink_to("/dev/zero")
+            for path, what in [(fifo, "is a FIFO (named pipe)"), (zero, "is a character device")]:
+                code, err, peak_kib = run_measured("summary", path)
+                self.assertEqual(code, 2, err)
+                self.assertIn(f"{path}: {what}, not a regular file", err)
+                self.assertIn("snapshots are read only from regular files", err)
+                self.assertLess(peak_kib, 200 * 1024)
+
+    def test_a_decompression_bomb_is_refused_quickly_in_bounded_memory(self):
+        # 1,900 bytes claiming 60M entries took 5.8 GB and 10 s or more.
+        with tempfile.TemporaryDirectory() as tmp:
+            bomb = pathlib.Path(tmp) / "bomb.memtrail.zst"
+            bomb.write_bytes(zstd_bomb(60_000_000))
+            self.assertLess(bomb.stat().st_size, 2000)
+            code, err, peak_kib = run_measured("summary", bomb)
+            self.assertEqual(code, 2, err)
+            self.assertIn(str(bomb), err)
+            self.assertIn("refused as a decompression bomb", err)
+            self.assertLess(peak_kib, 200 * 1024)
 
 
 class Anchors(unittest.TestCase):
@@ -497,6 +558,103 @@ class Ranks(unittest.TestCase):
                 self.assertIn(str(path), err)
                 self.assertEqual(out, "")
         self.assertEqual(run("ranks")[0], 2)
+
+
+class Frames(unittest.TestCase):
+    """PyTorch's own frames (unwinder, caching allocator, dispatcher) and the interpreter's C
+    frames are hidden by default in reports and exports, and shown with --all-frames."""
+
+    USER = "forward (/work/model.py:12)"
+    UNWIND = "torch::unwind::unwind() (unwind.cpp:40)"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.path = pathlib.Path(cls.tmp.name) / "cpp_stacks.pickle"
+
+        def native(name, filename, line=0):
+            return {"name": name, "filename": filename, "line": line}
+
+        user = {"name": "forward", "filename": "/work/model.py", "line": 12}
+        # Innermost first, as PyTorch's symbolizer writes stacks="all" (a line of 2**64-1
+        # included, as it writes for frames it has no line for).
+        def stack(interpreter):
+            return [native("torch::unwind::unwind()", "unwind.cpp", 40),
+                    native("torch::CapturedTraceback::gather(bool, bool, bool)", "", 2**64 - 1),
+                    native("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::"
+                           "malloc(signed char, unsigned long, CUstream_st*)", ""),
+                    native("at::detail::empty_generic(...)", "EmptyTensor.cpp", 7),
+                    native("c10::impl::wrap_kernel_functor_unboxed_<...>::call(...)",
+                           "aten/src/ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h"),
+                    native(interpreter, "Python/ceval.c"),
+                    user,
+                    native("PyObject_Call", "Objects/call.c"),
+                    native("__libc_start_main", ""),
+                    native("_start", "")]
+        trace = []
+        for i, interpreter in enumerate(["_PyEval_EvalFrameDefault", "_PyEval_Vector"]):
+            trace.append({"action": "alloc", "addr": 4096 + 512 * i, "size": 512, "stream": 0,
+                          "time_us": 1000 + i, "frames": stack(interpreter)})
+        blocks = [{"address": 4096 + 512 * i, "size": 512, "requested_size": 512,
+                   "state": "active_allocated", "frames": trace[i]["frames"]} for i in range(2)]
+        blocks.append({"address": 5120, "size": 1024, "requested_size": 0, "state": "inactive",
+                       "frames": []})
+        data = {"segments": [{"device": 0, "address": 4096, "total_size": 2048,
+                              "allocated_size": 1024, "active_size": 1024,
+                              "requested_size": 1024, "stream": 0, "segment_type": "small",
+                              "blocks": blocks, "frames": []}],
+                "device_traces": [trace]}
+        with open(cls.path, "wb") as f:
+            pickle.dump(data, f, protocol=5)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_top_shows_the_users_frame_and_groups_by_it(self):
+        stacks = run_json("top", self.path)["ranks"][0]["stacks"]
+        self.assertEqual(len(stacks), 1)  # two raw stacks, one once PyTorch's frames are gone
+        self.assertEqual(stacks[0]["bytes"], 1024)
+        self.assertEqual(stacks[0]["frames"][0], self.USER)
+        code, out, _ = run("top", self.path, "--depth", "1")
+        self.assertEqual(code, 0)
+        self.assertIn(self.USER, out)
+        self.assertNotIn("unwind", out)
+
+        stacks = run_json("top", self.path, "--all-frames")["ranks"][0]["stacks"]
+        self.assertEqual(len(stacks), 2)
+        self.assertEqual(stacks[0]["frames"][0], self.UNWIND)
+        self.assertEqual(len(stacks[0]["frames"]), 10)
+
+    def test_csv_folded_and_perfetto_show_the_users_frame(self):
+        import csv
+        out = pathlib.Path(self.tmp.name)
+        for args, want in [((), self.USER), (("--all-frames",), self.UNWIND)]:
+            self.assertEqual(run("export", self.path, "--format", "csv", "-o", out / "t.csv",
+                                 *args)[0], 0)
+            rows = list(csv.DictReader((out / "t.csv").read_text().splitlines()))
+            self.assertEqual([r["frame"] for r in rows], [want, want])
+
+            self.assertEqual(run("export", self.path, "--format", "folded", "-o",
+                                 out / "t.folded", *args)[0], 0)
+            folded = (out / "t.folded").read_text().splitlines()
+            self.assertTrue(all(line.rsplit(" ", 1)[0].endswith(want) for line in folded),
+                            folded)
+
+            self.assertEqual(run("export", self.path, "--format", "perfetto", "-o",
+                                 out / "t.json", *args)[0], 0)
+            events = json.loads((out / "t.json").read_text())["traceEvents"]
+            slices = [e["name"] for e in events if e["ph"] == "b"]
+            self.assertEqual(len(slices), 2)
+            self.assertTrue(all(name.endswith(want) for name in slices), slices)
+        self.assertEqual(len(folded), 2)  # with every frame, two stacks
+
+    def test_a_torch_pickle_export_keeps_every_frame(self):
+        out = pathlib.Path(self.tmp.name) / "again.pickle"
+        self.assertEqual(run("export", self.path, "--format", "torch-pickle", "-o", out)[0], 0)
+        with open(out, "rb") as f:
+            again = pickle.load(f)
+        self.assertEqual(len(again["device_traces"][0][0]["frames"]), 10)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <string>
+
+#include "doc_text.hpp"
 #include "memtrail/core/allocator_config.hpp"
 
 namespace memtrail {
@@ -77,6 +82,50 @@ TEST(AllocatorConfig, BadInputNamesKeyAndWhatIsAccepted) {
     expect_error("backend:cudaMallocAsync", "accepted: native");
 }
 
+TEST(AllocatorConfig, EveryKeyOnceOnly) {
+    expect_error("max_split_size_mb:64,max_split_size_mb:128",
+                 "'max_split_size_mb' is given twice");
+    expect_error("expandable_segments:True, roundup_power2_divisions:4, expandable_segments:False",
+                 "'expandable_segments' is given twice");
+    expect_error("pinned_num_register_threads:1,pinned_num_register_threads:2", "given twice");
+}
+
+TEST(AllocatorConfig, UnknownKeyErrorListsTheTable) {
+    try {
+        allocator_config::parse("no_such_key:1");
+        FAIL() << "accepted an unknown key";
+    } catch (const config_error& e) {
+        for (const allocator_option& option : allocator_options()) {
+            EXPECT_NE(std::string(e.what()).find(option.key), std::string::npos) << option.key;
+        }
+    }
+}
+
+// docs/configuration.md's table and the parser's are one: same keys, defaults and accepted values.
+TEST(AllocatorConfig, DocsListEveryKeyOfTheTable) {
+    std::map<std::string, std::vector<std::string>> documented;
+    for (const auto& row :
+         test::markdown_table(test::source_file("docs/configuration.md"), "key")) {
+        ASSERT_EQ(row.size(), 4u) << row[0];
+        EXPECT_TRUE(documented.emplace(row[0], row).second) << row[0] << " is documented twice";
+    }
+    std::set<std::string> keys;
+    for (const allocator_option& option : allocator_options()) {
+        const std::string key(option.key);
+        keys.insert(key);
+        const auto row = documented.find(key);
+        if (row == documented.end()) {
+            ADD_FAILURE() << key << " is missing from docs/configuration.md";
+            continue;
+        }
+        EXPECT_EQ(row->second[1], option.default_value) << key;
+        EXPECT_EQ(row->second[2], option.accepted) << key;
+    }
+    for (const auto& [key, row] : documented) {
+        EXPECT_TRUE(keys.contains(key)) << key << " is documented but not in the table";
+    }
+}
+
 TEST(AllocatorConfig, PyTorchHostKeysAreAcceptedAndIgnored) {
     const allocator_config c = allocator_config::parse(
         "pinned_use_cuda_host_register:True,pinned_num_register_threads:8,backend:native");
@@ -88,6 +137,12 @@ TEST(AllocatorConfig, ReadsEnvironment) {
     EXPECT_EQ(allocator_config::from_environment().max_split_size, 128 * MiB);
     setenv("MEMTRAIL_ALLOC_CONF", "max_split_size_mb:1", 1);
     EXPECT_THROW(allocator_config::from_environment(), config_error);
+    try {
+        allocator_config::from_environment();
+    } catch (const config_error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("memtrail: MEMTRAIL_ALLOC_CONF: ", 0), 0u)
+            << e.what();
+    }
     unsetenv("MEMTRAIL_ALLOC_CONF");
     EXPECT_EQ(allocator_config::from_environment().max_split_size, UINT64_MAX);
 }

@@ -15,12 +15,13 @@ class Misuse : public ::testing::Test {
         EXPECT_EQ(allocator.check_consistency(), "");
     }
     void remember() { before = allocator.memory_stats(); }
-    template <typename F>
+    // Error: usage_error or the more precise class a caller can act on.
+    template <typename Error = usage_error, typename F>
     void expect_usage_error(F f, const std::string& fragment) {
         try {
             f();
             FAIL() << "expected usage_error containing '" << fragment << "'";
-        } catch (const usage_error& e) {
+        } catch (const Error& e) {
             EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
         }
     }
@@ -32,9 +33,11 @@ class Misuse : public ::testing::Test {
 TEST_F(Misuse, UnknownPointer) {
     const device_address x = allocator.allocate(1000);
     remember();
-    expect_usage_error([&] { allocator.free(x + 8); }, "not an address this allocator handed out");
-    expect_usage_error([&] { allocator.free(0xdeadbeef); }, "0xdeadbeef");
-    expect_usage_error([&] { allocator.record_stream(0x1234, 3); }, "record_stream");
+    expect_usage_error<unknown_pointer_error>([&] { allocator.free(x + 8); },
+                                              "not an address this allocator handed out");
+    expect_usage_error<unknown_pointer_error>([&] { allocator.free(0xdeadbeef); }, "0xdeadbeef");
+    expect_usage_error<unknown_pointer_error>([&] { allocator.record_stream(0x1234, 3); },
+                                              "record_stream");
     expect_unchanged();
 }
 
@@ -43,7 +46,7 @@ TEST_F(Misuse, DoubleFree) {
     const device_address y = allocator.allocate(1000);
     allocator.free(x);
     remember();
-    expect_usage_error([&] { allocator.free(x); }, "double free");
+    expect_usage_error<unknown_pointer_error>([&] { allocator.free(x); }, "double free");
     expect_unchanged();
     allocator.free(y);
 }
@@ -88,6 +91,29 @@ TEST(MultiDevice, OneAllocatorPerDeviceAndWrongDeviceFreesAreRejected) {
     allocator.free(b);  // no device given: found by address
     EXPECT_EQ(allocator.on(0).memory_stats().at("allocation.all.current"), 0);
     EXPECT_EQ(allocator.on(1).memory_stats().at("allocation.all.current"), 0);
+}
+
+// Only unknown_device asks for the owner to be looked up: any other device that does not exist,
+// negative or too large, is refused (the message says where the block lives) and the block stays
+// allocated.
+TEST(MultiDevice, FreeOnANegativeDeviceIsRefusedLikeATooLargeOne) {
+    simulated_device d0;
+    caching_allocator allocator({&d0});
+    const device_address a = allocator.allocate(4096, 0);
+    for (const int bad : {7, -3, -2}) {
+        try {
+            allocator.free(a, bad);
+            FAIL() << "a free on device " << bad << " was accepted";
+        } catch (const usage_error& e) {
+            EXPECT_NE(std::string(e.what()).find("on device " + std::to_string(bad) +
+                                                 ", but it was allocated on device 0"),
+                      std::string::npos)
+                << e.what();
+        }
+        EXPECT_EQ(allocator.on(0).memory_stats().at("allocation.all.current"), 1) << bad;
+    }
+    allocator.free(a, unknown_device);
+    EXPECT_EQ(allocator.on(0).memory_stats().at("allocation.all.current"), 0);
 }
 
 }  // namespace

@@ -4,10 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <random>
+#include <sstream>
+#include <string>
 
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/core/simulated_device.hpp"
+#include "test_name.hpp"
 
 namespace memtrail {
 namespace {
@@ -18,6 +22,21 @@ struct random_run {
     uint64_t steps;
     uint64_t check_every;  // 1: after every step
 };
+
+// "garbage_collection_threshold_0_5_fraction_0_3_100000_steps"
+std::string name_of(const random_run& r) {
+    std::ostringstream fraction;
+    fraction << r.fraction;
+    return testing::conf_name_part(r.conf) +
+           (r.fraction > 0 ? "_fraction_" + testing::test_name_part(fraction.str()) : "") + "_" +
+           std::to_string(r.steps) + "_steps";
+}
+
+// gtest lists the parameter beside the test's name; without this, as its raw bytes.
+void PrintTo(const random_run& r, std::ostream* out) {
+    *out << "conf \"" << r.conf << "\", memory fraction " << r.fraction << ", " << r.steps
+         << " steps, checked every " << r.check_every;
+}
 
 void run(const random_run& r, uint64_t seed) {
     simulated_device_options o;
@@ -101,9 +120,7 @@ INSTANTIATE_TEST_SUITE_P(
         random_run{"max_split_size_mb:32,garbage_collection_threshold:0.6", 0.5, 100000, 1},
         // Long runs: millions of operations, checked every 1000 steps.
         random_run{"", 0, 2000000, 1000}, random_run{"expandable_segments:True", 0, 1000000, 1000}),
-    [](const ::testing::TestParamInfo<random_run>& param) {
-        return "run" + std::to_string(param.index);
-    });
+    [](const ::testing::TestParamInfo<random_run>& param) { return name_of(param.param); });
 
 }  // namespace
 }  // namespace memtrail

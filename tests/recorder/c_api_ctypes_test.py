@@ -1,13 +1,30 @@
 """The C API from Python through ctypes, as a Python program (or PyTorch's pluggable allocator)
-loads it. Usage: c_api_ctypes_test.py LIBRECORDER FOLDER"""
+loads it. Usage: c_api_ctypes_test.py LIBRECORDER VERSION_HEADER FOLDER"""
 
 import ctypes
 import os
 import pickle
+import re
 import sys
 
+# memtrail_error_code's values (memtrail.h).
+MEMTRAIL_OK = 0
+MEMTRAIL_ERROR_OUT_OF_MEMORY = 1
+MEMTRAIL_ERROR_BAD_ARGUMENT = 2
+MEMTRAIL_ERROR_UNKNOWN_POINTER = 3
+MEMTRAIL_ERROR_BAD_CONFIG = 4
 
-def main(library_path: str, folder: str) -> None:
+
+def header_version(header_path: str) -> int:
+    """MEMTRAIL_VERSION_NUMBER as the generated memtrail/version.h defines it."""
+    with open(header_path) as f:
+        text = f.read()
+    part = {name: int(re.search(rf"#define MEMTRAIL_VERSION_{name} (\d+)", text).group(1))
+            for name in ("MAJOR", "MINOR", "PATCH")}
+    return part["MAJOR"] * 10000 + part["MINOR"] * 100 + part["PATCH"]
+
+
+def main(library_path: str, version_header: str, folder: str) -> None:
     os.environ["MEMTRAIL_DEVICE"] = "sim:2GiB"
     lib = ctypes.CDLL(library_path)
     lib.memtrail_malloc.restype = ctypes.c_void_p
@@ -23,9 +40,12 @@ def main(library_path: str, folder: str) -> None:
     lib.memtrail_memory_summary.restype = ctypes.c_char_p
     lib.memtrail_memory_summary.argtypes = [ctypes.c_int]
     lib.memtrail_last_error.restype = ctypes.c_char_p
+    lib.memtrail_set_allocator_config.argtypes = [ctypes.c_char_p]
 
     def last_error() -> str:
         return lib.memtrail_last_error().decode()
+
+    assert lib.memtrail_version() == header_version(version_header), lib.memtrail_version()
 
     assert lib.memtrail_record_memory_history(b"all", b"all", b"native", 0) == 0, last_error()
     assert lib.memtrail_set_thread_metadata(b"python step 3") == 0
@@ -34,12 +54,19 @@ def main(library_path: str, folder: str) -> None:
     assert all(blocks), last_error()
     lib.memtrail_free(blocks[1], 1 << 20, 0, None)
     assert last_error() == ""
+    assert lib.memtrail_last_error_code() == MEMTRAIL_OK
     assert lib.memtrail_range_end(b"python range") == 0
 
     assert lib.memtrail_malloc(8 << 30, 0, None) is None
+    assert lib.memtrail_last_error_code() == MEMTRAIL_ERROR_OUT_OF_MEMORY
     assert "out of memory" in last_error(), last_error()
     assert lib.memtrail_record_memory_history(b"bogus", None, None, 0) == -1
+    assert lib.memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT
     assert "bogus" in last_error()
+    lib.memtrail_free(blocks[1], 1 << 20, 0, None)
+    assert lib.memtrail_last_error_code() == MEMTRAIL_ERROR_UNKNOWN_POINTER, last_error()
+    assert lib.memtrail_set_allocator_config(b"expandable_segments:maybe") == -1
+    assert lib.memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_CONFIG, last_error()
 
     summary = lib.memtrail_memory_summary(0).decode()
     assert "Allocated memory" in summary, summary
@@ -69,4 +96,4 @@ def main(library_path: str, folder: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3])

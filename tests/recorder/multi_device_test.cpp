@@ -52,7 +52,8 @@ TEST_F(two_devices, only_the_second_device_used) {
     const auto folder = std::filesystem::path(::testing::TempDir());
     for (const char* name : {"second_device.memtrail", "second_device.pickle"}) {
         history.dump_snapshot(folder / name);
-        const snapshot::snapshot loaded = snapshot::load_snapshot(folder / name);
+        const auto file = snapshot::load_snapshot(folder / name);
+        const snapshot::snapshot& loaded = *file.snapshot;
         const snapshot::device_trace* trace1 = loaded.find_trace(1);
         ASSERT_NE(trace1, nullptr) << name;
         size_t allocs = 0;

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../../replay/src/trace_plan.hpp"
+#include "trace_plan.hpp"
 
 namespace memtrail::replay::detail {
 namespace {

@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+#include <string>
+
 #include "memtrail/replay/replay.hpp"
 #include "memtrail/replay/synthetic_trace.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
+#include "test_name.hpp"
 
 namespace memtrail::replay {
 namespace {
@@ -20,6 +24,18 @@ struct case_config {
     // empty_cache out (docs/replay.md).
     bool empty_cache_calls = true;
 };
+
+// "max_split_size_mb_64_2GiB_no_empty_cache"
+std::string name_of(const case_config& c) {
+    return testing::conf_name_part(c.conf) + "_" + std::to_string(c.device_memory >> 30) + "GiB" +
+           (c.empty_cache_calls ? "" : "_no_empty_cache");
+}
+
+// gtest lists the parameter beside the test's name; without this, as its raw bytes.
+void PrintTo(const case_config& c, std::ostream* out) {
+    *out << "conf \"" << c.conf << "\", " << (c.device_memory >> 30) << " GiB, empty_cache "
+         << (c.empty_cache_calls ? "called" : "never called");
+}
 
 class SelfParity : public ::testing::TestWithParam<case_config> {};
 
@@ -55,7 +71,10 @@ INSTANTIATE_TEST_SUITE_P(Configs, SelfParity,
                                            case_config{"max_split_size_mb:64", 4ull << 30},
                                            case_config{"max_split_size_mb:64", 2ull << 30, false},
                                            case_config{"expandable_segments:True", 16ull << 30},
-                                           case_config{"roundup_power2_divisions:8", 16ull << 30}));
+                                           case_config{"roundup_power2_divisions:8", 16ull << 30}),
+                         [](const ::testing::TestParamInfo<case_config>& param) {
+                             return name_of(param.param);
+                         });
 
 }  // namespace
 }  // namespace memtrail::replay

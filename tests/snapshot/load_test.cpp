@@ -26,9 +26,12 @@ TEST(LoadSnapshot, DetectsEachFormatByContent) {
 }
 
 TEST(LoadSnapshot, FilesOfBothKinds) {
-    EXPECT_EQ(ms::load_snapshot(ms::test::anchor("streams__default.pickle")).segments.size(), 38u);
-    EXPECT_TRUE(ms::load_snapshot(ms::test::test_data("golden_v1.memtrail")) ==
-                ms::test::make_sample_snapshot());
+    const auto pickle = ms::load_snapshot(ms::test::anchor("streams__default.pickle"));
+    EXPECT_EQ(pickle.kind, ms::file_kind::torch_pickle);
+    EXPECT_EQ(pickle.snapshot->segments.size(), 38u);
+    const auto golden = ms::load_snapshot(ms::test::test_data("golden_v1.memtrail"));
+    EXPECT_EQ(golden.kind, ms::file_kind::memtrail);
+    EXPECT_TRUE(*golden.snapshot == ms::test::make_sample_snapshot());
 }
 
 TEST(LoadSnapshot, UnknownContentIsAFormatError) {

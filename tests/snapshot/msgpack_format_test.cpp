@@ -10,10 +10,10 @@
 
 #include <unistd.h>
 
+#include "memtrail/replay/synthetic_trace.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
 #include "sample_snapshot.hpp"
-#include "synthetic_trace.hpp"
 #include "test_paths.hpp"
 
 namespace ms = memtrail::snapshot;
@@ -155,7 +155,7 @@ TEST(MsgpackFormat, GoldenZstdFileReads) {
 
 TEST(MsgpackFormat, MillionEventsFitThirtyBytesEachBeforeCompression) {
     constexpr size_t events = 1'000'000;
-    const auto synthetic = ms::test::make_synthetic_trace(events);
+    const auto synthetic = memtrail::replay::make_format_trace(events);
     const auto bytes = ms::write_snapshot(synthetic);
     const double per_event = static_cast<double>(bytes.size()) / events;
     RecordProperty("bytes_per_event", std::to_string(per_event));

@@ -4,10 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
+#include "../../viewer/src/format.hpp"
+#include "memtrail/snapshot/torch_pickle.hpp"
 #include "memtrail/viewer/document.hpp"
 #include "memtrail/viewer/headless_frame.hpp"
 #include "memtrail/viewer/rank_table.hpp"
@@ -229,24 +234,91 @@ TEST(document, memtrail_snapshot_has_annotations_streams_and_ooms) {
     }
 }
 
-TEST(workspace, loads_in_the_background_in_opening_order) {
-    headless_frame frame(width, height);
-    workspace ws;
-    ws.open(MEMTRAIL_TEST_SNAPSHOT);
-    ws.open(MEMTRAIL_TEST_TORCH_PICKLE);
-    ws.open("/nonexistent/file.pickle");
+// Frames until every load of `ws` has finished.
+void draw_until_loaded(headless_frame& frame, workspace& ws) {
     while (ws.loading()) {
         frame.begin();
         ws.draw();
         frame.end();
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+}
+
+TEST(workspace, loads_in_the_background_in_opening_order) {
+    headless_frame frame(width, height);
+    workspace ws;
+    ws.open(MEMTRAIL_TEST_SNAPSHOT);
+    ws.open(MEMTRAIL_TEST_TORCH_PICKLE);
+    ws.open("/nonexistent/file.pickle");
+    draw_until_loaded(frame, ws);
     const std::vector<view*> views = ws.views();
     ASSERT_EQ(views.size(), 2u);
     EXPECT_EQ(views[0]->doc().name, "viewer_test.memtrail");
     EXPECT_EQ(views[1]->doc().name, "transformer__default.pickle");
     ASSERT_EQ(ws.errors().size(), 1u);
     EXPECT_NE(ws.errors()[0].find("/nonexistent/file.pickle"), std::string::npos);
+}
+
+// A pickle whose one allocation has a C++ stack as PyTorch records it: its unwinder and
+// allocator, then the user's Python frame.
+std::string write_cpp_stack_pickle() {
+    snapshot::snapshot s;
+    auto frame = [&](const char* function, const char* file, snapshot::frame_kind kind) {
+        snapshot::frame f;
+        f.function = s.intern_string(function);
+        f.filename = s.intern_string(file);
+        f.kind = kind;
+        return s.intern_frame(f);
+    };
+    const auto stack = s.intern_stack(
+        {frame("torch::unwind::unwind()", "unwind.cpp", snapshot::frame_kind::native),
+         frame("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", "",
+               snapshot::frame_kind::native),
+         frame("forward", "/work/model.py", snapshot::frame_kind::python)});
+    snapshot::segment seg;
+    seg.address = 1 << 20;
+    seg.total_size = 2 << 20;
+    seg.allocated_size = seg.active_size = seg.requested_size = 2 << 20;
+    seg.blocks.push_back(
+        {seg.address, 2 << 20, 2 << 20, snapshot::block_state::active_allocated, stack, 0});
+    s.segments.push_back(seg);
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("memtrail_viewer_cpp_stack_" + std::to_string(::getpid()) + ".pickle");
+    snapshot::write_torch_pickle(s, path);
+    return path.string();
+}
+
+TEST(workspace, pytorchs_own_frames_are_hidden_until_the_view_menu_shows_them) {
+    const std::string path = write_cpp_stack_pickle();
+    headless_frame frame(width, height);
+    workspace ws;
+    auto innermost = [&]() {
+        draw_until_loaded(frame, ws);
+        const std::vector<view*> views = ws.views();
+        EXPECT_EQ(views.size(), 1u);
+        const snapshot::snapshot& source = *views.front()->doc().source;
+        const auto& frames = source.stack_at(source.segments.front().blocks.front().stack);
+        return std::string(source.string_at(source.frame_at(frames.front()).function));
+    };
+    ws.open(path);
+    EXPECT_EQ(innermost(), "forward");
+    ws.reopen_with(analysis::frame_visibility::all_frames);
+    EXPECT_EQ(innermost(), "torch::unwind::unwind()");
+    ws.reopen_with(analysis::frame_visibility::user_frames);
+    EXPECT_EQ(innermost(), "forward");
+    std::filesystem::remove(path);
+}
+
+TEST(format, entry_context_names_the_compile_context_and_the_metadata) {
+    snapshot::snapshot s;
+    snapshot::trace_entry e;
+    EXPECT_EQ(format_entry_context(s, e), "");
+    e.compile_context = s.intern_string("N/A");  // PyTorch's "none"
+    EXPECT_EQ(format_entry_context(s, e), "");
+    e.user_metadata = s.intern_string("step 3");
+    EXPECT_EQ(format_entry_context(s, e), "step 3");
+    e.compile_context = s.intern_string("0/1");
+    EXPECT_EQ(format_entry_context(s, e), "compile 0/1, step 3");
 }
 
 TEST(rank_table, rows_report_each_models_peaks_in_rank_order) {

@@ -7,8 +7,8 @@
 #include <tuple>
 
 #include "memtrail/analysis/frame_text.hpp"
-#include "memtrail/analysis/load.hpp"
 #include "memtrail/analysis/oom_report.hpp"
+#include "memtrail/snapshot/load.hpp"
 #include "text_search.hpp"
 
 namespace memtrail::viewer {
@@ -178,16 +178,19 @@ std::shared_ptr<const document> build_document(std::shared_ptr<const snapshot::s
 }  // namespace
 
 std::shared_ptr<const document> make_document(std::shared_ptr<const snapshot::snapshot> source,
-                                              std::string name, load_progress& progress) {
-    return build_document(std::move(source), std::move(name), "", progress);
+                                              std::string name, load_progress& progress,
+                                              analysis::frame_visibility frames) {
+    return build_document(analysis::with_frame_visibility(std::move(source), frames),
+                          std::move(name), "", progress);
 }
 
-std::shared_ptr<const document> load_document(const std::string& path, load_progress& progress) {
+std::shared_ptr<const document> load_document(const std::string& path, load_progress& progress,
+                                              analysis::frame_visibility frames) {
     progress.stage = 0;
     progress.fraction = 0.0f;
-    analysis::loaded_snapshot loaded = analysis::load_snapshot(path);
+    snapshot::loaded_snapshot loaded = snapshot::load_snapshot(path);
     progress.fraction = 0.3f;
-    return build_document(std::move(loaded.snapshot),
+    return build_document(analysis::with_frame_visibility(std::move(loaded.snapshot), frames),
                           std::filesystem::path(path).filename().string(), path, progress);
 }
 

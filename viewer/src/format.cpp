@@ -60,4 +60,17 @@ double nice_step(double raw, double base) {
     return unit * base;
 }
 
+std::string format_entry_context(const snapshot::snapshot& source, const snapshot::trace_entry& e) {
+    std::string text;
+    const std::string_view compile_context = source.string_at(e.compile_context);
+    if (!compile_context.empty() && compile_context != "N/A") {
+        text = "compile " + std::string(compile_context);
+    }
+    const std::string_view metadata = source.string_at(e.user_metadata);
+    if (!metadata.empty()) {
+        text += (text.empty() ? "" : ", ") + std::string(metadata);
+    }
+    return text;
+}
+
 }  // namespace memtrail::viewer

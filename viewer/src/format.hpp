@@ -6,6 +6,7 @@
 #include <string>
 
 #include "memtrail/analysis/size_text.hpp"
+#include "memtrail/snapshot/model.hpp"
 
 namespace memtrail::viewer {
 
@@ -17,6 +18,9 @@ std::string format_count(uint64_t count);
 std::string format_duration(int64_t ns);
 // A 64-bit address as "0x7f5c00000000".
 std::string format_address(uint64_t address);
+// What PyTorch tells of an entry's context: its compile context (torch.compile's frame id, when
+// not "N/A") and the user metadata, as "compile 0/1, step 3"; "" when it tells nothing.
+std::string format_entry_context(const snapshot::snapshot& source, const snapshot::trace_entry& e);
 // A grid step near `raw`: 1, 2 or 5 times a power of `base` units (1024 for bytes, 10 else).
 double nice_step(double raw, double base);
 

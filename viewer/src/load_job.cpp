@@ -5,10 +5,10 @@
 
 namespace memtrail::viewer {
 
-load_job::load_job(std::string path) : path_(std::move(path)) {
-    thread_ = std::thread([this] {
+load_job::load_job(std::string path, analysis::frame_visibility frames) : path_(std::move(path)) {
+    thread_ = std::thread([this, frames] {
         try {
-            result_ = load_document(path_, progress_);
+            result_ = load_document(path_, progress_, frames);
         } catch (const std::exception& e) {
             error_ = e.what();
         }

@@ -13,12 +13,15 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
+#include <future>
 
 #include "format.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "palette.hpp"
 #include "text_search.hpp"
+#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -53,9 +56,12 @@ bool parse_view_kind(std::string_view name, view_kind& out) {
 // [SECTION] selection
 //-------------------------------------------------------------------------------------------------
 
-view::view(std::shared_ptr<const document> doc) : doc_(std::move(doc)) {
+view::view(std::shared_ptr<const document> doc)
+    : doc_(std::move(doc)), panels_(std::make_unique<panels>()) {
     moment_ = model().event_count();
 }
+
+view::~view() = default;
 
 void view::show(view_kind kind) {
     kind_ = kind;
@@ -70,8 +76,8 @@ bool view::select_device(int device) {
                 moment_ = model().event_count();
                 allocation_.reset();
                 range_.reset();
-                timeline_.view_set = false;
-                flame_.zoom = 0;
+                panels_->timeline.view_set = false;
+                panels_->flame.zoom = 0;
             }
             return true;
         }
@@ -99,7 +105,7 @@ bool view::select_moment(std::string_view at) {
 
 void view::set_comparison(std::shared_ptr<const document> other) {
     compare_doc_ = std::move(other);
-    compare_.zoom = 0;
+    panels_->compare.zoom = 0;
 }
 
 void view::set_candidates(std::vector<std::shared_ptr<const document>> documents) {
@@ -140,7 +146,8 @@ bool running(const std::future<T>& job) {
 }  // namespace
 
 bool view::busy() const {
-    return running(flame_.pending) || running(compare_.pending) || running(timeline_.largest_job);
+    return running(panels_->flame.pending) || running(panels_->compare.pending) ||
+           running(panels_->timeline.largest_job);
 }
 
 void view::handle_keys() {
@@ -305,27 +312,29 @@ void view::draw() {
 //-------------------------------------------------------------------------------------------------
 
 const analysis::memory_state& view::state_at_moment() {
-    if (!state_.valid || state_.device_index != device_index_ || state_.position != moment_) {
-        state_.state = model().state_after(moment_);
-        state_.totals = analysis::totals_of(state_.state);
-        state_.device_index = device_index_;
-        state_.position = moment_;
-        state_.valid = true;
+    panels::state_cache& c = panels_->state;
+    if (!c.valid || c.device_index != device_index_ || c.position != moment_) {
+        c.state = model().state_after(moment_);
+        c.totals = analysis::totals_of(c.state);
+        c.device_index = device_index_;
+        c.position = moment_;
+        c.valid = true;
     }
-    return state_.state;
+    return c.state;
 }
 
 bool view::stack_matches(snapshot::stack_id stack) {
     if (!searching()) {
         return true;
     }
-    if (search_cache_.text != search_) {
-        search_cache_.text = search_;
-        search_cache_.stack_match.assign(doc_->source->stacks().size(), -1);
+    panels::search_cache& cache = panels_->search;
+    if (cache.text != search_) {
+        cache.text = search_;
+        cache.stack_match.assign(doc_->source->stacks().size(), -1);
     }
-    int8_t& match = search_cache_.stack_match[stack];
+    int8_t& match = cache.stack_match[stack];
     if (match < 0) {
-        const std::string needle = lowercase(search_cache_.text);
+        const std::string needle = lowercase(cache.text);
         match = 0;
         for (const snapshot::frame_id f : doc_->source->stack_at(stack)) {
             if (doc_->frame_search_text[f].find(needle) != std::string::npos) {
@@ -374,7 +383,7 @@ void view::allocation_tooltip(size_t lifetime) {
 //-------------------------------------------------------------------------------------------------
 
 double view::axis_of(size_t position) const {
-    if (!timeline_.by_time) {
+    if (!panels_->timeline.by_time) {
         return static_cast<double>(position);
     }
     return static_cast<double>(model().time_at(position) - model().time_at(0));
@@ -382,7 +391,7 @@ double view::axis_of(size_t position) const {
 
 size_t view::position_of_axis(double axis) const {
     const size_t count = model().event_count();
-    if (!timeline_.by_time) {
+    if (!panels_->timeline.by_time) {
         // Position p covers [p, p + 1) of the index axis.
         return axis <= 0 ? 0 : std::min(count, static_cast<size_t>(axis));
     }
@@ -391,14 +400,14 @@ size_t view::position_of_axis(double axis) const {
 }
 
 double view::axis_end() const {
-    if (!timeline_.by_time) {
+    if (!panels_->timeline.by_time) {
         return static_cast<double>(model().event_count() + 1);
     }
     return std::max(1.0, axis_of(model().event_count()));
 }
 
 std::string view::axis_label(double axis) const {
-    if (timeline_.by_time) {
+    if (panels_->timeline.by_time) {
         return "+" + format_duration(static_cast<int64_t>(axis));
     }
     return "#" + format_count(static_cast<uint64_t>(std::max(0.0, axis)));

@@ -8,20 +8,13 @@
 
 #include "format.hpp"
 #include "memtrail/analysis/frame_text.hpp"
-#include "memtrail/viewer/view.hpp"
 #include "palette.hpp"
+#include "table_row.hpp"
+#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
 namespace {
-
-void property(const char* name, const std::string& value) {
-    ImGui::TableNextRow();
-    ImGui::TableNextColumn();
-    ImGui::TextDisabled("%s", name);
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(value.c_str());
-}
 
 void full_stack(const snapshot::snapshot& source, snapshot::stack_id stack) {
     if (stack == snapshot::no_id) {
@@ -37,8 +30,9 @@ void full_stack(const snapshot::snapshot& source, snapshot::stack_id stack) {
 
 }  // namespace
 
-void view::lifetime_strip(const analysis::allocation_lifetime& life, size_t freed_at,
-                          size_t released_at) {
+void view::panels::allocation_state::lifetime_strip(const view& v,
+                                                    const analysis::allocation_lifetime& life,
+                                                    size_t freed_at, size_t released_at) {
     // The overview's allocated curve (per pixel, already built) with the allocation's life
     // over it: live in the allocation colour, waiting for other streams in the pending colour.
     const float width = ImGui::GetContentRegionAvail().x;
@@ -47,11 +41,12 @@ void view::lifetime_strip(const analysis::allocation_lifetime& life, size_t free
     const ImVec2 end(origin.x + width, origin.y + height);
     ImDrawList* draw = ImGui::GetWindowDrawList();
     draw->AddRectFilled(origin, end, IM_COL32(24, 25, 30, 255));
-    const double total = axis_end();
+    const double total = v.axis_end();
     auto x_of = [&](size_t position) {
-        return origin.x + static_cast<float>(axis_of(position) / total) * width;
+        return origin.x + static_cast<float>(v.axis_of(position) / total) * width;
     };
-    const auto& curve = timeline_.overview_allocated;
+    const timeline_state& timeline = v.panels_->timeline;
+    const auto& curve = timeline.overview_allocated;
     uint64_t top = 1;
     for (const analysis::curve_bucket& b : curve) {
         top = std::max(top, b.max);
@@ -59,8 +54,8 @@ void view::lifetime_strip(const analysis::allocation_lifetime& life, size_t free
     const float column = curve.empty() ? 0 : width / static_cast<float>(curve.size());
     for (size_t i = 0; i < curve.size(); ++i) {
         const float x0 =
-            timeline_.by_time ? origin.x + column * static_cast<float>(i) : x_of(curve[i].first);
-        const float x1 = timeline_.by_time ? x0 + column : x_of(curve[i].last);
+            timeline.by_time ? origin.x + column * static_cast<float>(i) : x_of(curve[i].first);
+        const float x1 = timeline.by_time ? x0 + column : x_of(curve[i].last);
         const float y = end.y - static_cast<float>(static_cast<double>(curve[i].max) /
                                                    static_cast<double>(top)) *
                                     (height - 4);
@@ -76,7 +71,7 @@ void view::lifetime_strip(const analysis::allocation_lifetime& life, size_t free
                             ImVec2(std::max(live_x1 + 2, x_of(released_at)), end.y),
                             (palette::pending_free & 0x00ffffffu) | 0x90000000u);
     }
-    const float moment_x = x_of(moment_);
+    const float moment_x = x_of(v.moment_);
     draw->AddLine(ImVec2(moment_x, origin.y), ImVec2(moment_x, end.y), palette::selection, 1.5f);
     ImGui::Dummy(ImVec2(width, height));
     ImGui::TextDisabled(
@@ -101,72 +96,75 @@ bool view::select_largest_live_allocation() {
     return allocation_.has_value();
 }
 
+void view::panels::allocation_state::draw_live_list(view& v) {
+    ImGui::TextDisabled(
+        "No allocation selected: click one in the timeline, the segments or the events, or "
+        "pick one of the blocks live at the moment:");
+    if (!valid || device_index != v.device_index_ || position != v.moment_) {
+        blocks.clear();
+        for (const snapshot::segment& s : v.state_at_moment().segments) {
+            for (const snapshot::block& b : s.blocks) {
+                if (b.state != snapshot::block_state::inactive) {
+                    blocks.push_back(b);
+                }
+            }
+        }
+        std::sort(blocks.begin(), blocks.end(),
+                  [](const snapshot::block& a, const snapshot::block& b) {
+                      return a.size != b.size ? a.size > b.size : a.address < b.address;
+                  });
+        valid = true;
+        device_index = v.device_index_;
+        position = v.moment_;
+    }
+    const ImGuiTableFlags flags =
+        ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV;
+    if (ImGui::BeginTable("##live", 4, flags)) {
+        ImGui::TableSetupScrollFreeze(0, 1);
+        ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed, 90);
+        ImGui::TableSetupColumn("address", ImGuiTableColumnFlags_WidthFixed, 130);
+        ImGui::TableSetupColumn("state", ImGuiTableColumnFlags_WidthFixed, 150);
+        ImGui::TableSetupColumn("innermost frame", ImGuiTableColumnFlags_WidthStretch);
+        ImGui::TableHeadersRow();
+        ImGuiListClipper clipper;
+        clipper.Begin(static_cast<int>(blocks.size()));
+        while (clipper.Step()) {
+            for (int row = clipper.DisplayStart; row < clipper.DisplayEnd; ++row) {
+                const snapshot::block& b = blocks[static_cast<size_t>(row)];
+                ImGui::TableNextRow();
+                ImGui::TableNextColumn();
+                ImGui::PushID(row);
+                if (ImGui::Selectable(format_bytes(b.size).c_str(), false,
+                                      ImGuiSelectableFlags_SpanAllColumns)) {
+                    v.set_allocation(v.dev().allocation_at(b.address, v.moment_));
+                }
+                ImGui::PopID();
+                if (ImGui::IsItemHovered()) {
+                    ImGui::BeginTooltip();
+                    v.stack_tooltip(b.stack, 16);
+                    ImGui::EndTooltip();
+                }
+                ImGui::TableNextColumn();
+                ImGui::TextUnformatted(format_address(b.address).c_str());
+                ImGui::TableNextColumn();
+                ImGui::TextUnformatted(snapshot::block_state_name(b.state).data());
+                ImGui::TableNextColumn();
+                const auto& frames = v.doc_->source->stack_at(b.stack);
+                if (!frames.empty()) {
+                    ImGui::TextUnformatted(
+                        analysis::frame_label(*v.doc_->source, frames.front()).c_str());
+                }
+            }
+        }
+        ImGui::EndTable();
+    }
+}
+
 void view::draw_allocation() {
     const analysis::device_model& m = model();
     const size_t count = m.event_count();
     if (!allocation_) {
-        ImGui::TextDisabled(
-            "No allocation selected: click one in the timeline, the segments or the events, or "
-            "pick one of the blocks live at the moment:");
-        allocation_list_state& list = allocation_list_;
-        if (!list.valid || list.device_index != device_index_ || list.position != moment_) {
-            list.blocks.clear();
-            for (const snapshot::segment& s : state_at_moment().segments) {
-                for (const snapshot::block& b : s.blocks) {
-                    if (b.state != snapshot::block_state::inactive) {
-                        list.blocks.push_back(b);
-                    }
-                }
-            }
-            std::sort(list.blocks.begin(), list.blocks.end(),
-                      [](const snapshot::block& a, const snapshot::block& b) {
-                          return a.size != b.size ? a.size > b.size : a.address < b.address;
-                      });
-            list.valid = true;
-            list.device_index = device_index_;
-            list.position = moment_;
-        }
-        const ImGuiTableFlags flags =
-            ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV;
-        if (ImGui::BeginTable("##live", 4, flags)) {
-            ImGui::TableSetupScrollFreeze(0, 1);
-            ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed, 90);
-            ImGui::TableSetupColumn("address", ImGuiTableColumnFlags_WidthFixed, 130);
-            ImGui::TableSetupColumn("state", ImGuiTableColumnFlags_WidthFixed, 150);
-            ImGui::TableSetupColumn("innermost frame", ImGuiTableColumnFlags_WidthStretch);
-            ImGui::TableHeadersRow();
-            ImGuiListClipper clipper;
-            clipper.Begin(static_cast<int>(list.blocks.size()));
-            while (clipper.Step()) {
-                for (int row = clipper.DisplayStart; row < clipper.DisplayEnd; ++row) {
-                    const snapshot::block& b = list.blocks[static_cast<size_t>(row)];
-                    ImGui::TableNextRow();
-                    ImGui::TableNextColumn();
-                    ImGui::PushID(row);
-                    if (ImGui::Selectable(format_bytes(b.size).c_str(), false,
-                                          ImGuiSelectableFlags_SpanAllColumns)) {
-                        set_allocation(dev().allocation_at(b.address, moment_));
-                    }
-                    ImGui::PopID();
-                    if (ImGui::IsItemHovered()) {
-                        ImGui::BeginTooltip();
-                        stack_tooltip(b.stack, 16);
-                        ImGui::EndTooltip();
-                    }
-                    ImGui::TableNextColumn();
-                    ImGui::TextUnformatted(format_address(b.address).c_str());
-                    ImGui::TableNextColumn();
-                    ImGui::TextUnformatted(snapshot::block_state_name(b.state).data());
-                    ImGui::TableNextColumn();
-                    const auto& frames = doc_->source->stack_at(b.stack);
-                    if (!frames.empty()) {
-                        ImGui::TextUnformatted(
-                            analysis::frame_label(*doc_->source, frames.front()).c_str());
-                    }
-                }
-            }
-            ImGui::EndTable();
-        }
+        panels_->allocation.draw_live_list(*this);
         return;
     }
 
@@ -195,35 +193,42 @@ void view::draw_allocation() {
     }
     if (ImGui::BeginTable("##properties", 2, ImGuiTableFlags_SizingFixedFit)) {
         const uint64_t waste = life.size - std::min(life.size, life.requested_size);
-        property("block size", format_bytes(life.size) + " (" + format_count(life.size) + " B)");
-        property("requested", format_bytes(life.requested_size) + " (" +
-                                  format_count(life.requested_size) + " B)");
-        property("rounding waste", format_bytes(waste));
+        name_value_row("block size",
+                       format_bytes(life.size) + " (" + format_count(life.size) + " B)");
+        name_value_row("requested", format_bytes(life.requested_size) + " (" +
+                                        format_count(life.requested_size) + " B)");
+        name_value_row("rounding waste", format_bytes(waste));
         if (alloc_entry != nullptr) {
             char stream[32];
             std::snprintf(stream, sizeof stream, "%" PRIu64, alloc_entry->stream);
-            property("stream", stream);
+            name_value_row("stream", stream);
+            if (const std::string context = format_entry_context(*doc_->source, *alloc_entry);
+                !context.empty()) {
+                name_value_row("context", context);
+            }
         }
-        property("allocated", life.from_before_trace
-                                  ? std::string("before the trace began")
-                                  : "event " + format_count(life.begin - 1) + ", +" +
-                                        format_duration(m.time_at(life.begin) - m.time_at(0)));
-        property("freed", freed ? "event " + format_count(life.end - 1) + ", +" +
-                                      format_duration(m.time_at(life.end) - m.time_at(0))
-                                : std::string("not freed by the end of the trace"));
+        name_value_row("allocated",
+                       life.from_before_trace
+                           ? std::string("before the trace began")
+                           : "event " + format_count(life.begin - 1) + ", +" +
+                                 format_duration(m.time_at(life.begin) - m.time_at(0)));
+        name_value_row("freed", freed ? "event " + format_count(life.end - 1) + ", +" +
+                                            format_duration(m.time_at(life.end) - m.time_at(0))
+                                      : std::string("not freed by the end of the trace"));
         if (freed) {
-            property("free completed",
-                     released
-                         ? "event " + format_count(life.released - 1) + " (pending " +
+            name_value_row(
+                "free completed",
+                released ? "event " + format_count(life.released - 1) + " (pending " +
                                format_duration(m.time_at(life.released) - m.time_at(life.end)) + ")"
                          : std::string("still pending at the end of the trace"));
         }
         const size_t until = freed ? life.end : count;
-        property("lifetime", format_count(until - life.begin) + " events, " +
-                                 format_duration(m.time_at(until) - m.time_at(life.begin)));
+        name_value_row("lifetime", format_count(until - life.begin) + " events, " +
+                                       format_duration(m.time_at(until) - m.time_at(life.begin)));
         ImGui::EndTable();
     }
-    lifetime_strip(life, freed ? life.end : count, released ? life.released : count);
+    panels::allocation_state::lifetime_strip(*this, life, freed ? life.end : count,
+                                             released ? life.released : count);
     if (!life.from_before_trace && ImGui::Button("go to allocation")) {
         set_moment(life.begin);
     }

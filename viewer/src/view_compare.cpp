@@ -3,13 +3,15 @@
 // snapshots, its colour says whether it grew (red) or shrank (green).
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
+#include <future>
 
 #include "flame_canvas.hpp"
 #include "format.hpp"
-#include "memtrail/viewer/view.hpp"
 #include "palette.hpp"
+#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -59,7 +61,7 @@ void totals_row(const char* name, uint64_t before, uint64_t after) {
 }  // namespace
 
 void view::draw_compare() {
-    compare_state& c = compare_;
+    panels::compare_state& c = panels_->compare;
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("baseline:");
     ImGui::SameLine();
@@ -90,40 +92,8 @@ void view::draw_compare() {
         return;
     }
 
-    const compare_state::key want{compare_doc_.get(), doc_.get(), device_index_, c.at_peak};
-    if (c.pending.valid() &&
-        c.pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-        compare_state::result r = c.pending.get();
-        c.diff = std::move(r.diff);
-        c.before_totals = r.before_totals;
-        c.after_totals = r.after_totals;
-        c.shown_key = c.pending_key;
-        c.max_depth = 0;
-        for (const analysis::flame_diff_node& n : c.diff.nodes) {
-            c.max_depth = std::max(c.max_depth, n.depth);
-        }
-        c.zoom = 0;
-    }
-    if (!c.pending.valid() && c.shown_key != want) {
-        const analysis::device_model before = model_for(*compare_doc_, dev().device);
-        const analysis::device_model after = model();
-        const bool peak = c.at_peak;
-        c.pending_key = want;
-        c.pending = std::async(std::launch::async, [before, after, peak] {
-            auto position = [peak](const analysis::device_model& m) {
-                return peak ? m.peak_position(analysis::series::allocated) : m.event_count();
-            };
-            const size_t before_at = position(before);
-            const size_t after_at = position(after);
-            compare_state::result r;
-            r.diff = analysis::diff_flames(
-                analysis::flame_at(before, before_at, analysis::live_measure::allocated),
-                analysis::flame_at(after, after_at, analysis::live_measure::allocated));
-            r.before_totals = analysis::totals_of(before.state_after(before_at));
-            r.after_totals = analysis::totals_of(after.state_after(after_at));
-            return r;
-        });
-    }
+    const panels::compare_state::key want{compare_doc_.get(), doc_.get(), device_index_, c.at_peak};
+    c.update(*this, want);
     if (c.diff.nodes.empty()) {
         ImGui::TextDisabled("comparing...");
         return;
@@ -177,6 +147,41 @@ void view::draw_compare() {
     }
     if (r.clicked) {
         c.zoom = *r.clicked;
+    }
+}
+
+void view::panels::compare_state::update(const view& v, const key& want) {
+    if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        result r = pending.get();
+        diff = std::move(r.diff);
+        before_totals = r.before_totals;
+        after_totals = r.after_totals;
+        shown_key = pending_key;
+        max_depth = 0;
+        for (const analysis::flame_diff_node& n : diff.nodes) {
+            max_depth = std::max(max_depth, n.depth);
+        }
+        zoom = 0;
+    }
+    if (!pending.valid() && shown_key != want) {
+        const analysis::device_model before = model_for(*v.compare_doc_, v.dev().device);
+        const analysis::device_model after = v.model();
+        const bool peak = at_peak;
+        pending_key = want;
+        pending = std::async(std::launch::async, [before, after, peak] {
+            auto position = [peak](const analysis::device_model& m) {
+                return peak ? m.peak_position(analysis::series::allocated) : m.event_count();
+            };
+            const size_t before_at = position(before);
+            const size_t after_at = position(after);
+            result r;
+            r.diff = analysis::diff_flames(
+                analysis::flame_at(before, before_at, analysis::live_measure::allocated),
+                analysis::flame_at(after, after_at, analysis::live_measure::allocated));
+            r.before_totals = analysis::totals_of(before.state_after(before_at));
+            r.after_totals = analysis::totals_of(after.state_after(after_at));
+            return r;
+        });
     }
 }
 

@@ -10,8 +10,8 @@
 
 #include "format.hpp"
 #include "memtrail/analysis/frame_text.hpp"
-#include "memtrail/viewer/view.hpp"
 #include "palette.hpp"
+#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -44,97 +44,15 @@ ImU32 action_color(snapshot::action a) {
 }  // namespace
 
 void view::draw_events() {
-    events_state& e = events_;
-    const analysis::device_model& m = model();
-    const size_t count = m.event_count();
-
-    // Filters.
-    if (ImGui::Button("actions...")) {
-        ImGui::OpenPopup("##actions");
-    }
-    if (ImGui::BeginPopup("##actions")) {
-        for (int a = 0; a < snapshot::action_count; ++a) {
-            ImGui::Checkbox(snapshot::action_name(static_cast<snapshot::action>(a)).data(),
-                            &e.action_shown[a]);
-        }
-        ImGui::EndPopup();
-    }
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(110);
-    ImGui::InputScalar("min bytes", ImGuiDataType_U64, &e.min_size);
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(110);
-    ImGui::InputScalar("max bytes (0: any)", ImGuiDataType_U64, &e.max_size);
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(120);
-    const auto& streams = dev().streams;
-    char stream_label[32] = "all streams";
-    if (e.stream >= 0 && static_cast<size_t>(e.stream) < streams.size()) {
-        std::snprintf(stream_label, sizeof stream_label, "stream %" PRIu64,
-                      streams[static_cast<size_t>(e.stream)]);
-    }
-    if (ImGui::BeginCombo("##stream", stream_label)) {
-        if (ImGui::Selectable("all streams", e.stream < 0)) {
-            e.stream = -1;
-        }
-        for (size_t i = 0; i < streams.size(); ++i) {
-            char label[32];
-            std::snprintf(label, sizeof label, "stream %" PRIu64, streams[i]);
-            if (ImGui::Selectable(label, e.stream == static_cast<int>(i))) {
-                e.stream = static_cast<int>(i);
-            }
-        }
-        ImGui::EndCombo();
-    }
-    ImGui::SameLine();
-    ImGui::Checkbox("stack matches search", &e.stack_filter);
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(100);
-    if (ImGui::InputTextWithHint(
-            "##jump", "go to event", e.jump, sizeof e.jump,
-            ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CharsDecimal)) {
-        set_moment(std::strtoull(e.jump, nullptr, 10) + 1);
-    }
+    panels::events_state& e = panels_->events;
+    const size_t count = model().event_count();
+    e.draw_filters(*this);
 
     // A selected range limits the list to the entries inside it.
     const size_t scan_first = range_ ? std::min(range_->first, count) : 0;
     const size_t scan_last = range_ ? std::min(range_->second, count) : count;
-
-    // The filter, as text, to notice when it changes.
-    std::string key;
-    bool any_filter = e.min_size > 0 || e.max_size > 0 || e.stream >= 0 ||
-                      (e.stack_filter && searching()) || range_.has_value();
-    for (int a = 0; a < snapshot::action_count; ++a) {
-        key.push_back(e.action_shown[a] ? '1' : '0');
-        any_filter = any_filter || !e.action_shown[a];
-    }
-    key += "|" + std::to_string(e.min_size) + "|" + std::to_string(e.max_size) + "|" +
-           std::to_string(e.stream) + "|" + std::to_string(scan_first) + "|" +
-           std::to_string(scan_last) + "|" + (e.stack_filter ? search_ : "");
-    if (key != e.filter_key || e.filter_device != device_index_) {
-        e.filter_key = key;
-        e.filter_device = device_index_;
-        e.filtered = any_filter;
-        e.rows.clear();
-        e.scanned = scan_first;
-    }
-    if (e.filtered && e.scanned < scan_last) {
-        const size_t stop = std::min(scan_last, e.scanned + filter_slice);
-        const uint64_t stream =
-            e.stream >= 0 ? streams[static_cast<size_t>(e.stream)] : uint64_t{0};
-        for (size_t i = e.scanned; i < stop; ++i) {
-            const snapshot::trace_entry& t = m.entry(i);
-            if (!e.action_shown[static_cast<int>(t.kind)] || t.size < e.min_size ||
-                (e.max_size > 0 && t.size > e.max_size) || (e.stream >= 0 && t.stream != stream) ||
-                (e.stack_filter && !stack_matches(t.stack))) {
-                continue;
-            }
-            e.rows.push_back(static_cast<uint32_t>(i));
-        }
-        e.scanned = stop;
-    }
+    e.filter(*this, scan_first, scan_last);
     const size_t row_count = e.filtered ? e.rows.size() : count;
-    auto entry_of_row = [&](size_t row) { return e.filtered ? e.rows[row] : row; };
     ImGui::Text("%s of %s events%s", format_count(row_count).c_str(), format_count(count).c_str(),
                 range_ ? " (in the selected range)" : "");
     if (e.filtered && e.scanned < scan_last) {
@@ -160,9 +78,101 @@ void view::draw_events() {
     const bool scroll_to_selection = e.last_moment != moment_ && selected_row < row_count;
     e.last_moment = moment_;
 
+    e.draw_table(*this, row_count, selected_entry, selected_row, scroll_to_selection);
+}
+
+void view::panels::events_state::draw_filters(view& v) {
+    if (ImGui::Button("actions...")) {
+        ImGui::OpenPopup("##actions");
+    }
+    if (ImGui::BeginPopup("##actions")) {
+        for (int a = 0; a < snapshot::action_count; ++a) {
+            ImGui::Checkbox(snapshot::action_name(static_cast<snapshot::action>(a)).data(),
+                            &action_shown[a]);
+        }
+        ImGui::EndPopup();
+    }
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(110);
+    ImGui::InputScalar("min bytes", ImGuiDataType_U64, &min_size);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(110);
+    ImGui::InputScalar("max bytes (0: any)", ImGuiDataType_U64, &max_size);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(120);
+    const auto& streams = v.dev().streams;
+    char stream_label[32] = "all streams";
+    if (stream >= 0 && static_cast<size_t>(stream) < streams.size()) {
+        std::snprintf(stream_label, sizeof stream_label, "stream %" PRIu64,
+                      streams[static_cast<size_t>(stream)]);
+    }
+    if (ImGui::BeginCombo("##stream", stream_label)) {
+        if (ImGui::Selectable("all streams", stream < 0)) {
+            stream = -1;
+        }
+        for (size_t i = 0; i < streams.size(); ++i) {
+            char label[32];
+            std::snprintf(label, sizeof label, "stream %" PRIu64, streams[i]);
+            if (ImGui::Selectable(label, stream == static_cast<int>(i))) {
+                stream = static_cast<int>(i);
+            }
+        }
+        ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+    ImGui::Checkbox("stack matches search", &stack_filter);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(100);
+    if (ImGui::InputTextWithHint(
+            "##jump", "go to event", jump, sizeof jump,
+            ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CharsDecimal)) {
+        v.set_moment(std::strtoull(jump, nullptr, 10) + 1);
+    }
+}
+
+void view::panels::events_state::filter(view& v, size_t scan_first, size_t scan_last) {
+    const analysis::device_model& m = v.model();
+    const auto& streams = v.dev().streams;
+    // The filter, as text, to notice when it changes.
+    std::string key;
+    bool any_filter = min_size > 0 || max_size > 0 || stream >= 0 ||
+                      (stack_filter && v.searching()) || v.range_.has_value();
+    for (int a = 0; a < snapshot::action_count; ++a) {
+        key.push_back(action_shown[a] ? '1' : '0');
+        any_filter = any_filter || !action_shown[a];
+    }
+    key += "|" + std::to_string(min_size) + "|" + std::to_string(max_size) + "|" +
+           std::to_string(stream) + "|" + std::to_string(scan_first) + "|" +
+           std::to_string(scan_last) + "|" + (stack_filter ? v.search_ : "");
+    if (key != filter_key || filter_device != v.device_index_) {
+        filter_key = key;
+        filter_device = v.device_index_;
+        filtered = any_filter;
+        rows.clear();
+        scanned = scan_first;
+    }
+    if (filtered && scanned < scan_last) {
+        const size_t stop = std::min(scan_last, scanned + filter_slice);
+        const uint64_t stream_id = stream >= 0 ? streams[static_cast<size_t>(stream)] : uint64_t{0};
+        for (size_t i = scanned; i < stop; ++i) {
+            const snapshot::trace_entry& t = m.entry(i);
+            if (!action_shown[static_cast<int>(t.kind)] || t.size < min_size ||
+                (max_size > 0 && t.size > max_size) || (stream >= 0 && t.stream != stream_id) ||
+                (stack_filter && !v.stack_matches(t.stack))) {
+                continue;
+            }
+            rows.push_back(static_cast<uint32_t>(i));
+        }
+        scanned = stop;
+    }
+}
+
+void view::panels::events_state::draw_table(view& v, size_t row_count, size_t selected_entry,
+                                            size_t selected_row, bool scroll_to_selection) {
+    const analysis::device_model& m = v.model();
     const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                   ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable;
-    if (!ImGui::BeginTable("##events", 8, flags)) {
+    if (!ImGui::BeginTable("##events", 9, flags)) {
         return;
     }
     ImGui::TableSetupScrollFreeze(0, 1);
@@ -173,6 +183,7 @@ void view::draw_events() {
     ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed, 80);
     ImGui::TableSetupColumn("requested", ImGuiTableColumnFlags_WidthFixed, 80);
     ImGui::TableSetupColumn("stream", ImGuiTableColumnFlags_WidthFixed, 50);
+    ImGui::TableSetupColumn("context", ImGuiTableColumnFlags_WidthFixed, 110);
     ImGui::TableSetupColumn("innermost frame", ImGuiTableColumnFlags_WidthStretch);
     ImGui::TableHeadersRow();
     const float row_height = ImGui::GetTextLineHeight() + ImGui::GetStyle().CellPadding.y * 2;
@@ -182,11 +193,11 @@ void view::draw_events() {
     }
     if (ImGui::IsWindowFocused() && !ImGui::GetIO().WantTextInput && selected_row < row_count) {
         if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow)) && selected_row > 0) {
-            set_moment(entry_of_row(selected_row - 1) + 1);
+            v.set_moment(entry_of_row(selected_row - 1) + 1);
         }
         if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow)) &&
             selected_row + 1 < row_count) {
-            set_moment(entry_of_row(selected_row + 1) + 1);
+            v.set_moment(entry_of_row(selected_row + 1) + 1);
         }
     }
     const int64_t t0 = m.time_at(0);
@@ -202,13 +213,13 @@ void view::draw_events() {
             std::snprintf(label, sizeof label, "%zu", index);
             if (ImGui::Selectable(label, index == selected_entry,
                                   ImGuiSelectableFlags_SpanAllColumns)) {
-                set_moment(index + 1);
-                set_allocation(dev().allocation_of_entry(index));
-                e.last_moment = moment_;  // clicked here: no need to scroll
+                v.set_moment(index + 1);
+                v.set_allocation(v.dev().allocation_of_entry(index));
+                last_moment = v.moment_;  // clicked here: no need to scroll
             }
             if (ImGui::IsItemHovered() && t.stack != snapshot::no_id) {
                 ImGui::BeginTooltip();
-                stack_tooltip(t.stack, 16);
+                v.stack_tooltip(t.stack, 16);
                 ImGui::EndTooltip();
             }
             ImGui::TableNextColumn();
@@ -227,15 +238,17 @@ void view::draw_events() {
             ImGui::TableNextColumn();
             ImGui::Text("%" PRIu64, t.stream);
             ImGui::TableNextColumn();
+            ImGui::TextUnformatted(format_entry_context(*v.doc_->source, t).c_str());
+            ImGui::TableNextColumn();
             if (t.kind == snapshot::action::annotation_start ||
                 t.kind == snapshot::action::annotation_end ||
                 t.kind == snapshot::action::annotation_marker) {
-                ImGui::TextUnformatted(doc_->source->string_at(t.name).data());
+                ImGui::TextUnformatted(v.doc_->source->string_at(t.name).data());
             } else if (t.stack != snapshot::no_id) {
-                const auto& frames = doc_->source->stack_at(t.stack);
+                const auto& frames = v.doc_->source->stack_at(t.stack);
                 if (!frames.empty()) {
                     ImGui::TextUnformatted(
-                        analysis::frame_label(*doc_->source, frames.front()).c_str());
+                        analysis::frame_label(*v.doc_->source, frames.front()).c_str());
                 }
             }
         }

@@ -3,15 +3,17 @@
 // background; the previous one stays on screen until the new one is ready.
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
+#include <future>
 #include <string>
 #include <string_view>
 
 #include "flame_canvas.hpp"
 #include "format.hpp"
-#include "memtrail/viewer/view.hpp"
 #include "palette.hpp"
 #include "text_search.hpp"
+#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -60,15 +62,15 @@ std::string_view function_of(std::string_view label) {
 }  // namespace
 
 void view::draw_flame() {
-    flame_state& f = flame_;
+    panels::flame_state& f = panels_->flame;
     int source = static_cast<int>(f.source);
-    ImGui::RadioButton("at the moment", &source, static_cast<int>(flame_source::moment));
+    ImGui::RadioButton("at the moment", &source, static_cast<int>(panels::flame_source::moment));
     ImGui::SameLine();
-    ImGui::RadioButton("at the peak", &source, static_cast<int>(flame_source::peak));
+    ImGui::RadioButton("at the peak", &source, static_cast<int>(panels::flame_source::peak));
     ImGui::SameLine();
     ImGui::RadioButton(range_ ? "worst over the range" : "worst over the trace", &source,
-                       static_cast<int>(flame_source::range));
-    f.source = static_cast<flame_source>(source);
+                       static_cast<int>(panels::flame_source::range));
+    f.source = static_cast<panels::flame_source>(source);
     ImGui::SameLine();
     ImGui::Checkbox("include pending frees", &f.active);
     ImGui::SameLine();
@@ -78,10 +80,10 @@ void view::draw_flame() {
         f.zoom = 0;
     }
 
-    flame_state::key want{device_index_, f.source, 0, 0, f.active};
-    if (f.source == flame_source::moment) {
+    panels::flame_state::key want{device_index_, f.source, 0, 0, f.active};
+    if (f.source == panels::flame_source::moment) {
         want.first = moment_;
-    } else if (f.source == flame_source::range) {
+    } else if (f.source == panels::flame_source::range) {
         want.first = range_ ? range_->first : 0;
         want.last = range_ ? range_->second : model().event_count();
     }
@@ -103,11 +105,11 @@ void view::draw_flame() {
         f.pending_key = want;
         f.pending = std::async(std::launch::async, [m, want, measure] {
             switch (want.source) {
-                case flame_source::moment:
+                case panels::flame_source::moment:
                     return analysis::flame_at(m, want.first, measure);
-                case flame_source::peak:
+                case panels::flame_source::peak:
                     return analysis::flame_at_peak(m, measure);
-                case flame_source::range:
+                case panels::flame_source::range:
                     return analysis::flame_over_range(m, want.first, want.last, measure);
             }
             return analysis::flame_graph{};

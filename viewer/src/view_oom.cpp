@@ -7,20 +7,13 @@
 #include <cstdio>
 
 #include "format.hpp"
-#include "memtrail/viewer/view.hpp"
 #include "palette.hpp"
+#include "table_row.hpp"
+#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
 namespace {
-
-void number_row(const char* name, const std::string& value) {
-    ImGui::TableNextRow();
-    ImGui::TableNextColumn();
-    ImGui::TextDisabled("%s", name);
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(value.c_str());
-}
 
 // One horizontal bar of the device's memory: where every byte was when the request failed.
 void device_bar(const analysis::oom_report& r) {
@@ -78,90 +71,23 @@ void device_bar(const analysis::oom_report& r) {
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::oom), "[ ] the request");
 }
 
-}  // namespace
-
-void view::draw_oom() {
-    const std::vector<size_t>& ooms = dev().oom_entries;
-    if (ooms.empty()) {
-        ImGui::TextDisabled("No out-of-memory event in this trace.");
-        return;
-    }
-    oom_state& o = oom_;
-    if (o.followed_moment != moment_) {
-        // The last OOM at or before the moment; the first when the moment is before them all.
-        const auto after = std::upper_bound(ooms.begin(), ooms.end(), moment_,
-                                            [](size_t m, size_t entry) { return m < entry + 1; });
-        o.selected = after == ooms.begin() ? 0 : static_cast<size_t>(after - ooms.begin()) - 1;
-        o.followed_moment = moment_;
-    }
-    o.selected = std::min(o.selected, ooms.size() - 1);
-    if (ooms.size() > 1) {
-        ImGui::SetNextItemWidth(420);
-        char current[96];
-        std::snprintf(current, sizeof current, "OOM %zu of %zu: event %s", o.selected + 1,
-                      ooms.size(), format_count(ooms[o.selected]).c_str());
-        if (ImGui::BeginCombo("##oom", current)) {
-            ImGuiListClipper clipper;
-            clipper.Begin(static_cast<int>(ooms.size()));
-            while (clipper.Step()) {
-                for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
-                    const snapshot::trace_entry& e = model().entry(ooms[static_cast<size_t>(i)]);
-                    char label[96];
-                    std::snprintf(label, sizeof label, "event %s: %s",
-                                  format_count(ooms[static_cast<size_t>(i)]).c_str(),
-                                  format_bytes(e.size).c_str());
-                    ImGui::PushID(i);
-                    if (ImGui::Selectable(label, static_cast<size_t>(i) == o.selected)) {
-                        o.selected = static_cast<size_t>(i);
-                    }
-                    ImGui::PopID();
-                }
-            }
-            ImGui::EndCombo();
-        }
-        ImGui::SameLine();
-    }
-    if (!o.valid || o.device_index != device_index_ || o.shown != o.selected) {
-        o.report = analysis::analyze_oom(model(), ooms[o.selected]);
-        o.valid = true;
-        o.device_index = device_index_;
-        o.shown = o.selected;
-    }
-    const analysis::oom_report& r = o.report;
-
-    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::oom),
-                       "Out of memory at event %s (%s): asked for %s on stream %" PRIu64
-                       ", %s pool",
-                       format_count(r.entry).c_str(), axis_label(axis_of(r.entry + 1)).c_str(),
-                       format_bytes(r.requested).c_str(), r.stream, r.is_large ? "large" : "small");
-    ImGui::SameLine();
-    if (ImGui::SmallButton("go to this moment")) {
-        set_moment(r.entry + 1);
-    }
-    ImGui::Text("Verdict: %s", analysis::verdict_name(r.verdict).data());
-    ImGui::PushTextWrapPos(0);
-    ImGui::TextDisabled("%s", r.explanation.c_str());
-    ImGui::PopTextWrapPos();
-    ImGui::Spacing();
-    device_bar(r);
-    ImGui::Spacing();
-
-    ImGui::BeginChild("##oom_details");
+// The report's numbers, and the free space of every pool and stream beside them.
+void report_tables(const analysis::oom_report& r) {
     const ImGuiTableFlags flags = ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg;
     ImGui::BeginGroup();
     if (ImGui::BeginTable("##numbers", 2, flags)) {
-        number_row("asked (rounded)", format_bytes(r.requested));
-        number_row("free on the device", format_bytes(r.device_free));
-        number_row("device total",
-                   r.device_total > 0 ? format_bytes(r.device_total) : std::string("unknown"));
-        number_row("reserved", format_bytes(r.totals.reserved));
-        number_row("allocated", format_bytes(r.totals.allocated));
-        number_row("pending free", format_bytes(r.totals.pending_free));
-        number_row("free in the cache", format_bytes(r.totals.free));
-        number_row("largest free block", format_bytes(r.totals.largest_free));
+        name_value_row("asked (rounded)", format_bytes(r.requested));
+        name_value_row("free on the device", format_bytes(r.device_free));
+        name_value_row("device total",
+                       r.device_total > 0 ? format_bytes(r.device_total) : std::string("unknown"));
+        name_value_row("reserved", format_bytes(r.totals.reserved));
+        name_value_row("allocated", format_bytes(r.totals.allocated));
+        name_value_row("pending free", format_bytes(r.totals.pending_free));
+        name_value_row("free in the cache", format_bytes(r.totals.free));
+        name_value_row("largest free block", format_bytes(r.totals.largest_free));
         char fragmentation[32];
         std::snprintf(fragmentation, sizeof fragmentation, "%.1f%%", r.fragmentation * 100.0);
-        number_row("fragmentation", fragmentation);
+        name_value_row("fragmentation", fragmentation);
         ImGui::EndTable();
     }
     ImGui::EndGroup();
@@ -198,7 +124,93 @@ void view::draw_oom() {
         ImGui::EndTable();
     }
     ImGui::EndGroup();
+}
 
+}  // namespace
+
+void view::draw_oom() {
+    const std::vector<size_t>& ooms = dev().oom_entries;
+    if (ooms.empty()) {
+        ImGui::TextDisabled("No out-of-memory event in this trace.");
+        return;
+    }
+    panels::oom_state& o = panels_->oom;
+    o.draw_picker(*this);
+    if (!o.valid || o.device_index != device_index_ || o.shown != o.selected) {
+        o.report = analysis::analyze_oom(model(), ooms[o.selected]);
+        o.valid = true;
+        o.device_index = device_index_;
+        o.shown = o.selected;
+    }
+    const analysis::oom_report& r = o.report;
+
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::oom),
+                       "Out of memory at event %s (%s): asked for %s on stream %" PRIu64
+                       ", %s pool",
+                       format_count(r.entry).c_str(), axis_label(axis_of(r.entry + 1)).c_str(),
+                       format_bytes(r.requested).c_str(), r.stream, r.is_large ? "large" : "small");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("go to this moment")) {
+        set_moment(r.entry + 1);
+    }
+    ImGui::Text("Verdict: %s", analysis::verdict_name(r.verdict).data());
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("%s", r.explanation.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::Spacing();
+    device_bar(r);
+    ImGui::Spacing();
+
+    ImGui::BeginChild("##oom_details");
+    report_tables(r);
+    o.draw_blockers_and_holders(*this);
+    ImGui::Spacing();
+    ImGui::TextUnformatted("Stack of the failed request");
+    ImGui::Separator();
+    stack_tooltip(r.stack, 64);
+    ImGui::EndChild();
+}
+
+void view::panels::oom_state::draw_picker(view& v) {
+    const std::vector<size_t>& ooms = v.dev().oom_entries;
+    if (followed_moment != v.moment_) {
+        // The last OOM at or before the moment; the first when the moment is before them all.
+        const auto after = std::upper_bound(ooms.begin(), ooms.end(), v.moment_,
+                                            [](size_t m, size_t entry) { return m < entry + 1; });
+        selected = after == ooms.begin() ? 0 : static_cast<size_t>(after - ooms.begin()) - 1;
+        followed_moment = v.moment_;
+    }
+    selected = std::min(selected, ooms.size() - 1);
+    if (ooms.size() > 1) {
+        ImGui::SetNextItemWidth(420);
+        char current[96];
+        std::snprintf(current, sizeof current, "OOM %zu of %zu: event %s", selected + 1,
+                      ooms.size(), format_count(ooms[selected]).c_str());
+        if (ImGui::BeginCombo("##oom", current)) {
+            ImGuiListClipper clipper;
+            clipper.Begin(static_cast<int>(ooms.size()));
+            while (clipper.Step()) {
+                for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+                    const snapshot::trace_entry& e = v.model().entry(ooms[static_cast<size_t>(i)]);
+                    char label[96];
+                    std::snprintf(label, sizeof label, "event %s: %s",
+                                  format_count(ooms[static_cast<size_t>(i)]).c_str(),
+                                  format_bytes(e.size).c_str());
+                    ImGui::PushID(i);
+                    if (ImGui::Selectable(label, static_cast<size_t>(i) == selected)) {
+                        selected = static_cast<size_t>(i);
+                    }
+                    ImGui::PopID();
+                }
+            }
+            ImGui::EndCombo();
+        }
+        ImGui::SameLine();
+    }
+}
+
+void view::panels::oom_state::draw_blockers_and_holders(view& v) {
+    const analysis::oom_report& r = report;
     ImGui::Spacing();
     ImGui::Text("Blockers: live blocks whose release would have made room (%zu)",
                 r.blockers.size());
@@ -219,13 +231,13 @@ void view::draw_oom() {
                               format_address(blk.address).c_str(), format_bytes(blk.size).c_str(),
                               snapshot::block_state_name(blk.state).data());
                 if (ImGui::Selectable(
-                        label,
-                        allocation_ && allocation_ == dev().allocation_at(blk.address, r.entry))) {
-                    set_allocation(dev().allocation_at(blk.address, r.entry));
+                        label, v.allocation_ &&
+                                   v.allocation_ == v.dev().allocation_at(blk.address, r.entry))) {
+                    v.set_allocation(v.dev().allocation_at(blk.address, r.entry));
                 }
                 if (ImGui::IsItemHovered()) {
                     ImGui::BeginTooltip();
-                    stack_tooltip(blk.stack, 16);
+                    v.stack_tooltip(blk.stack, 16);
                     ImGui::EndTooltip();
                 }
                 ImGui::PopID();
@@ -241,16 +253,11 @@ void view::draw_oom() {
         ImGui::PushID(static_cast<int>(i + r.blockers.size()));
         if (ImGui::TreeNodeEx("##holder", i == 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0,
                               "%s in %zu blocks", format_bytes(h.bytes).c_str(), h.blocks)) {
-            stack_tooltip(h.stack, 16);
+            v.stack_tooltip(h.stack, 16);
             ImGui::TreePop();
         }
         ImGui::PopID();
     }
-    ImGui::Spacing();
-    ImGui::TextUnformatted("Stack of the failed request");
-    ImGui::Separator();
-    stack_tooltip(r.stack, 64);
-    ImGui::EndChild();
 }
 
 }  // namespace memtrail::viewer

@@ -16,8 +16,8 @@
 #include "format.hpp"
 #include "memtrail/analysis/timeline.hpp"
 #include "memtrail/viewer/rank_table.hpp"
-#include "memtrail/viewer/view.hpp"
 #include "palette.hpp"
+#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -35,19 +35,6 @@ std::string when(const analysis::rank_overview& o, const analysis::curve_peak& p
     std::string text = "#" + format_count(peak.position);
     if (o.entries > 0 && o.first_time_ns != 0) {
         text += ", +" + format_duration(peak.time_ns - o.first_time_ns);
-    }
-    return text;
-}
-
-// "cuda:1", or "cuda:1 of 0,1" when the snapshot has other devices too.
-std::string devices_text(const analysis::rank_overview& o) {
-    std::string text = "cuda:" + std::to_string(o.device);
-    if (o.devices.size() > 1) {
-        std::string all;
-        for (const int d : o.devices) {
-            all += (all.empty() ? "" : ",") + std::to_string(d);
-        }
-        text += " of " + all;
     }
     return text;
 }
@@ -79,38 +66,38 @@ double extent_of(const analysis::device_model& model, bool by_time) {
 // [SECTION] curves
 //-------------------------------------------------------------------------------------------------
 
-void view::ranks_rebuild(const std::vector<const device_document*>& devices, int width) {
-    ranks_state& r = ranks_;
+void view::panels::ranks_state::rebuild(const std::vector<const device_document*>& devices,
+                                        int width) {
     // The longest trace spans the plot and the others their share of it, so one scale holds
     // for all ranks.
     double longest = 1;
     for (const device_document* d : devices) {
-        longest = std::max(longest, extent_of(d->model, r.by_time));
+        longest = std::max(longest, extent_of(d->model, by_time));
     }
-    r.per_row.clear();
-    r.y_max = 1;
+    per_row.clear();
+    y_max = 1;
     for (const device_document* d : devices) {
         const analysis::device_model& m = d->model;
-        const double extent = extent_of(m, r.by_time);
-        ranks_state::curves c;
+        const double extent = extent_of(m, by_time);
+        curves c;
         c.width = std::max(1.0f, static_cast<float>(width * extent / longest));
         const auto columns = static_cast<size_t>(std::ceil(c.width));
         for (const auto s : {analysis::series::allocated, analysis::series::reserved}) {
             auto buckets =
-                r.by_time ? analysis::buckets_by_time(
-                                m, s, m.time_at(0), m.time_at(0) + static_cast<int64_t>(extent) + 1,
-                                columns)
-                          : analysis::buckets_by_position(m, s, 0, m.event_count() + 1, columns);
+                by_time ? analysis::buckets_by_time(m, s, m.time_at(0),
+                                                    m.time_at(0) + static_cast<int64_t>(extent) + 1,
+                                                    columns)
+                        : analysis::buckets_by_position(m, s, 0, m.event_count() + 1, columns);
             (s == analysis::series::allocated ? c.allocated : c.reserved) = std::move(buckets);
         }
-        r.y_max = std::max(r.y_max, d->overview.peak_reserved.bytes);
-        r.per_row.push_back(std::move(c));
+        y_max = std::max(y_max, d->overview.peak_reserved.bytes);
+        per_row.push_back(std::move(c));
     }
-    r.cached = ranks_state::key{devices, width, r.by_time};
+    cached = key{devices, width, by_time};
 }
 
 void view::draw_ranks() {
-    ranks_state& r = ranks_;
+    panels::ranks_state& r = panels_->ranks;
     const std::vector<rank_row> rows = rank_rows(
         candidates_.empty() ? std::vector<std::shared_ptr<const document>>{doc_} : candidates_);
 
@@ -126,11 +113,16 @@ void view::draw_ranks() {
     r.by_time = by_time == 1;
     ImGui::SameLine();
     ImGui::Checkbox("reserved", &r.show_reserved);
+    r.draw_table(*this, rows);
+    r.draw_plot(*this, rows);
+    r.draw_legend(*this, rows);
+}
 
-    //---------------------------------------------------------------------------------------------
-    // [SECTION] table
-    //---------------------------------------------------------------------------------------------
+//-------------------------------------------------------------------------------------------------
+// [SECTION] table
+//-------------------------------------------------------------------------------------------------
 
+void view::panels::ranks_state::draw_table(view& v, const std::vector<rank_row>& rows) {
     // Header, ranks and totals; past 40% of the height the table scrolls.
     const float line = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
     const float table_height =
@@ -157,17 +149,17 @@ void view::draw_ranks() {
                 swatch(row.rank);
                 char label[32];
                 std::snprintf(label, sizeof label, "%d##rank%d", row.rank, i);
-                if (ImGui::Selectable(label, row.doc == doc_,
+                if (ImGui::Selectable(label, row.doc == v.doc_,
                                       ImGuiSelectableFlags_SpanAllColumns) &&
-                    row.doc != doc_) {
-                    requested_document_ = row.doc;
+                    row.doc != v.doc_) {
+                    v.requested_document_ = row.doc;
                 }
                 if (ImGui::IsItemHovered()) {
                     ImGui::SetTooltip("%s", row.doc->path.empty() ? row.doc->name.c_str()
                                                                   : row.doc->path.c_str());
                 }
                 cell(row.doc->name);
-                cell(devices_text(o));
+                cell("cuda:" + analysis::devices_text(o));
                 cell(format_bytes(o.peak_allocated.bytes));
                 cell(when(o, o.peak_allocated));
                 cell(format_bytes(o.peak_reserved.bytes));
@@ -207,11 +199,13 @@ void view::draw_ranks() {
                        best.doc->name.c_str(),
                        format_bytes(best.device->overview.peak_reserved.bytes).c_str(),
                        when(best.device->overview, best.device->overview.peak_reserved).c_str());
+}
 
-    //---------------------------------------------------------------------------------------------
-    // [SECTION] plot
-    //---------------------------------------------------------------------------------------------
+//-------------------------------------------------------------------------------------------------
+// [SECTION] plot
+//-------------------------------------------------------------------------------------------------
 
+void view::panels::ranks_state::draw_plot(const view& v, const std::vector<rank_row>& rows) {
     const float legend_height = ImGui::GetFrameHeightWithSpacing();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const float width = std::max(64.0f, ImGui::GetContentRegionAvail().x);
@@ -221,26 +215,26 @@ void view::draw_ranks() {
     for (const rank_row& row : rows) {
         devices.push_back(row.device);
     }
-    const ranks_state::key want{devices, static_cast<int>(width), r.by_time};
-    if (r.cached != want) {
-        ranks_rebuild(devices, static_cast<int>(width));
+    const key want{devices, static_cast<int>(width), by_time};
+    if (cached != want) {
+        rebuild(devices, static_cast<int>(width));
     }
 
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImVec2 plot_end(origin.x + width, origin.y + plot_height);
     draw->AddRectFilled(origin, plot_end, IM_COL32(24, 26, 31, 255));
     draw->PushClipRect(origin, ImVec2(plot_end.x, plot_end.y + axis_height), true);
-    const auto y_max = static_cast<double>(r.y_max);
+    const auto scale_max = static_cast<double>(y_max);
     auto y_of = [&](uint64_t bytes) {
         return plot_end.y -
-               static_cast<float>(static_cast<double>(bytes) / y_max) * (plot_height - 4);
+               static_cast<float>(static_cast<double>(bytes) / scale_max) * (plot_height - 4);
     };
-    const double y_step = nice_step(y_max / 5, 1024);
-    for (double v = y_step; v < y_max; v += y_step) {
-        const float y = y_of(static_cast<uint64_t>(v));
+    const double y_step = nice_step(scale_max / 5, 1024);
+    for (double at = y_step; at < scale_max; at += y_step) {
+        const float y = y_of(static_cast<uint64_t>(at));
         draw->AddLine(ImVec2(origin.x, y), ImVec2(plot_end.x, y), palette::grid);
         draw->AddText(ImVec2(origin.x + 4, y - ImGui::GetTextLineHeight()), palette::text_dim,
-                      format_bytes(static_cast<uint64_t>(v)).c_str());
+                      format_bytes(static_cast<uint64_t>(at)).c_str());
     }
 
     // Each bucket is a column of pixels: a bar from its least to its most bytes, and a step line
@@ -266,21 +260,20 @@ void view::draw_ranks() {
     };
     for (size_t i = 0; i < rows.size(); ++i) {
         const ImU32 color = palette::for_rank(rows[i].rank);
-        if (r.show_reserved) {
-            curve(r.per_row[i].reserved, r.per_row[i].width, (color & 0x00ffffffu) | 0x70000000u,
-                  1.0f);
+        if (show_reserved) {
+            curve(per_row[i].reserved, per_row[i].width, (color & 0x00ffffffu) | 0x70000000u, 1.0f);
         }
-        curve(r.per_row[i].allocated, r.per_row[i].width, color, rows[i].doc == doc_ ? 2.5f : 1.5f);
+        curve(per_row[i].allocated, per_row[i].width, color, rows[i].doc == v.doc_ ? 2.5f : 1.5f);
     }
 
     // The x axis: positions, or time since each rank's start, over the longest trace.
     double longest = 1;
     for (const rank_row& row : rows) {
-        longest = std::max(longest, extent_of(row.device->model, r.by_time));
+        longest = std::max(longest, extent_of(row.device->model, by_time));
     }
     auto axis_text = [&](double a) {
-        return r.by_time ? "+" + format_duration(static_cast<int64_t>(a))
-                         : "#" + format_count(static_cast<uint64_t>(a));
+        return by_time ? "+" + format_duration(static_cast<int64_t>(a))
+                       : "#" + format_count(static_cast<uint64_t>(a));
     };
     const double x_step = nice_step(longest / 8, 10);
     for (double a = 0; a < longest; a += x_step) {
@@ -304,13 +297,12 @@ void view::draw_ranks() {
             ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::for_rank(row.rank)),
                                "rank %d", row.rank);
             ImGui::SameLine();
-            if (axis >= extent_of(m, r.by_time)) {
+            if (axis >= extent_of(m, by_time)) {
                 ImGui::TextDisabled("ended");
                 continue;
             }
-            const size_t p = r.by_time
-                                 ? m.position_at_time(m.time_at(0) + static_cast<int64_t>(axis))
-                                 : static_cast<size_t>(axis);
+            const size_t p = by_time ? m.position_at_time(m.time_at(0) + static_cast<int64_t>(axis))
+                                     : static_cast<size_t>(axis);
             ImGui::Text("allocated %s, reserved %s (#%s)",
                         format_bytes(m.values(analysis::series::allocated)[p]).c_str(),
                         format_bytes(m.values(analysis::series::reserved)[p]).c_str(),
@@ -318,7 +310,9 @@ void view::draw_ranks() {
         }
         ImGui::EndTooltip();
     }
+}
 
+void view::panels::ranks_state::draw_legend(view& v, const std::vector<rank_row>& rows) {
     // The legend doubles as a rank picker.
     for (const rank_row& row : rows) {
         swatch(row.rank);
@@ -326,9 +320,9 @@ void view::draw_ranks() {
         std::snprintf(label, sizeof label, "rank %d: %s##legend%d", row.rank, row.doc->name.c_str(),
                       row.rank);
         const ImVec2 size = ImGui::CalcTextSize(label, nullptr, true);
-        if (ImGui::Selectable(label, row.doc == doc_, ImGuiSelectableFlags_None, size) &&
-            row.doc != doc_) {
-            requested_document_ = row.doc;
+        if (ImGui::Selectable(label, row.doc == v.doc_, ImGuiSelectableFlags_None, size) &&
+            row.doc != v.doc_) {
+            v.requested_document_ = row.doc;
         }
         ImGui::SameLine(0, 16);
     }

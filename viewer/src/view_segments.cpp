@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "format.hpp"
-#include "memtrail/viewer/view.hpp"
 #include "palette.hpp"
+#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -41,7 +41,8 @@ void legend_item(ImU32 color, const char* label) {
 
 void view::draw_segments() {
     const analysis::memory_state& state = state_at_moment();
-    const analysis::memory_totals& totals = state_.totals;
+    const analysis::memory_totals& totals = panels_->state.totals;
+    panels::segments_state& panel = panels_->segments;
     ImGui::Text("%s segments  reserved %s  allocated %s  pending free %s  free %s  waste %s",
                 format_count(totals.segments).c_str(), format_bytes(totals.reserved).c_str(),
                 format_bytes(totals.allocated).c_str(), format_bytes(totals.pending_free).c_str(),
@@ -49,11 +50,11 @@ void view::draw_segments() {
     ImGui::SameLine();
     ImGui::TextDisabled("largest free %s, fragmentation %.1f%%",
                         format_bytes(totals.largest_free).c_str(), totals.fragmentation() * 100.0);
-    ImGui::Checkbox("colour by stack", &segments_.color_by_stack);
+    ImGui::Checkbox("colour by stack", &panel.color_by_stack);
     ImGui::SameLine();
-    ImGui::Checkbox("one scale for all", &segments_.common_scale);
+    ImGui::Checkbox("one scale for all", &panel.common_scale);
     ImGui::SameLine();
-    if (segments_.color_by_stack) {
+    if (panel.color_by_stack) {
         legend_item(palette::free_block, "free");
     } else {
         legend_item(palette::allocated, "allocated");
@@ -71,157 +72,167 @@ void view::draw_segments() {
         allocation_ ? &model().lifetimes()[*allocation_] : nullptr;
 
     ImGui::BeginChild("##segment_rows");
-    ImDrawList* draw = ImGui::GetWindowDrawList();
-    const ImGuiIO& io = ImGui::GetIO();
     const float bar_width = std::max(32.0f, ImGui::GetContentRegionAvail().x - label_width - 8);
     ImGuiListClipper clipper;
     clipper.Begin(static_cast<int>(state.segments.size()));
     while (clipper.Step()) {
         for (int row = clipper.DisplayStart; row < clipper.DisplayEnd; ++row) {
             const snapshot::segment& seg = state.segments[static_cast<size_t>(row)];
-            const ImVec2 origin = ImGui::GetCursorScreenPos();
-            ImGui::AlignTextToFramePadding();
-            ImGui::Text("%s %s  %s  s%llu", format_address(seg.address).c_str(),
-                        seg.is_large ? "large" : "small", format_bytes(seg.total_size).c_str(),
-                        static_cast<unsigned long long>(seg.stream));
-            const float bar_x = origin.x + label_width;
-            const float scale =
-                bar_width /
-                static_cast<float>(segments_.common_scale ? largest_segment : seg.total_size);
-            const float y0 = origin.y + 2;
-            const float y1 = origin.y + row_height - 2;
-            ImGui::SameLine(label_width);
-            ImGui::InvisibleButton(
-                "##bar", ImVec2(static_cast<float>(seg.total_size) * scale + 1, row_height - 2));
-            const bool bar_hovered = ImGui::IsItemHovered();
-
-            auto block_color = [&](const snapshot::block& b) {
-                ImU32 c = palette::free_block;
-                if (b.state != snapshot::block_state::inactive) {
-                    if (segments_.color_by_stack) {
-                        c = palette::for_key(b.stack);
-                        if (b.state == snapshot::block_state::active_pending_free) {
-                            c = palette::shade(c, 0.6f);
-                        }
-                    } else {
-                        c = b.state == snapshot::block_state::active_allocated
-                                ? palette::allocated
-                                : palette::pending_free;
-                    }
-                    if (searching() && !stack_matches(b.stack)) {
-                        c = palette::shade(c, 0.35f);
-                    }
-                }
-                return c;
-            };
-            column_fill fill;
-            auto flush = [&] {
-                if (fill.x < 0) {
-                    return;
-                }
-                const auto most = static_cast<size_t>(
-                    std::max_element(fill.bytes.begin(), fill.bytes.end()) - fill.bytes.begin());
-                ImU32 c = palette::free_block;
-                if (segments_.color_by_stack && most != 3) {
-                    c = palette::for_key(fill.largest_stack);
-                } else if (most == 0) {
-                    c = palette::allocated;
-                } else if (most == 1) {
-                    c = palette::rounding_waste;
-                } else if (most == 2) {
-                    c = palette::pending_free;
-                }
-                draw->AddRectFilled(ImVec2(fill.x, y0), ImVec2(fill.x + 1, y1), c);
-                fill = column_fill{};
-            };
-            for (const snapshot::block& b : seg.blocks) {
-                const float x0 = bar_x + static_cast<float>(b.address - seg.address) * scale;
-                const float x1 = x0 + static_cast<float>(b.size) * scale;
-                const bool active = b.state != snapshot::block_state::inactive;
-                const uint64_t used = std::min(b.size, b.requested_size);
-                if (x1 - x0 < 1.0f) {
-                    const float column = std::floor(x0);
-                    if (column != fill.x) {
-                        flush();
-                        fill.x = column;
-                    }
-                    if (!active) {
-                        fill.bytes[3] += b.size;
-                    } else if (b.state == snapshot::block_state::active_pending_free) {
-                        fill.bytes[2] += b.size;
-                    } else {
-                        fill.bytes[0] += used;
-                        fill.bytes[1] += b.size - used;
-                    }
-                    if (active && b.size > fill.largest_size) {
-                        fill.largest_size = b.size;
-                        fill.largest_stack = b.stack;
-                    }
-                    continue;
-                }
-                flush();
-                const ImU32 color = block_color(b);
-                if (active && !segments_.color_by_stack &&
-                    b.state == snapshot::block_state::active_allocated && used < b.size) {
-                    // Rounding waste: what the block holds beyond the request.
-                    const float split = x0 + static_cast<float>(used) * scale;
-                    draw->AddRectFilled(ImVec2(x0, y0), ImVec2(split, y1), color);
-                    draw->AddRectFilled(ImVec2(split, y0), ImVec2(x1, y1), palette::rounding_waste);
-                } else {
-                    draw->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), color);
-                }
-                if (x1 - x0 >= 4.0f) {
-                    draw->AddLine(ImVec2(x1 - 1, y0), ImVec2(x1 - 1, y1), IM_COL32(0, 0, 0, 110));
-                }
-            }
-            flush();
-            if (selected != nullptr && selected->address >= seg.address &&
-                selected->address < seg.address + seg.total_size && selected->begin <= moment_ &&
-                moment_ < selected->released) {
-                const float x0 =
-                    bar_x + static_cast<float>(selected->address - seg.address) * scale;
-                const float x1 = x0 + std::max(2.0f, static_cast<float>(selected->size) * scale);
-                draw->AddRect(ImVec2(x0 - 1, y0 - 2), ImVec2(x1 + 1, y1 + 2), palette::selection, 0,
-                              0, 2.0f);
-            }
-
-            if (!bar_hovered) {
-                continue;
-            }
-            const uint64_t offset =
-                static_cast<uint64_t>(std::max(0.0f, (io.MousePos.x - bar_x) / scale));
-            auto it = std::upper_bound(
-                seg.blocks.begin(), seg.blocks.end(), seg.address + offset,
-                [](uint64_t address, const snapshot::block& b) { return address < b.address; });
-            if (it == seg.blocks.begin()) {
-                continue;
-            }
-            const snapshot::block& b = *(it - 1);
-            const bool active = b.state != snapshot::block_state::inactive;
-            ImGui::BeginTooltip();
-            ImGui::Text("block %s  %s  %s", format_address(b.address).c_str(),
-                        format_bytes(b.size).c_str(), snapshot::block_state_name(b.state).data());
-            if (active) {
-                ImGui::Text("requested %s, rounding waste %s",
-                            format_bytes(b.requested_size).c_str(),
-                            format_bytes(b.size - std::min(b.size, b.requested_size)).c_str());
-            }
-            ImGui::TextDisabled(
-                "segment %s  %s of %s allocated, stream %llu, %s pool",
-                format_address(seg.address).c_str(), format_bytes(seg.allocated_size).c_str(),
-                format_bytes(seg.total_size).c_str(), static_cast<unsigned long long>(seg.stream),
-                seg.is_large ? "large" : "small");
-            if (active) {
-                ImGui::Separator();
-                stack_tooltip(b.stack, 12);
-            }
-            ImGui::EndTooltip();
-            if (active && ImGui::IsItemClicked(ImGuiMouseButton_Left)) {
-                set_allocation(dev().allocation_at(b.address, moment_));
-            }
+            panel.draw_row(*this, seg, largest_segment, bar_width, selected);
         }
     }
     ImGui::EndChild();
+}
+
+void view::panels::segments_state::draw_row(view& v, const snapshot::segment& seg,
+                                            uint64_t largest_segment, float bar_width,
+                                            const analysis::allocation_lifetime* selected) {
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    ImGui::AlignTextToFramePadding();
+    ImGui::Text("%s %s  %s  s%llu", format_address(seg.address).c_str(),
+                seg.is_large ? "large" : "small", format_bytes(seg.total_size).c_str(),
+                static_cast<unsigned long long>(seg.stream));
+    const float bar_x = origin.x + label_width;
+    const float scale =
+        bar_width / static_cast<float>(common_scale ? largest_segment : seg.total_size);
+    const float y0 = origin.y + 2;
+    const float y1 = origin.y + row_height - 2;
+    ImGui::SameLine(label_width);
+    ImGui::InvisibleButton("##bar",
+                           ImVec2(static_cast<float>(seg.total_size) * scale + 1, row_height - 2));
+    const bool bar_hovered = ImGui::IsItemHovered();
+
+    draw_blocks(v, seg, bar_x, scale, y0, y1);
+    if (selected != nullptr && selected->address >= seg.address &&
+        selected->address < seg.address + seg.total_size && selected->begin <= v.moment_ &&
+        v.moment_ < selected->released) {
+        const float x0 = bar_x + static_cast<float>(selected->address - seg.address) * scale;
+        const float x1 = x0 + std::max(2.0f, static_cast<float>(selected->size) * scale);
+        draw->AddRect(ImVec2(x0 - 1, y0 - 2), ImVec2(x1 + 1, y1 + 2), palette::selection, 0, 0,
+                      2.0f);
+    }
+
+    if (bar_hovered) {
+        block_tooltip(v, seg, bar_x, scale);
+    }
+}
+
+void view::panels::segments_state::draw_blocks(view& v, const snapshot::segment& seg, float bar_x,
+                                               float scale, float y0, float y1) {
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    auto block_color = [&](const snapshot::block& b) {
+        ImU32 c = palette::free_block;
+        if (b.state != snapshot::block_state::inactive) {
+            if (color_by_stack) {
+                c = palette::for_key(b.stack);
+                if (b.state == snapshot::block_state::active_pending_free) {
+                    c = palette::shade(c, 0.6f);
+                }
+            } else {
+                c = b.state == snapshot::block_state::active_allocated ? palette::allocated
+                                                                       : palette::pending_free;
+            }
+            if (v.searching() && !v.stack_matches(b.stack)) {
+                c = palette::shade(c, 0.35f);
+            }
+        }
+        return c;
+    };
+    column_fill fill;
+    auto flush = [&] {
+        if (fill.x < 0) {
+            return;
+        }
+        const auto most = static_cast<size_t>(
+            std::max_element(fill.bytes.begin(), fill.bytes.end()) - fill.bytes.begin());
+        ImU32 c = palette::free_block;
+        if (color_by_stack && most != 3) {
+            c = palette::for_key(fill.largest_stack);
+        } else if (most == 0) {
+            c = palette::allocated;
+        } else if (most == 1) {
+            c = palette::rounding_waste;
+        } else if (most == 2) {
+            c = palette::pending_free;
+        }
+        draw->AddRectFilled(ImVec2(fill.x, y0), ImVec2(fill.x + 1, y1), c);
+        fill = column_fill{};
+    };
+    for (const snapshot::block& b : seg.blocks) {
+        const float x0 = bar_x + static_cast<float>(b.address - seg.address) * scale;
+        const float x1 = x0 + static_cast<float>(b.size) * scale;
+        const bool active = b.state != snapshot::block_state::inactive;
+        const uint64_t used = std::min(b.size, b.requested_size);
+        if (x1 - x0 < 1.0f) {
+            const float column = std::floor(x0);
+            if (column != fill.x) {
+                flush();
+                fill.x = column;
+            }
+            if (!active) {
+                fill.bytes[3] += b.size;
+            } else if (b.state == snapshot::block_state::active_pending_free) {
+                fill.bytes[2] += b.size;
+            } else {
+                fill.bytes[0] += used;
+                fill.bytes[1] += b.size - used;
+            }
+            if (active && b.size > fill.largest_size) {
+                fill.largest_size = b.size;
+                fill.largest_stack = b.stack;
+            }
+            continue;
+        }
+        flush();
+        const ImU32 color = block_color(b);
+        if (active && !color_by_stack && b.state == snapshot::block_state::active_allocated &&
+            used < b.size) {
+            // Rounding waste: what the block holds beyond the request.
+            const float split = x0 + static_cast<float>(used) * scale;
+            draw->AddRectFilled(ImVec2(x0, y0), ImVec2(split, y1), color);
+            draw->AddRectFilled(ImVec2(split, y0), ImVec2(x1, y1), palette::rounding_waste);
+        } else {
+            draw->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), color);
+        }
+        if (x1 - x0 >= 4.0f) {
+            draw->AddLine(ImVec2(x1 - 1, y0), ImVec2(x1 - 1, y1), IM_COL32(0, 0, 0, 110));
+        }
+    }
+    flush();
+}
+
+void view::panels::segments_state::block_tooltip(view& v, const snapshot::segment& seg, float bar_x,
+                                                 float scale) {
+    const ImGuiIO& io = ImGui::GetIO();
+    const uint64_t offset = static_cast<uint64_t>(std::max(0.0f, (io.MousePos.x - bar_x) / scale));
+    auto it = std::upper_bound(
+        seg.blocks.begin(), seg.blocks.end(), seg.address + offset,
+        [](uint64_t address, const snapshot::block& b) { return address < b.address; });
+    if (it == seg.blocks.begin()) {
+        return;
+    }
+    const snapshot::block& b = *(it - 1);
+    const bool active = b.state != snapshot::block_state::inactive;
+    ImGui::BeginTooltip();
+    ImGui::Text("block %s  %s  %s", format_address(b.address).c_str(), format_bytes(b.size).c_str(),
+                snapshot::block_state_name(b.state).data());
+    if (active) {
+        ImGui::Text("requested %s, rounding waste %s", format_bytes(b.requested_size).c_str(),
+                    format_bytes(b.size - std::min(b.size, b.requested_size)).c_str());
+    }
+    ImGui::TextDisabled(
+        "segment %s  %s of %s allocated, stream %llu, %s pool", format_address(seg.address).c_str(),
+        format_bytes(seg.allocated_size).c_str(), format_bytes(seg.total_size).c_str(),
+        static_cast<unsigned long long>(seg.stream), seg.is_large ? "large" : "small");
+    if (active) {
+        ImGui::Separator();
+        v.stack_tooltip(b.stack, 12);
+    }
+    ImGui::EndTooltip();
+    if (active && ImGui::IsItemClicked(ImGuiMouseButton_Left)) {
+        v.set_allocation(v.dev().allocation_at(b.address, v.moment_));
+    }
 }
 
 }  // namespace memtrail::viewer

@@ -19,8 +19,8 @@
 #include <future>
 
 #include "format.hpp"
-#include "memtrail/viewer/view.hpp"
 #include "palette.hpp"
+#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -43,7 +43,7 @@ constexpr float axis_height = 18.0f;
 //-------------------------------------------------------------------------------------------------
 
 void view::draw_overview(float height) {
-    timeline_state& t = timeline_;
+    panels::timeline_state& t = panels_->timeline;
     if (!t.view_set) {
         t.view_first = 0;
         t.view_last = axis_end();
@@ -139,26 +139,23 @@ void view::draw_overview(float height) {
 // [SECTION] cached geometry
 //-------------------------------------------------------------------------------------------------
 
-void view::timeline_rebuild(int width) {
-    timeline_state& t = timeline_;
-    t.columns.clear();
-    t.bands.clear();
-    const analysis::device_model m = model();  // a copy shares the model; the job keeps one
+void view::panels::timeline_state::rebuild(view& v, int width) {
+    columns.clear();
+    bands.clear();
+    const analysis::device_model m = v.model();  // a copy shares the model; the job keeps one
     const size_t count = m.event_count();
     const analysis::series curve =
-        t.include_pending ? analysis::series::active : analysis::series::allocated;
-    const double span = t.view_last - t.view_first;
-    auto x_of = [&](double axis) {
-        return static_cast<float>((axis - t.view_first) / span * width);
-    };
+        include_pending ? analysis::series::active : analysis::series::allocated;
+    const double span = view_last - view_first;
+    auto x_of = [&](double axis) { return static_cast<float>((axis - view_first) / span * width); };
 
     std::vector<analysis::curve_bucket> active;
     std::vector<analysis::curve_bucket> reserved;
     std::vector<analysis::curve_bucket> allocated;
-    if (t.by_time) {
+    if (by_time) {
         const int64_t t0 = m.time_at(0);
-        const int64_t first_ns = t0 + static_cast<int64_t>(t.view_first);
-        const int64_t last_ns = std::max(first_ns + 1, t0 + static_cast<int64_t>(t.view_last));
+        const int64_t first_ns = t0 + static_cast<int64_t>(view_first);
+        const int64_t last_ns = std::max(first_ns + 1, t0 + static_cast<int64_t>(view_last));
         const auto buckets = static_cast<size_t>(width);
         active = analysis::buckets_by_time(m, curve, first_ns, last_ns, buckets);
         reserved =
@@ -166,8 +163,8 @@ void view::timeline_rebuild(int width) {
         allocated =
             analysis::buckets_by_time(m, analysis::series::allocated, first_ns, last_ns, buckets);
     } else {
-        const size_t first = position_of_axis(t.view_first);
-        const size_t last = std::min(count + 1, position_of_axis(t.view_last) + 1);
+        const size_t first = v.position_of_axis(view_first);
+        const size_t last = std::min(count + 1, v.position_of_axis(view_last) + 1);
         const auto buckets = static_cast<size_t>(width);
         active = analysis::buckets_by_position(m, curve, first, last, buckets);
         reserved =
@@ -175,10 +172,10 @@ void view::timeline_rebuild(int width) {
         allocated =
             analysis::buckets_by_position(m, analysis::series::allocated, first, last, buckets);
     }
-    t.y_max = 1;
+    y_max = 1;
     for (size_t i = 0; i < active.size(); ++i) {
         timeline_state::column c;
-        if (t.by_time) {
+        if (by_time) {
             c.x0 = static_cast<float>(i);
             c.x1 = static_cast<float>(i + 1);
         } else {
@@ -192,45 +189,45 @@ void view::timeline_rebuild(int width) {
         c.reserved_min = reserved[i].min;
         c.reserved_max = reserved[i].max;
         c.allocated_max = allocated[i].max;
-        t.y_max = std::max({t.y_max, c.reserved_max, c.active_max});
-        t.columns.push_back(c);
+        y_max = std::max({y_max, c.reserved_max, c.active_max});
+        columns.push_back(c);
     }
-    if (t.columns.empty()) {
+    if (columns.empty()) {
         return;
     }
 
     // The largest allocations, stacked in allocation order like memory_viz: when one below is
     // freed, those above move down.
     const auto& lifetimes = m.lifetimes();
-    const timeline_state::largest_key want{device_index_, t.columns.front().first,
-                                           t.columns.back().last, t.include_pending};
-    if (!t.largest_job.valid() && t.largest_shown != want) {
-        t.largest_wanted = want;
-        t.largest_job = std::async(std::launch::async, [m, want] {
-            std::vector<size_t> largest =
+    const largest_key want{v.device_index_, columns.front().first, columns.back().last,
+                           include_pending};
+    if (!largest_job.valid() && largest_shown != want) {
+        largest_wanted = want;
+        largest_job = std::async(std::launch::async, [m, want] {
+            std::vector<size_t> chosen =
                 analysis::largest_allocations(m, want.first, want.last, band_count, 1,
                                               want.include_pending)
                     .largest;
             const auto& lives = m.lifetimes();
-            std::sort(largest.begin(), largest.end(), [&](size_t a, size_t b) {
+            std::sort(chosen.begin(), chosen.end(), [&](size_t a, size_t b) {
                 return lives[a].begin != lives[b].begin ? lives[a].begin < lives[b].begin : a < b;
             });
-            return largest;
+            return chosen;
         });
     }
     // Bands chosen for another device or measure do not apply; for another range they do.
     static const std::vector<size_t> none;
-    const bool usable = t.largest_shown && t.largest_shown->device_index == device_index_ &&
-                        t.largest_shown->include_pending == t.include_pending;
-    const std::vector<size_t>& largest = usable ? t.largest : none;
-    std::vector<int> open_band(largest.size(), -1);
-    std::vector<size_t> open_column(largest.size(), 0);
-    for (size_t ci = 0; ci < t.columns.size(); ++ci) {
-        const timeline_state::column& c = t.columns[ci];
+    const bool usable = largest_shown && largest_shown->device_index == v.device_index_ &&
+                        largest_shown->include_pending == include_pending;
+    const std::vector<size_t>& stacked = usable ? largest : none;
+    std::vector<int> open_band(stacked.size(), -1);
+    std::vector<size_t> open_column(stacked.size(), 0);
+    for (size_t ci = 0; ci < columns.size(); ++ci) {
+        const timeline_state::column& c = columns[ci];
         uint64_t offset = 0;
-        for (size_t k = 0; k < largest.size(); ++k) {
-            const analysis::allocation_lifetime& life = lifetimes[largest[k]];
-            const size_t until = t.include_pending ? life.released : life.end;
+        for (size_t k = 0; k < stacked.size(); ++k) {
+            const analysis::allocation_lifetime& life = lifetimes[stacked[k]];
+            const size_t until = include_pending ? life.released : life.end;
             if (life.begin >= c.last || until <= c.first) {
                 continue;
             }
@@ -238,17 +235,17 @@ void view::timeline_rebuild(int width) {
             offset += life.size;
             const int b = open_band[k];
             if (b >= 0 && open_column[k] + 1 == ci &&
-                t.bands[static_cast<size_t>(b)].bottom == bottom) {
-                t.bands[static_cast<size_t>(b)].x1 = c.x1;
+                bands[static_cast<size_t>(b)].bottom == bottom) {
+                bands[static_cast<size_t>(b)].x1 = c.x1;
             } else {
-                open_band[k] = static_cast<int>(t.bands.size());
-                t.bands.push_back({largest[k], c.x0, c.x1, bottom, offset});
+                open_band[k] = static_cast<int>(bands.size());
+                bands.push_back({stacked[k], c.x0, c.x1, bottom, offset});
             }
             open_column[k] = ci;
         }
-        t.y_max = std::max(t.y_max, offset);
+        y_max = std::max(y_max, offset);
     }
-    t.y_max = t.y_max + t.y_max / 16;
+    y_max = y_max + y_max / 16;
 }
 
 //-------------------------------------------------------------------------------------------------
@@ -256,26 +253,49 @@ void view::timeline_rebuild(int width) {
 //-------------------------------------------------------------------------------------------------
 
 void view::draw_timeline() {
-    timeline_state& t = timeline_;
-    const ImGuiIO& io = ImGui::GetIO();
-    if (ImGui::Checkbox("wall clock", &t.by_time)) {
-        t.view_set = false;
-        t.view_first = 0;
-        t.view_last = axis_end();
-        t.view_set = true;
+    panels::timeline_state& t = panels_->timeline;
+    t.draw_controls(*this);
+    const panels::timeline_state::frame f = t.layout(*this);
+    t.update(*this, static_cast<int>(f.width));
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    draw->PushClipRect(f.origin, ImVec2(f.plot_end.x, f.plot_end.y + axis_height), true);
+    draw->AddRectFilled(f.plot_origin, f.plot_end, IM_COL32(20, 21, 25, 255));
+    t.draw_lanes(*this, f);
+    const std::optional<size_t> hovered_band = t.draw_plot(*this, f);
+    t.draw_marks(*this, f);
+    draw->PopClipRect();
+    t.handle_input(*this, f, hovered_band);
+}
+
+float view::panels::timeline_state::x_of(const frame& f, double axis) const {
+    return f.origin.x + static_cast<float>((axis - view_first) / f.span * f.width);
+}
+
+float view::panels::timeline_state::y_of(const frame& f, uint64_t bytes) const {
+    return f.plot_end.y -
+           static_cast<float>(static_cast<double>(bytes) / static_cast<double>(y_max)) *
+               f.plot_height;
+}
+
+void view::panels::timeline_state::draw_controls(view& v) {
+    if (ImGui::Checkbox("wall clock", &by_time)) {
+        view_set = false;
+        view_first = 0;
+        view_last = v.axis_end();
+        view_set = true;
     }
     ImGui::SameLine();
-    ImGui::Checkbox("include pending frees", &t.include_pending);
+    ImGui::Checkbox("include pending frees", &include_pending);
     ImGui::SameLine();
     if (ImGui::SmallButton("zoom to fit")) {
-        t.view_first = 0;
-        t.view_last = axis_end();
+        view_first = 0;
+        view_last = v.axis_end();
     }
-    if (range_) {
+    if (v.range_) {
         ImGui::SameLine();
         if (ImGui::SmallButton("zoom to range")) {
-            t.view_first = axis_of(range_->first);
-            t.view_last = std::max(t.view_first + 1, axis_of(range_->second + 1));
+            view_first = v.axis_of(v.range_->first);
+            view_last = std::max(view_first + 1, v.axis_of(v.range_->second + 1));
         }
     }
     ImGui::SameLine();
@@ -283,71 +303,67 @@ void view::draw_timeline() {
     ImGui::TextDisabled(
         "grey: %s bytes (dark: the least, light: the most in a pixel)  top line: "
         "reserved  %scoloured: the %zu largest allocations",
-        t.include_pending ? "active" : "allocated",
-        t.include_pending ? "blue line: allocated  " : "", band_count);
+        include_pending ? "active" : "allocated", include_pending ? "blue line: allocated  " : "",
+        band_count);
+}
 
-    const auto& lanes = dev().annotation_lanes;
-    const int lane_count = std::min(max_lanes, static_cast<int>(lanes.size()));
+view::panels::timeline_state::frame view::panels::timeline_state::layout(const view& v) const {
+    frame f;
+    f.lane_count = std::min(max_lanes, static_cast<int>(v.dev().annotation_lanes.size()));
     const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float width = std::max(32.0f, avail.x);
-    const float lanes_height = static_cast<float>(lane_count) * lane_height;
-    const float plot_height = std::max(40.0f, avail.y - lanes_height - axis_height);
-    const ImVec2 origin = ImGui::GetCursorScreenPos();
-    const ImVec2 plot_origin(origin.x, origin.y + lanes_height);
-    const ImVec2 plot_end(origin.x + width, plot_origin.y + plot_height);
+    f.width = std::max(32.0f, avail.x);
+    f.lanes_height = static_cast<float>(f.lane_count) * lane_height;
+    f.plot_height = std::max(40.0f, avail.y - f.lanes_height - axis_height);
+    f.origin = ImGui::GetCursorScreenPos();
+    f.plot_origin = ImVec2(f.origin.x, f.origin.y + f.lanes_height);
+    f.plot_end = ImVec2(f.origin.x + f.width, f.plot_origin.y + f.plot_height);
+    f.span = view_last - view_first;
+    return f;
+}
 
-    const int columns = static_cast<int>(width);
+void view::panels::timeline_state::update(view& v, int width) {
     // A finished choice of the largest allocations means new bands.
     bool adopted = false;
-    if (t.largest_job.valid() &&
-        t.largest_job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-        t.largest = t.largest_job.get();
-        t.largest_shown = t.largest_wanted;
+    if (largest_job.valid() &&
+        largest_job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        largest = largest_job.get();
+        largest_shown = largest_wanted;
         adopted = true;
     }
-    if (t.cached_first != t.view_first || t.cached_last != t.view_last ||
-        t.cached_width != columns || t.cached_device != device_index_ ||
-        t.cached_by_time != t.by_time || t.cached_pending != t.include_pending || adopted) {
-        timeline_rebuild(columns);
-        t.cached_first = t.view_first;
-        t.cached_last = t.view_last;
-        t.cached_width = columns;
-        t.cached_device = device_index_;
-        t.cached_by_time = t.by_time;
-        t.cached_pending = t.include_pending;
+    if (cached_first != view_first || cached_last != view_last || cached_width != width ||
+        cached_device != v.device_index_ || cached_by_time != by_time ||
+        cached_pending != include_pending || adopted) {
+        rebuild(v, width);
+        cached_first = view_first;
+        cached_last = view_last;
+        cached_width = width;
+        cached_device = v.device_index_;
+        cached_by_time = by_time;
+        cached_pending = include_pending;
     }
+}
 
-    const double span = t.view_last - t.view_first;
-    auto x_of = [&](double axis) {
-        return origin.x + static_cast<float>((axis - t.view_first) / span * width);
-    };
-    auto y_of = [&](uint64_t bytes) {
-        return plot_end.y -
-               static_cast<float>(static_cast<double>(bytes) / static_cast<double>(t.y_max)) *
-                   plot_height;
-    };
+void view::panels::timeline_state::draw_lanes(view& v, const frame& f) {
+    const auto& lanes = v.dev().annotation_lanes;
     ImDrawList* draw = ImGui::GetWindowDrawList();
-    draw->PushClipRect(origin, ImVec2(plot_end.x, plot_end.y + axis_height), true);
-    draw->AddRectFilled(plot_origin, plot_end, IM_COL32(20, 21, 25, 255));
-
     // Annotation lanes: within a lane ranges do not overlap, so after drawing up to pixel x the
     // next range to look at is found by binary search, and a lane costs at most one item per
     // pixel.
-    for (int lane = 0; lane < lane_count; ++lane) {
+    for (int lane = 0; lane < f.lane_count; ++lane) {
         const auto& ranges = lanes[static_cast<size_t>(lane)];
-        const float y0 = origin.y + static_cast<float>(lane) * lane_height;
-        size_t next_position = position_of_axis(t.view_first);
+        const float y0 = f.origin.y + static_cast<float>(lane) * lane_height;
+        size_t next_position = v.position_of_axis(view_first);
         auto it = std::lower_bound(ranges.begin(), ranges.end(), next_position,
                                    [](const annotation_range& r, size_t p) { return r.last < p; });
         while (it != ranges.end()) {
-            const float x0 = std::max(origin.x, x_of(axis_of(it->first)));
-            if (x0 > plot_end.x) {
+            const float x0 = std::max(f.origin.x, x_of(f, v.axis_of(it->first)));
+            if (x0 > f.plot_end.x) {
                 break;
             }
-            const float x1 = std::min(plot_end.x, std::max(x0 + 1, x_of(axis_of(it->last))));
+            const float x1 = std::min(f.plot_end.x, std::max(x0 + 1, x_of(f, v.axis_of(it->last))));
             draw->AddRectFilled(ImVec2(x0, y0 + 1), ImVec2(x1, y0 + lane_height - 1),
                                 palette::annotation);
-            const std::string_view name = doc_->source->string_at(it->name);
+            const std::string_view name = v.doc_->source->string_at(it->name);
             const ImVec2 text = ImGui::CalcTextSize(name.data(), name.data() + name.size());
             if (x1 - x0 > text.x + 6) {
                 draw->AddText(ImVec2(x0 + 3, y0), IM_COL32(230, 240, 230, 255), name.data(),
@@ -355,62 +371,67 @@ void view::draw_timeline() {
             }
             if (ImGui::IsMouseHoveringRect(ImVec2(x0, y0), ImVec2(x1, y0 + lane_height))) {
                 ImGui::SetTooltip("%.*s\n%s .. %s", static_cast<int>(name.size()), name.data(),
-                                  axis_label(axis_of(it->first)).c_str(),
-                                  axis_label(axis_of(it->last)).c_str());
+                                  v.axis_label(v.axis_of(it->first)).c_str(),
+                                  v.axis_label(v.axis_of(it->last)).c_str());
             }
             // Skip every range that would land on the pixel just drawn.
             next_position = std::max(
-                it->last + 1,
-                position_of_axis(t.view_first + (std::floor(x1) + 1 - origin.x) / width * span));
+                it->last + 1, v.position_of_axis(view_first + (std::floor(x1) + 1 - f.origin.x) /
+                                                                  f.width * f.span));
             it = std::lower_bound(it + 1, ranges.end(), next_position,
                                   [](const annotation_range& r, size_t p) { return r.last < p; });
         }
     }
+}
 
+std::optional<size_t> view::panels::timeline_state::draw_plot(view& v, const frame& f) {
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImGuiIO& io = ImGui::GetIO();
     // Byte grid.
-    const double y_step = nice_step(static_cast<double>(t.y_max) / 5, 1024);
-    for (double v = y_step; v < static_cast<double>(t.y_max); v += y_step) {
-        const float y = y_of(static_cast<uint64_t>(v));
-        draw->AddLine(ImVec2(plot_origin.x, y), ImVec2(plot_end.x, y), palette::grid);
-        draw->AddText(ImVec2(plot_origin.x + 4, y - ImGui::GetTextLineHeight()), palette::text_dim,
-                      format_bytes(static_cast<uint64_t>(v)).c_str());
+    const double y_step = nice_step(static_cast<double>(y_max) / 5, 1024);
+    for (double bytes = y_step; bytes < static_cast<double>(y_max); bytes += y_step) {
+        const float y = y_of(f, static_cast<uint64_t>(bytes));
+        draw->AddLine(ImVec2(f.plot_origin.x, y), ImVec2(f.plot_end.x, y), palette::grid);
+        draw->AddText(ImVec2(f.plot_origin.x + 4, y - ImGui::GetTextLineHeight()),
+                      palette::text_dim, format_bytes(static_cast<uint64_t>(bytes)).c_str());
     }
 
     // Curves: reserved behind, then active (or allocated), min solid and max lighter; each
     // column covers the min and max of its positions.
-    for (const timeline_state::column& c : t.columns) {
-        const float x0 = origin.x + c.x0;
-        const float x1 = origin.x + std::max(c.x1, c.x0 + 1);
-        draw->AddRectFilled(ImVec2(x0, y_of(c.reserved_max)), ImVec2(x1, plot_end.y),
+    for (const column& c : columns) {
+        const float x0 = f.origin.x + c.x0;
+        const float x1 = f.origin.x + std::max(c.x1, c.x0 + 1);
+        draw->AddRectFilled(ImVec2(x0, y_of(f, c.reserved_max)), ImVec2(x1, f.plot_end.y),
                             IM_COL32(110, 110, 125, 60));
-        draw->AddRectFilled(ImVec2(x0, y_of(c.reserved_max)),
-                            ImVec2(x1, std::max(y_of(c.reserved_max) + 1, y_of(c.reserved_min))),
-                            palette::reserved);
-        draw->AddRectFilled(ImVec2(x0, y_of(c.active_min)), ImVec2(x1, plot_end.y),
+        draw->AddRectFilled(
+            ImVec2(x0, y_of(f, c.reserved_max)),
+            ImVec2(x1, std::max(y_of(f, c.reserved_max) + 1, y_of(f, c.reserved_min))),
+            palette::reserved);
+        draw->AddRectFilled(ImVec2(x0, y_of(f, c.active_min)), ImVec2(x1, f.plot_end.y),
                             IM_COL32(96, 104, 120, 255));
-        draw->AddRectFilled(ImVec2(x0, y_of(c.active_max)), ImVec2(x1, y_of(c.active_min)),
+        draw->AddRectFilled(ImVec2(x0, y_of(f, c.active_max)), ImVec2(x1, y_of(f, c.active_min)),
                             IM_COL32(130, 138, 155, 255));
     }
 
     // The largest allocations.
-    const auto& lifetimes = model().lifetimes();
+    const auto& lifetimes = v.model().lifetimes();
     std::optional<size_t> hovered_band;
-    const bool plot_hovered = ImGui::IsMouseHoveringRect(plot_origin, plot_end);
-    for (const timeline_state::band& b : t.bands) {
+    const bool plot_hovered = ImGui::IsMouseHoveringRect(f.plot_origin, f.plot_end);
+    for (const band& b : bands) {
         const analysis::allocation_lifetime& life = lifetimes[b.lifetime];
-        const ImVec2 p0(origin.x + b.x0, y_of(b.top));
-        const ImVec2 p1(origin.x + std::max(b.x1, b.x0 + 1), y_of(b.bottom));
+        const ImVec2 p0(f.origin.x + b.x0, y_of(f, b.top));
+        const ImVec2 p1(f.origin.x + std::max(b.x1, b.x0 + 1), y_of(f, b.bottom));
         // The stack picks the hue; each allocation gets its own shade of it.
         ImU32 color = palette::shade(palette::for_key(life.stack),
                                      0.8f + 0.08f * static_cast<float>(b.lifetime % 5));
-        if (searching() && !stack_matches(life.stack)) {
+        if (v.searching() && !v.stack_matches(life.stack)) {
             color = palette::shade(color, 0.35f);
         }
         draw->AddRectFilled(p0, p1, color);
         if (p1.y - p0.y > 3) {
             draw->AddLine(ImVec2(p0.x, p0.y), ImVec2(p1.x, p0.y), palette::shade(color, 0.6f));
         }
-        if (allocation_ == b.lifetime) {
+        if (v.allocation_ == b.lifetime) {
             draw->AddRect(p0, p1, palette::selection, 0, 0, 2.0f);
         }
         if (plot_hovered && io.MousePos.x >= p0.x && io.MousePos.x < p1.x &&
@@ -420,112 +441,121 @@ void view::draw_timeline() {
     }
 
     // With pending frees counted, the allocated curve shows as a line below the active one.
-    if (t.include_pending) {
-        for (const timeline_state::column& c : t.columns) {
-            const float y = y_of(c.allocated_max);
-            draw->AddRectFilled(ImVec2(origin.x + c.x0, y - 1),
-                                ImVec2(origin.x + std::max(c.x1, c.x0 + 1), y + 1),
+    if (include_pending) {
+        for (const column& c : columns) {
+            const float y = y_of(f, c.allocated_max);
+            draw->AddRectFilled(ImVec2(f.origin.x + c.x0, y - 1),
+                                ImVec2(f.origin.x + std::max(c.x1, c.x0 + 1), y + 1),
                                 palette::allocated);
         }
     }
+    return hovered_band;
+}
 
+void view::panels::timeline_state::draw_marks(view& v, const frame& f) {
+    ImDrawList* draw = ImGui::GetWindowDrawList();
     // OOMs, markers, range and moment.
     float last_x = -1;
-    for (const size_t entry : dev().oom_entries) {
-        const float x = std::floor(x_of(axis_of(entry + 1)));
-        if (x != last_x && x >= origin.x && x <= plot_end.x) {
-            draw->AddLine(ImVec2(x, plot_origin.y), ImVec2(x, plot_end.y), palette::oom, 2.0f);
-            draw->AddText(ImVec2(x + 3, plot_origin.y + 2), palette::oom, "OOM");
+    for (const size_t entry : v.dev().oom_entries) {
+        const float x = std::floor(x_of(f, v.axis_of(entry + 1)));
+        if (x != last_x && x >= f.origin.x && x <= f.plot_end.x) {
+            draw->AddLine(ImVec2(x, f.plot_origin.y), ImVec2(x, f.plot_end.y), palette::oom, 2.0f);
+            draw->AddText(ImVec2(x + 3, f.plot_origin.y + 2), palette::oom, "OOM");
             last_x = x;
         }
     }
     last_x = -1;
-    for (const size_t entry : dev().marker_entries) {
-        const float x = std::floor(x_of(axis_of(entry + 1)));
-        if (x != last_x && x >= origin.x && x <= plot_end.x) {
-            draw->AddLine(ImVec2(x, plot_origin.y), ImVec2(x, plot_end.y), palette::annotation);
+    for (const size_t entry : v.dev().marker_entries) {
+        const float x = std::floor(x_of(f, v.axis_of(entry + 1)));
+        if (x != last_x && x >= f.origin.x && x <= f.plot_end.x) {
+            draw->AddLine(ImVec2(x, f.plot_origin.y), ImVec2(x, f.plot_end.y), palette::annotation);
             last_x = x;
         }
     }
-    if (range_) {
-        draw->AddRectFilled(ImVec2(x_of(axis_of(range_->first)), plot_origin.y),
-                            ImVec2(x_of(axis_of(range_->second)) + 1, plot_end.y), palette::range);
+    if (v.range_) {
+        draw->AddRectFilled(ImVec2(x_of(f, v.axis_of(v.range_->first)), f.plot_origin.y),
+                            ImVec2(x_of(f, v.axis_of(v.range_->second)) + 1, f.plot_end.y),
+                            palette::range);
     }
-    const float moment_x = x_of(axis_of(moment_));
-    draw->AddLine(ImVec2(moment_x, origin.y), ImVec2(moment_x, plot_end.y), palette::selection,
+    const float moment_x = x_of(f, v.axis_of(v.moment_));
+    draw->AddLine(ImVec2(moment_x, f.origin.y), ImVec2(moment_x, f.plot_end.y), palette::selection,
                   1.5f);
 
     // Time or index axis.
-    const double x_step = nice_step(span / 8, 10);
-    for (double a = std::ceil(t.view_first / x_step) * x_step; a < t.view_last; a += x_step) {
-        const float x = x_of(a);
-        draw->AddLine(ImVec2(x, plot_end.y), ImVec2(x, plot_end.y + 4), palette::text_dim);
-        draw->AddText(ImVec2(x + 2, plot_end.y + 2), palette::text_dim, axis_label(a).c_str());
+    const double x_step = nice_step(f.span / 8, 10);
+    for (double a = std::ceil(view_first / x_step) * x_step; a < view_last; a += x_step) {
+        const float x = x_of(f, a);
+        draw->AddLine(ImVec2(x, f.plot_end.y), ImVec2(x, f.plot_end.y + 4), palette::text_dim);
+        draw->AddText(ImVec2(x + 2, f.plot_end.y + 2), palette::text_dim, v.axis_label(a).c_str());
     }
-    draw->PopClipRect();
+}
 
+void view::panels::timeline_state::handle_input(view& v, const frame& f,
+                                                std::optional<size_t> hovered_band) {
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImGuiIO& io = ImGui::GetIO();
     // Input: the whole area is one button so drags that leave it keep going.
-    ImGui::InvisibleButton("##plot", ImVec2(width, lanes_height + plot_height),
+    ImGui::InvisibleButton("##plot", ImVec2(f.width, f.lanes_height + f.plot_height),
                            ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
     const bool hovered = ImGui::IsItemHovered();
     const double mouse_axis =
-        t.view_first + static_cast<double>(io.MousePos.x - origin.x) / width * span;
-    const double total = axis_end();
+        view_first + static_cast<double>(io.MousePos.x - f.origin.x) / f.width * f.span;
+    const double total = v.axis_end();
     if (hovered && io.MouseWheel != 0) {
         const double factor = std::pow(1.25, -io.MouseWheel);
-        const double min_span = t.by_time ? 1000.0 : 8.0;
-        const double new_span = std::clamp(span * factor, min_span, total);
-        const double fraction = (mouse_axis - t.view_first) / span;
-        t.view_first = std::clamp(mouse_axis - fraction * new_span, 0.0, total - new_span);
-        t.view_last = t.view_first + new_span;
+        const double min_span = by_time ? 1000.0 : 8.0;
+        const double new_span = std::clamp(f.span * factor, min_span, total);
+        const double fraction = (mouse_axis - view_first) / f.span;
+        view_first = std::clamp(mouse_axis - fraction * new_span, 0.0, total - new_span);
+        view_last = view_first + new_span;
     }
     const bool range_drag = ImGui::IsMouseClicked(ImGuiMouseButton_Right) ||
                             (ImGui::IsMouseClicked(ImGuiMouseButton_Left) && io.KeyShift);
     if (hovered && range_drag) {
-        t.selecting_range = true;
-        t.range_anchor = mouse_axis;
+        selecting_range = true;
+        range_anchor = mouse_axis;
     }
-    if (t.selecting_range) {
+    if (selecting_range) {
         if (ImGui::IsMouseDown(ImGuiMouseButton_Left) ||
             ImGui::IsMouseDown(ImGuiMouseButton_Right)) {
-            set_range(std::pair(position_of_axis(std::min(t.range_anchor, mouse_axis)),
-                                position_of_axis(std::max(t.range_anchor, mouse_axis))));
+            v.set_range(std::pair(v.position_of_axis(std::min(range_anchor, mouse_axis)),
+                                  v.position_of_axis(std::max(range_anchor, mouse_axis))));
         } else {
-            t.selecting_range = false;
-            if (std::abs(mouse_axis - t.range_anchor) / span * width < 3) {
-                range_.reset();
+            selecting_range = false;
+            if (std::abs(mouse_axis - range_anchor) / f.span * f.width < 3) {
+                v.range_.reset();
             }
         }
     }
-    if (!t.selecting_range && ImGui::IsItemActive() &&
+    if (!selecting_range && ImGui::IsItemActive() &&
         ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
-        const double shift = static_cast<double>(io.MouseDelta.x) / width * span;
-        t.view_first = std::clamp(t.view_first - shift, 0.0, std::max(0.0, total - span));
-        t.view_last = t.view_first + span;
+        const double shift = static_cast<double>(io.MouseDelta.x) / f.width * f.span;
+        view_first = std::clamp(view_first - shift, 0.0, std::max(0.0, total - f.span));
+        view_last = view_first + f.span;
     }
     if (hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) && !io.KeyShift &&
         io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 16) {
-        set_moment(position_of_axis(mouse_axis));
+        v.set_moment(v.position_of_axis(mouse_axis));
         if (hovered_band) {
-            set_allocation(hovered_band);
+            v.set_allocation(hovered_band);
         }
     }
-    if (hovered && !t.selecting_range && !ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
-        draw->AddLine(ImVec2(io.MousePos.x, origin.y), ImVec2(io.MousePos.x, plot_end.y),
+    if (hovered && !selecting_range && !ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
+        draw->AddLine(ImVec2(io.MousePos.x, f.origin.y), ImVec2(io.MousePos.x, f.plot_end.y),
                       IM_COL32(255, 255, 255, 70));
         ImGui::BeginTooltip();
         if (hovered_band) {
-            allocation_tooltip(*hovered_band);
+            v.allocation_tooltip(*hovered_band);
         } else {
-            const size_t p = position_of_axis(mouse_axis);
-            ImGui::Text("%s", axis_label(axis_of(p)).c_str());
+            const size_t p = v.position_of_axis(mouse_axis);
+            ImGui::Text("%s", v.axis_label(v.axis_of(p)).c_str());
             if (p > 0) {
-                const snapshot::trace_entry& e = model().entry(p - 1);
+                const snapshot::trace_entry& e = v.model().entry(p - 1);
                 ImGui::TextDisabled("after event %s: %s %s", format_count(p - 1).c_str(),
                                     snapshot::action_name(e.kind).data(),
                                     format_bytes(e.size).c_str());
             }
-            auto value = [&](analysis::series s) { return format_bytes(model().values(s)[p]); };
+            auto value = [&](analysis::series s) { return format_bytes(v.model().values(s)[p]); };
             ImGui::Text("allocated %s", value(analysis::series::allocated).c_str());
             ImGui::Text("active    %s", value(analysis::series::active).c_str());
             ImGui::Text("reserved  %s", value(analysis::series::reserved).c_str());

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <imgui.h>
+
 #include "file_dialog.hpp"
 
 namespace memtrail::viewer {
@@ -12,7 +14,23 @@ workspace::workspace() : dialog_(std::make_unique<file_dialog>()) {}
 workspace::~workspace() = default;
 
 void workspace::open(const std::string& path) {
-    loads_.push_back(std::make_unique<load_job>(path));
+    loads_.push_back(std::make_unique<load_job>(path, frames_));
+}
+
+void workspace::reopen_with(analysis::frame_visibility frames) {
+    frames_ = frames;
+    // Stacks are interned with the visibility (grouping follows it), so each file is read again;
+    // documents made in memory (no path) keep theirs.
+    for (auto it = tabs_.begin(); it != tabs_.end();) {
+        if (it->content->doc().path.empty()) {
+            ++it;
+            continue;
+        }
+        open(it->content->doc().path);
+        it = tabs_.erase(it);
+    }
+    select_ = nullptr;
+    active_ = nullptr;
 }
 
 view& workspace::add(std::shared_ptr<const document> doc) {
@@ -81,6 +99,20 @@ void workspace::draw_menu() {
         }
         if (ImGui::MenuItem("Quit", "Ctrl+Q")) {
             quit_requested_ = true;
+        }
+        ImGui::EndMenu();
+    }
+    if (ImGui::BeginMenu("View")) {
+        bool all_frames = frames_ == analysis::frame_visibility::all_frames;
+        if (ImGui::MenuItem("PyTorch's own frames", nullptr, &all_frames)) {
+            reopen_with(all_frames ? analysis::frame_visibility::all_frames
+                                   : analysis::frame_visibility::user_frames);
+        }
+        if (ImGui::IsItemHovered()) {
+            ImGui::SetTooltip(
+                "Show PyTorch's unwinder, caching allocator and dispatcher frames and the\n"
+                "Python interpreter's C frames in every stack (hidden by default, so stacks\n"
+                "start at your code). Reopens the files.");
         }
         ImGui::EndMenu();
     }

@@ -19,6 +19,7 @@
 #include "detail/expandable_segment.hpp"
 #include "detail/reentrant_mutex.hpp"
 #include "memtrail/core/caching_allocator.hpp"
+#include "memtrail/rules/size_rules.hpp"
 
 namespace memtrail::detail {
 
@@ -76,7 +77,9 @@ class device_allocator_impl {
     std::vector<segment_info> snapshot(bool record_event) const;
     std::string check_consistency() const;
 
-    static uint64_t round_size(uint64_t size, const allocator_config& config);
+    static uint64_t round_size(uint64_t size, const allocator_config& config) {
+        return size_rules::round_size(size, config.roundup_power2_divisions);
+    }
 
     device& dev;
     allocator_config config;
@@ -96,14 +99,23 @@ class device_allocator_impl {
                 return *pool;
             }
         }
-        return size <= small_size ? small_blocks_ : large_blocks_;
+        return size_rules::is_small_request(size) ? small_blocks_ : large_blocks_;
     }
-    static uint64_t get_allocation_size(uint64_t size);
     bool get_free_block(alloc_params& p);
     bool trigger_free_memory_callbacks();
     bool alloc_block(alloc_params& p, bool is_retry, context_handle context,
                      std::unique_lock<reentrant_mutex>& lock);
-    bool should_split(const block* b, uint64_t size) const;
+    bool should_split(const block* b, uint64_t size) const {
+        if (b->pool->owner && !no_split_pools_.empty() &&
+            no_split_pools_.count(b->pool->owner->id)) [[unlikely]] {
+            return false;  // torch.cuda.MemPool(no_split=True)
+        }
+        return size_rules::should_split(b->pool->is_small, config.expandable_segments, size,
+                                        b->size - size, config.max_split_size);
+    }
+    bool is_oversize(uint64_t size) const {
+        return size_rules::is_oversize(size, config.max_split_size);
+    }
     block* alloc_found_block(alloc_params& p, uint64_t orig_size, context_handle context,
                              bool split_remainder);
     bool try_use_on_oom_pools(alloc_params& p);
@@ -161,22 +173,10 @@ class device_allocator_impl {
                                 pool ? owner_id(*pool) : pool_id{}});
         }
     }
-    static stat_type pool_stat(const block_pool& pool) {
-        return pool.is_small ? stat_type::small_pool : stat_type::large_pool;
-    }
-    // Applies f to the aggregate stat and to the pool's own stat.
     template <typename F>
     static void for_pool_stats(stat_array& array, const block_pool& pool, F f) {
-        f(array[static_cast<size_t>(stat_type::aggregate)]);
-        f(array[static_cast<size_t>(pool_stat(pool))]);
+        memtrail::for_pool_stats(array, pool_stat_type(pool.is_small), f);
     }
-
-    static constexpr uint64_t min_block_size = 512;
-    static constexpr uint64_t small_size = 1ull << 20;
-    static constexpr uint64_t small_buffer = 2ull << 20;
-    static constexpr uint64_t min_large_alloc = 10ull << 20;
-    static constexpr uint64_t round_large = 2ull << 20;
-    static constexpr uint64_t large_buffer = 20ull << 20;
 
     int device_index_;
     device_stats stats_;

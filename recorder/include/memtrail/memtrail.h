@@ -2,21 +2,31 @@
  * PyTorch's CUDAPluggableAllocator. Link librecorder.so (or dlopen it).
  *
  * The device comes from the MEMTRAIL_DEVICE environment variable: "cuda" (the default; needs a
- * build with CUDA) or "sim[:capacity]" for a simulated device ("sim:80GiB"). Other switches,
- * read once at the first call: MEMTRAIL_RECORD (off | state | all), MEMTRAIL_MAX_ENTRIES,
+ * build with CUDA) or "sim[:capacity]" for a simulated device ("sim:80GiB"), which
+ * MEMTRAIL_SIM_FAIL_NTH (the Nth device allocation fails once) and MEMTRAIL_SIM_FAIL_RATE (each
+ * fails with this probability) make fail on purpose. Other switches, read once at the first
+ * call: MEMTRAIL_RECORD (off | state | all), MEMTRAIL_STACKS (native | python | all),
+ * MEMTRAIL_MAX_ENTRIES (0: the default), MEMTRAIL_UNWINDER (libunwind | frame_pointer),
  * MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF syntax), MEMTRAIL_OOM_DUMP (a path pattern:
  * a snapshot is written there on every out-of-memory), MEMTRAIL_SIGNAL_DUMP (a path pattern:
- * a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL, SIGUSR1 by
- * default). Path patterns expand %p (pid), %d (device) and %t (time, ns since the epoch).
+ * a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL: SIGUSR1 by
+ * default, SIGUSR2 or a real-time signal). Path patterns expand %p (pid), %d (device) and %t
+ * (time, ns since the epoch). docs/recorder.md describes each.
  *
  * Errors: functions returning int return 0 on success and -1 on failure; memtrail_malloc returns
- * NULL. Every call first clears the calling thread's error, so after a call memtrail_last_error()
- * is "" on success and describes the failure otherwise. Nothing throws. */
+ * NULL. Every call first clears the calling thread's error, so after a call
+ * memtrail_last_error_code() is MEMTRAIL_OK and memtrail_last_error() "" on success, and
+ * otherwise they say what kind of failure it was and what exactly went wrong. Nothing throws.
+ *
+ * Version: MEMTRAIL_VERSION_MAJOR, _MINOR and _PATCH (memtrail/version.h) are the version this
+ * header belongs to, memtrail_version() the one of the librecorder a program runs with. */
 #ifndef MEMTRAIL_MEMTRAIL_H
 #define MEMTRAIL_MEMTRAIL_H
 
 #include <stddef.h>
 #include <sys/types.h>
+
+#include "memtrail/version.h"
 
 /* librecorder is built with hidden visibility; only what is marked here is exported. */
 #if defined(__GNUC__)
@@ -29,13 +39,44 @@
 extern "C" {
 #endif
 
+/* --- version and errors --------------------------------------------------------------------- */
+
+/* The version of the running librecorder as MEMTRAIL_VERSION_NUMBER encodes it; compare it with
+ * MEMTRAIL_VERSION_NUMBER, the header's. Starts nothing and leaves the thread's error alone. */
+MEMTRAIL_API int memtrail_version(void);
+
+/* What kind of failure the calling thread's last memtrail call had, for a program to act on;
+ * memtrail_last_error() has the details. */
+typedef enum memtrail_error_code {
+    MEMTRAIL_OK = 0,
+    /* The device (or the host) has no room for the request: free memory, call
+     * memtrail_empty_cache, or ask for less. */
+    MEMTRAIL_ERROR_OUT_OF_MEMORY = 1,
+    /* An argument memtrail cannot take: a NULL or unknown name, a negative or absurd size, a
+     * device that does not exist, a memory fraction outside 0..1. */
+    MEMTRAIL_ERROR_BAD_ARGUMENT = 2,
+    /* A pointer memtrail does not hold: never handed out by memtrail_malloc, or freed already. */
+    MEMTRAIL_ERROR_UNKNOWN_POINTER = 3,
+    /* A bad setting: a MEMTRAIL_* environment variable or an allocator configuration string. */
+    MEMTRAIL_ERROR_BAD_CONFIG = 4,
+    /* memtrail could not start (no usable device); nothing was done, and the next call tries
+     * again. */
+    MEMTRAIL_ERROR_NOT_STARTED = 5,
+    /* A file could not be written (a snapshot): a missing folder, no permission, a full disk. */
+    MEMTRAIL_ERROR_IO = 6,
+    /* The device failed in another way than running out of memory (a CUDA error). */
+    MEMTRAIL_ERROR_DEVICE = 7,
+    /* Anything else: a failure inside memtrail, described by memtrail_last_error(). */
+    MEMTRAIL_ERROR_INTERNAL = 8
+} memtrail_error_code;
+
 /* --- allocation: exactly the signatures PyTorch's CUDAPluggableAllocator loads -------------- */
 
 /* A block of at least `size` bytes on `device`, usable on `stream` (a cudaStream_t, NULL for the
  * default stream). NULL on failure, out of memory included. */
 MEMTRAIL_API void* memtrail_malloc(ssize_t size, int device, void* stream);
 /* Returns a block from memtrail_malloc; `size` and `stream` are not needed and may be anything.
- * A pointer memtrail did not hand out is reported through memtrail_last_error. */
+ * A pointer memtrail does not hold is reported as MEMTRAIL_ERROR_UNKNOWN_POINTER. */
 MEMTRAIL_API void memtrail_free(void* ptr, ssize_t size, int device, void* stream);
 
 /* --- history ------------------------------------------------------------------------------ */
@@ -65,7 +106,8 @@ MEMTRAIL_API int memtrail_set_thread_metadata(const char* metadata);
 
 /* Returns the cached, unused memory of `device` (-1: every device) to the device. */
 MEMTRAIL_API int memtrail_empty_cache(int device);
-/* Marks `ptr` as in use on `stream` until the work queued there so far is done. */
+/* Marks `ptr` as in use on `stream` until the work queued there so far is done.
+ * MEMTRAIL_ERROR_UNKNOWN_POINTER when `ptr` is not an allocated block. */
 MEMTRAIL_API int memtrail_record_stream(void* ptr, void* stream);
 /* Limits `device` to fraction * its total memory (torch.cuda.set_per_process_memory_fraction). */
 MEMTRAIL_API int memtrail_set_memory_fraction(double fraction, int device);
@@ -81,6 +123,8 @@ MEMTRAIL_API const char* memtrail_memory_summary(int device);
 MEMTRAIL_API int memtrail_device_count(void);
 /* What went wrong in the calling thread's last memtrail call, "" if nothing did. */
 MEMTRAIL_API const char* memtrail_last_error(void);
+/* The kind of that failure (a memtrail_error_code), MEMTRAIL_OK if nothing went wrong. */
+MEMTRAIL_API int memtrail_last_error_code(void);
 
 #ifdef __cplusplus
 }

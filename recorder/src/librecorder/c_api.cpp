@@ -1,35 +1,87 @@
 // The C API of memtrail.h. Every function catches everything: an exception must never cross
-// into C, Python or R. Errors become return codes and the thread's last error.
+// into C, Python or R. Errors become return codes and the thread's last error (its code, from
+// the exception's class, and its text).
 
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <new>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "librecorder/runtime.hpp"
+#include "memtrail/core/allocator_config.hpp"
+#include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/memtrail.h"
 
 using memtrail::recorder::librecorder::runtime;
 
 namespace {
 
-// A fixed buffer, not a std::string: a free that fails during a thread's teardown, after its
-// thread_local objects are destroyed, still reports safely.
+// A fixed buffer and a plain int, not a std::string: a free that fails during a thread's
+// teardown, after its thread_local objects are destroyed, still reports safely.
 constexpr size_t last_error_capacity = 1024;
 thread_local char last_error[last_error_capacity] = {};
+thread_local int last_error_code = MEMTRAIL_OK;
 
-void set_error(const char* message) noexcept {
+void clear_error() noexcept {
+    last_error[0] = '\0';
+    last_error_code = MEMTRAIL_OK;
+}
+
+void set_error(memtrail_error_code code, const char* message) noexcept {
+    last_error_code = code;
     std::snprintf(last_error, last_error_capacity, "%s", message);
 }
 
-// Called in a catch block: records what was thrown as the thread's error.
+// The runtime could not be made: why, as the code a caller acts on.
+class start_error : public std::runtime_error {
+  public:
+    start_error(memtrail_error_code why, const char* message)
+        : std::runtime_error(message), code(why) {}
+    memtrail_error_code code;
+};
+
+// The runtime, started on first use. A bad environment is a configuration error; any other
+// failure to start (no device) leaves memtrail not started until a later call succeeds.
+runtime& started() {
+    try {
+        return runtime::get();
+    } catch (const std::invalid_argument& error) {
+        throw start_error(MEMTRAIL_ERROR_BAD_CONFIG, error.what());
+    } catch (const std::bad_alloc&) {
+        throw;
+    } catch (const std::exception& error) {
+        throw start_error(MEMTRAIL_ERROR_NOT_STARTED, error.what());
+    }
+}
+
+// Called in a catch block: records what was thrown as the thread's error, the most specific
+// classes first.
 int report_current_exception() noexcept {
     try {
         throw;
+    } catch (const start_error& error) {
+        set_error(error.code, error.what());
+    } catch (const memtrail::out_of_memory_error& error) {
+        set_error(MEMTRAIL_ERROR_OUT_OF_MEMORY, error.what());
+    } catch (const std::bad_alloc&) {
+        set_error(MEMTRAIL_ERROR_OUT_OF_MEMORY, "memtrail: out of host memory");
+    } catch (const memtrail::unknown_pointer_error& error) {
+        set_error(MEMTRAIL_ERROR_UNKNOWN_POINTER, error.what());
+    } catch (const memtrail::config_error& error) {
+        set_error(MEMTRAIL_ERROR_BAD_CONFIG, error.what());
+    } catch (const std::invalid_argument& error) {
+        set_error(MEMTRAIL_ERROR_BAD_ARGUMENT, error.what());
+    } catch (const memtrail::device_error& error) {
+        set_error(MEMTRAIL_ERROR_DEVICE, error.what());
+    } catch (const std::system_error& error) {
+        set_error(MEMTRAIL_ERROR_IO, error.what());
     } catch (const std::exception& error) {
-        set_error(error.what());
+        set_error(MEMTRAIL_ERROR_INTERNAL, error.what());
     } catch (...) {
-        set_error("memtrail: unknown error");
+        set_error(MEMTRAIL_ERROR_INTERNAL, "memtrail: unknown error");
     }
     return -1;
 }
@@ -37,9 +89,9 @@ int report_current_exception() noexcept {
 // Runs `body` with the thread's error cleared; 0 on success, -1 with the error set on failure.
 template <typename Body>
 int guarded(Body&& body) noexcept {
-    last_error[0] = '\0';
+    clear_error();
     try {
-        body(runtime::get());
+        body(started());
         return 0;
     } catch (...) {
         return report_current_exception();
@@ -67,7 +119,7 @@ std::string_view text_or(const char* text, std::string_view fallback) {
 extern "C" {
 
 [[gnu::noinline]] void* memtrail_malloc(ssize_t size, int device, void* stream) {
-    last_error[0] = '\0';
+    clear_error();
     try {
         if (size < 0) {
             throw std::invalid_argument("memtrail_malloc: negative size " + std::to_string(size));
@@ -75,7 +127,7 @@ extern "C" {
         if (size == 0) {
             return nullptr;
         }
-        const memtrail::device_address address = runtime::get().history().allocate(
+        const memtrail::device_address address = started().history().allocate(
             static_cast<uint64_t>(size), device, stream_of(stream), c_api_frames);
         return reinterpret_cast<void*>(address);
     } catch (...) {
@@ -85,12 +137,12 @@ extern "C" {
 }
 
 [[gnu::noinline]] void memtrail_free(void* ptr, ssize_t, int device, void*) {
-    last_error[0] = '\0';
+    clear_error();
     if (ptr == nullptr) {
         return;
     }
     try {
-        runtime::get().history().free(address_of(ptr), device, c_api_frames);
+        started().history().free(address_of(ptr), device, c_api_frames);
     } catch (...) {
         report_current_exception();
     }
@@ -161,10 +213,10 @@ int memtrail_set_thread_metadata(const char* metadata) {
 }
 
 [[gnu::noinline]] int memtrail_empty_cache(int device) {
-    last_error[0] = '\0';
+    clear_error();
     try {
-        runtime::get().history().empty_cache(device < 0 ? memtrail::recorder::all_devices : device,
-                                             c_api_frames);
+        started().history().empty_cache(device < 0 ? memtrail::recorder::all_devices : device,
+                                        c_api_frames);
         return 0;
     } catch (...) {
         return report_current_exception();
@@ -205,6 +257,14 @@ int memtrail_device_count(void) {
 
 const char* memtrail_last_error(void) {
     return last_error;
+}
+
+int memtrail_last_error_code(void) {
+    return last_error_code;
+}
+
+int memtrail_version(void) {
+    return MEMTRAIL_VERSION_NUMBER;
 }
 
 }  // extern "C"

@@ -1,7 +1,6 @@
 #include "librecorder/environment.hpp"
 
 #include <array>
-#include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <cstdlib>
@@ -12,52 +11,155 @@ namespace memtrail::recorder::librecorder {
 
 namespace {
 
-// clang-format off
-constexpr std::array<environment_option, 9> options = {{
-    {"MEMTRAIL_DEVICE",       "cuda",      "the device: cuda, or sim[:capacity] for a simulated one (sim:80GiB)"},
-    {"MEMTRAIL_RECORD",       "off",       "record history from the start: off, state or all (context all)"},
-    {"MEMTRAIL_STACKS",       "native",    "stacks recorded with MEMTRAIL_RECORD: native, python (frames of threads running Python code) or all"},
-    {"MEMTRAIL_MAX_ENTRIES",  "1000000",   "trace entries kept per device; older ones are dropped and counted"},
-    {"MEMTRAIL_UNWINDER",     "libunwind", "native stack unwinder: libunwind, or frame_pointer for -fno-omit-frame-pointer builds"},
-    {"MEMTRAIL_ALLOC_CONF",   "",          "allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax"},
-    {"MEMTRAIL_OOM_DUMP",     "",          "path pattern (%p pid, %d device, %t time): snapshot written on every out-of-memory"},
-    {"MEMTRAIL_SIGNAL_DUMP",  "",          "path pattern: snapshot written when MEMTRAIL_DUMP_SIGNAL arrives"},
-    {"MEMTRAIL_DUMP_SIGNAL",  "SIGUSR1",   "the signal that triggers MEMTRAIL_SIGNAL_DUMP: SIGUSR1, SIGUSR2 or a number"},
-}};
-// clang-format on
+[[noreturn]] void reject(const environment_option& option, std::string_view value) {
+    throw std::invalid_argument("memtrail: " + std::string(option.name) + "=\"" +
+                                std::string(value) + "\" is not valid; expected " +
+                                std::string(option.accepted));
+}
 
-std::string value_of(std::string_view name) {
-    for (const environment_option& option : options) {
-        if (option.name == name) {
-            const char* value = std::getenv(std::string(name).c_str());
-            return value != nullptr ? value : std::string(option.default_value);
+// A whole number, all of `text`.
+template <typename Number>
+bool parse_whole(std::string_view text, Number& out) {
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return error == std::errc() && end == text.data() + text.size();
+}
+
+// --- the parsers: each stores into its member(s) of environment_settings --------------------
+
+// A value that `parse` (a `bool parse(std::string_view, T&)`) reads into `member`.
+template <auto member, auto parse>
+void field(const environment_option& option, std::string_view value, environment_settings& s) {
+    if (!parse(value, s.*member)) {
+        reject(option, value);
+    }
+}
+
+// The same, into a member of the history options.
+template <auto member, auto parse>
+void history_field(const environment_option& option, std::string_view value,
+                   environment_settings& s) {
+    if (!parse(value, s.history.*member)) {
+        reject(option, value);
+    }
+}
+
+void parse_device(const environment_option& option, std::string_view value,
+                  environment_settings& s) {
+    if (value == "cuda") {
+        return;
+    }
+    if (value != "sim" && !value.starts_with("sim:")) {
+        reject(option, value);
+    }
+    s.simulated_device = true;
+    if (value != "sim") {
+        try {
+            s.simulated_capacity = parse_byte_size(value.substr(4));
+        } catch (const std::invalid_argument&) {
+            reject(option, value);
         }
     }
-    throw std::logic_error("memtrail: environment variable " + std::string(name) +
-                           " is missing from the table");
 }
 
-[[noreturn]] void reject(std::string_view name, std::string_view value, std::string_view accepted) {
-    throw std::invalid_argument("memtrail: " + std::string(name) + "=\"" + std::string(value) +
-                                "\" is not valid; expected " + std::string(accepted));
-}
-
-int parse_signal(std::string_view text) {
-    if (text == "SIGUSR1" || text == "USR1") {
-        return SIGUSR1;
+void parse_fail_rate(const environment_option& option, std::string_view value,
+                     environment_settings& s) {
+    const size_t colon = value.find(':');
+    const std::string_view rate = value.substr(0, colon);
+    const auto [end, error] =
+        std::from_chars(rate.data(), rate.data() + rate.size(), s.failure_rate);
+    if (error != std::errc() || end != rate.data() + rate.size() || !(s.failure_rate >= 0.0) ||
+        s.failure_rate > 1.0) {
+        reject(option, value);
     }
-    if (text == "SIGUSR2" || text == "USR2") {
-        return SIGUSR2;
+    if (colon != std::string_view::npos && !parse_whole(value.substr(colon + 1), s.failure_seed)) {
+        reject(option, value);
+    }
+}
+
+void parse_record(const environment_option& option, std::string_view value,
+                  environment_settings& s) {
+    if (!parse_record_mode(value, s.history.enabled)) {
+        reject(option, value);
+    }
+    s.history.context =
+        s.history.enabled == record_mode::off ? context_mode::none : context_mode::all;
+}
+
+// 0 means the default, as memtrail_record_memory_history's max_entries does.
+void parse_max_entries(const environment_option& option, std::string_view value,
+                       environment_settings& s) {
+    size_t entries = 0;
+    if (!parse_whole(value, entries)) {
+        reject(option, value);
+    }
+    s.history.max_entries = entries != 0 ? entries : default_max_entries;
+}
+
+// allocator_config's own errors say which key and value are wrong; they name the variable too.
+void parse_alloc_conf(const environment_option& option, std::string_view value,
+                      environment_settings& s) {
+    s.allocator = allocator_config::parse(value, option.name);
+}
+
+// A path pattern: any text.
+bool read_text(std::string_view value, std::string& out) {
+    out = value;
+    return true;
+}
+
+// Only signals nothing else means: SIGUSR1, SIGUSR2 and the real-time ones. A signal that
+// reports a fault (SIGSEGV) or asks the process to stop (SIGTERM) must keep its meaning, and
+// SIGKILL and SIGSTOP cannot be caught at all.
+void parse_dump_signal(const environment_option& option, std::string_view value,
+                       environment_settings& s) {
+    std::string_view name = value;
+    if (name.starts_with("SIG")) {
+        name.remove_prefix(3);
     }
     int number = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
-    if (error != std::errc() || end != text.data() + text.size() || number <= 0 || number >= NSIG) {
-        reject("MEMTRAIL_DUMP_SIGNAL", text, "SIGUSR1, SIGUSR2 or a signal number");
+    if (name == "USR1") {
+        number = SIGUSR1;
+    } else if (name == "USR2") {
+        number = SIGUSR2;
+    } else if (name == "RTMIN") {
+        number = SIGRTMIN;
+    } else if (name.starts_with("RTMIN+")) {
+        if (!parse_whole(name.substr(6), number) || number < 0 || number > SIGRTMAX - SIGRTMIN) {
+            reject(option, value);
+        }
+        number += SIGRTMIN;
+    } else if (name != value || !parse_whole(value, number)) {
+        reject(option, value);
     }
-    return number;
+    const bool real_time = number >= SIGRTMIN && number <= SIGRTMAX;
+    if (number != SIGUSR1 && number != SIGUSR2 && !real_time) {
+        reject(option, value);
+    }
+    s.dump_signal = number;
 }
 
+// clang-format off
+constexpr auto options = std::to_array<environment_option>({
+    // name                    default      accepted (what an error says)                                             parser (and member)
+    {"MEMTRAIL_DEVICE",        "cuda",      "cuda, or sim[:capacity] with a capacity of at least 1 byte (sim:80GiB)",   parse_device},
+    {"MEMTRAIL_SIM_FAIL_NTH",  "0",         "a whole number (0: none)",                                                 field<&environment_settings::fail_nth_allocation, parse_whole<uint64_t>>},
+    {"MEMTRAIL_SIM_FAIL_RATE", "0",         "a probability from 0 to 1, optionally with :SEED (0.01:7)",                parse_fail_rate},
+    {"MEMTRAIL_RECORD",        "off",       "off, state or all",                                                        parse_record},
+    {"MEMTRAIL_STACKS",        "native",    "native, python or all",                                                    history_field<&history_options::stacks, parse_stack_source>},
+    {"MEMTRAIL_MAX_ENTRIES",   "1000000",   "a whole number (0: the default)",                                          parse_max_entries},
+    {"MEMTRAIL_UNWINDER",      "libunwind", "libunwind or frame_pointer",                                               history_field<&history_options::stack_unwinder, parse_unwinder>},
+    {"MEMTRAIL_ALLOC_CONF",    "",          "allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax",                     parse_alloc_conf},
+    {"MEMTRAIL_OOM_DUMP",      "",          "a path pattern (%p pid, %d device, %t time)",                              field<&environment_settings::oom_dump_pattern, read_text>},
+    {"MEMTRAIL_SIGNAL_DUMP",   "",          "a path pattern (%p pid, %t time)",                                         field<&environment_settings::signal_dump_pattern, read_text>},
+    {"MEMTRAIL_DUMP_SIGNAL",   "SIGUSR1",   "SIGUSR1, SIGUSR2 or a real-time signal (SIGRTMIN+N), by name or number",   parse_dump_signal},
+});
+// clang-format on
+
 }  // namespace
+
+std::span<const environment_option> environment_options() {
+    return options;
+}
 
 uint64_t parse_byte_size(std::string_view text) {
     struct unit {
@@ -85,60 +187,29 @@ uint64_t parse_byte_size(std::string_view text) {
     }
     double value = 0;
     const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
-    if (error != std::errc() || end != number.data() + number.size() || value <= 0 ||
-        value * scale >= 0x1p64) {
+    // Written so that NaN fails too: every comparison with it is false.
+    const bool in_range = value * scale >= 1 && value * scale < 0x1p64;
+    if (error != std::errc() || end != number.data() + number.size() || !in_range) {
         throw std::invalid_argument("memtrail: \"" + std::string(text) +
-                                    "\" is not a size (examples: 80GiB, 512MiB, 4096)");
+                                    "\" is not a size of at least 1 byte (examples: 80GiB, "
+                                    "512MiB, 4096)");
     }
     return static_cast<uint64_t>(value * scale);
 }
 
 environment_settings read_environment() {
     environment_settings settings;
-
-    const std::string device = value_of("MEMTRAIL_DEVICE");
-    if (device == "sim" || device.starts_with("sim:")) {
-        settings.simulated_device = true;
-        if (device.size() > 4) {
-            try {
-                settings.simulated_capacity = parse_byte_size(std::string_view(device).substr(4));
-            } catch (const std::invalid_argument&) {
-                reject("MEMTRAIL_DEVICE", device, "cuda or sim[:capacity], e.g. sim:80GiB");
-            }
-        }
-    } else if (device != "cuda") {
-        reject("MEMTRAIL_DEVICE", device, "cuda or sim[:capacity], e.g. sim:80GiB");
+    for (const environment_option& option : options) {
+        const char* value = std::getenv(std::string(option.name).c_str());
+        option.parse(option, value != nullptr ? std::string_view(value) : option.default_value,
+                     settings);
     }
-
-    const std::string record = value_of("MEMTRAIL_RECORD");
-    if (!parse_record_mode(record, settings.history.enabled)) {
-        reject("MEMTRAIL_RECORD", record, "off, state or all");
+    const bool faults = settings.fail_nth_allocation != 0 || settings.failure_rate > 0.0;
+    if (faults && !settings.simulated_device) {
+        throw std::invalid_argument(
+            "memtrail: MEMTRAIL_SIM_FAIL_NTH and MEMTRAIL_SIM_FAIL_RATE inject faults into the "
+            "simulated device only; set MEMTRAIL_DEVICE=sim[:capacity] with them");
     }
-    settings.history.context =
-        settings.history.enabled == record_mode::off ? context_mode::none : context_mode::all;
-
-    const std::string stacks = value_of("MEMTRAIL_STACKS");
-    if (!parse_stack_source(stacks, settings.history.stacks)) {
-        reject("MEMTRAIL_STACKS", stacks, "native, python or all");
-    }
-
-    const std::string entries = value_of("MEMTRAIL_MAX_ENTRIES");
-    size_t max_entries = 0;
-    const auto [end, error] =
-        std::from_chars(entries.data(), entries.data() + entries.size(), max_entries);
-    if (error != std::errc() || end != entries.data() + entries.size()) {
-        reject("MEMTRAIL_MAX_ENTRIES", entries, "a number of entries");
-    }
-    settings.history.max_entries = max_entries;
-
-    const std::string unwind = value_of("MEMTRAIL_UNWINDER");
-    if (!parse_unwinder(unwind, settings.history.stack_unwinder)) {
-        reject("MEMTRAIL_UNWINDER", unwind, "libunwind or frame_pointer");
-    }
-
-    settings.oom_dump_pattern = value_of("MEMTRAIL_OOM_DUMP");
-    settings.signal_dump_pattern = value_of("MEMTRAIL_SIGNAL_DUMP");
-    settings.dump_signal = parse_signal(value_of("MEMTRAIL_DUMP_SIGNAL"));
     return settings;
 }
 

@@ -19,7 +19,14 @@ std::vector<std::unique_ptr<device>> make_devices(const environment_settings& se
     if (settings.simulated_device) {
         simulated_device_options options;
         options.capacity = settings.simulated_capacity;
-        devices.push_back(std::make_unique<simulated_device>(options));
+        auto simulated = std::make_unique<simulated_device>(options);
+        if (settings.fail_nth_allocation != 0) {
+            simulated->fail_nth_allocation(settings.fail_nth_allocation);
+        }
+        if (settings.failure_rate > 0.0) {
+            simulated->set_failure_probability(settings.failure_rate, settings.failure_seed);
+        }
+        devices.push_back(std::move(simulated));
         return devices;
     }
 #ifdef MEMTRAIL_HAVE_CUDA
@@ -56,8 +63,7 @@ runtime::runtime() {
     for (const auto& d : devices_) {
         pointers.push_back(d.get());
     }
-    allocator_ =
-        std::make_unique<caching_allocator>(pointers, allocator_config::from_environment());
+    allocator_ = std::make_unique<caching_allocator>(pointers, settings.allocator);
     recorder_ = std::make_unique<recorder>(*allocator_);
     default_max_entries_ = settings.history.max_entries;
     recorder_->record_memory_history(settings.history);

@@ -24,13 +24,15 @@ int parse_int(std::string_view text, const char* what) {
 }  // namespace
 
 const char* usage() {
-    return "usage: memtrail-viewer [FILE...]\n"
+    return "usage: memtrail-viewer [--all-frames] [FILE...]\n"
            "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end]\n"
-           "                       [--size WxH] [--device N] FILE [FILE2...]\n"
+           "                       [--size WxH] [--device N] [--all-frames] FILE [FILE2...]\n"
            "FILE: a memtrail snapshot (plain or zstd) or a PyTorch snapshot pickle; several\n"
            "      files are the ranks of one job (one file per rank).\n"
            "NAME: timeline, segments, flame, events, allocation, stats, oom, compare, ranks\n"
-           "      (compare shows FILE against FILE2; ranks shows every FILE side by side).\n";
+           "      (compare shows FILE against FILE2; ranks shows every FILE side by side).\n"
+           "--all-frames: show PyTorch's own frames (unwinder, caching allocator, dispatcher)\n"
+           "      and the Python interpreter's C frames in stacks (View > PyTorch's own frames).\n";
 }
 
 options parse_command_line(int argc, char** argv) {
@@ -51,6 +53,8 @@ options parse_command_line(int argc, char** argv) {
             result.view = value("--view");
         } else if (arg == "--at") {
             result.at = value("--at");
+        } else if (arg == "--all-frames") {
+            result.all_frames = true;
         } else if (arg == "--device") {
             result.device = parse_int(value("--device"), "device");
         } else if (arg == "--size") {

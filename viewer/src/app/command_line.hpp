@@ -1,8 +1,8 @@
 #pragma once
 // memtrail-viewer's command line:
-//   memtrail-viewer [FILE...]
+//   memtrail-viewer [--all-frames] [FILE...]
 //   memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end] [--size WxH]
-//                   [--device N] FILE [FILE2...]
+//                   [--device N] [--all-frames] FILE [FILE2...]
 
 #include <string>
 #include <vector>
@@ -17,6 +17,7 @@ struct options {
     int device = -1;  // -1: the first device with a trace
     int width = 1600;
     int height = 900;
+    bool all_frames = false;  // PyTorch's and the interpreter's own frames shown too
     bool help = false;
 };
 

@@ -17,6 +17,8 @@ using memtrail::viewer::app::options;
 int run_interactive(const options& opts) {
     gl_window window("memtrail-viewer", opts.width, opts.height);
     memtrail::viewer::workspace ws;
+    ws.set_frames(opts.all_frames ? memtrail::analysis::frame_visibility::all_frames
+                                  : memtrail::analysis::frame_visibility::user_frames);
     for (const std::string& file : opts.files) {
         ws.open(file);
     }
@@ -43,6 +45,8 @@ int run_screenshot(const options& opts) {
     gl_window window("memtrail-viewer", opts.width, opts.height);
     window.ignore_mouse();
     memtrail::viewer::workspace ws;
+    ws.set_frames(opts.all_frames ? memtrail::analysis::frame_visibility::all_frames
+                                  : memtrail::analysis::frame_visibility::user_frames);
     for (const std::string& file : opts.files) {
         ws.open(file);
     }

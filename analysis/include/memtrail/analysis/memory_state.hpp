@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "memtrail/core/statistics.hpp"
+#include "memtrail/rules/statistics.hpp"
 #include "memtrail/snapshot/model.hpp"
 
 namespace memtrail::analysis {

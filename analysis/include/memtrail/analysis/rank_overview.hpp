@@ -39,6 +39,8 @@ struct rank_overview {
 
 curve_peak peak_of(const device_model& model, series s);
 rank_overview overview_of(const device_model& model);
+// The device modelled, and the snapshot's others when it has more: "1", or "1 of 0,1".
+std::string devices_text(const rank_overview& rank);
 
 // What adds up over the ranks: each rank's own peak (they need not coincide), the end, the
 // counts.

@@ -1,13 +1,18 @@
 #pragma once
 // Allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax ("key:value,key:[a:b,c:d]").
-// Every option is listed once, in allocator_config.cpp's table (name, default, meaning).
+// Every key is listed once, in allocator_options()'s table (allocator_config.cpp); the table
+// drives the parser and its error messages, and docs/configuration.md lists the same keys
+// (tests/core/allocator_config_test.cpp compares them).
 
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "memtrail/rules/size_rules.hpp"
 
 namespace memtrail {
 
@@ -17,7 +22,8 @@ class config_error : public std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
-inline constexpr size_t roundup_interval_count = 16;  // 1 MiB .. 64 GiB, one per power of two
+// roundup_power2_divisions holds one setting per interval of the size rules.
+using size_rules::roundup_interval_count;
 
 struct allocator_config {
     // Blocks at least this large are never split ("oversize"); SIZE_MAX = unlimited.
@@ -38,13 +44,31 @@ struct allocator_config {
     // The string this configuration was parsed from ("" for defaults).
     std::string source;
 
-    // Parses a configuration string; throws config_error on unknown keys and bad values.
-    static allocator_config parse(std::string_view text);
-    // Parses MEMTRAIL_ALLOC_CONF (or defaults when unset).
+    // Parses a configuration string; throws config_error on unknown or repeated keys and bad
+    // values. `origin`, when given (an environment variable's name), starts every error.
+    static allocator_config parse(std::string_view text, std::string_view origin = {});
+    // Parses MEMTRAIL_ALLOC_CONF (or defaults when unset); errors name the variable.
     static allocator_config from_environment();
 
     // Divisions for a request of `size` bytes.
     uint64_t divisions_for(uint64_t size) const;
 };
+
+namespace detail {
+class config_reader;
+}
+
+// One row of the table of keys, as mimalloc keeps its options.
+struct allocator_option {
+    std::string_view key;
+    std::string_view default_value;  // as docs/configuration.md shows it
+    std::string_view accepted;       // what the error for a bad value says is accepted
+    // Reads the key's value and stores it in its member of allocator_config.
+    void (*parse)(detail::config_reader& reader, const allocator_option& option,
+                  allocator_config& config);
+};
+
+// Every key allocator_config::parse accepts, in the order docs/configuration.md lists them.
+std::span<const allocator_option> allocator_options();
 
 }  // namespace memtrail

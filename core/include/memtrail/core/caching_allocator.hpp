@@ -15,7 +15,7 @@
 
 #include "memtrail/core/allocator_config.hpp"
 #include "memtrail/core/device.hpp"
-#include "memtrail/core/statistics.hpp"
+#include "memtrail/rules/statistics.hpp"
 
 namespace memtrail {
 
@@ -94,6 +94,13 @@ class out_of_memory_error : public std::runtime_error {
 class usage_error : public std::invalid_argument {
   public:
     using std::invalid_argument::invalid_argument;
+};
+
+// The usage_error of a free or record_stream given an address the allocator does not hold: never
+// handed out, or freed already.
+class unknown_pointer_error : public usage_error {
+  public:
+    using usage_error::usage_error;
 };
 
 // How hard a free-memory callback should try (a host runtime's light or full garbage collection).
@@ -206,6 +213,9 @@ class device_allocator {
     std::unique_ptr<detail::device_allocator_impl> impl_;
 };
 
+// free()'s `expected_device` when the caller does not know it: the owner is looked up.
+inline constexpr int unknown_device = -1;
+
 // One allocator per device, behind one front door (what librecorder and PyTorch talk to).
 class caching_allocator {
   public:
@@ -214,9 +224,11 @@ class caching_allocator {
 
     device_address allocate(uint64_t size, int device, stream_handle stream = 0,
                             context_handle context = 0);
-    // Frees `address`. When `expected_device` is given (>= 0) and the block lives on another
-    // device, throws usage_error naming both devices.
-    void free(device_address address, int expected_device = -1, context_handle context = 0);
+    // Frees `address`. When `expected_device` is given (not unknown_device) and the block lives
+    // on another device, throws usage_error naming both devices; a device that does not exist
+    // (negative ones included) is refused like any other.
+    void free(device_address address, int expected_device = unknown_device,
+              context_handle context = 0);
     void record_stream(device_address address, stream_handle stream);
     void empty_cache();
 

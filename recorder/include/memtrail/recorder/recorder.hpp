@@ -50,7 +50,8 @@ class recorder final : public allocator_observer {
     // an API layer (memtrail_malloc) does not appear in every stack it records.
     device_address allocate(uint64_t size, int device, stream_handle stream = 0,
                             size_t wrapper_frames = 0);
-    void free(device_address address, int expected_device = -1, size_t wrapper_frames = 0);
+    void free(device_address address, int expected_device = unknown_device,
+              size_t wrapper_frames = 0);
     void empty_cache(int device = all_devices, size_t wrapper_frames = 0);
     caching_allocator& allocator() { return allocator_; }
 

@@ -1,11 +1,14 @@
 #pragma once
-// Opens any snapshot file memtrail understands, recognised by its first bytes: a memtrail
-// snapshot ("MEMTRAIL", or a zstd frame around one) or a PyTorch snapshot pickle (pickle
-// protocol 2 or later starts with the PROTO opcode 0x80).
+// The one way to open a snapshot file: any file memtrail understands, recognised by its first
+// bytes rather than its name: a memtrail snapshot ("MEMTRAIL", or a zstd frame around one) or a
+// PyTorch snapshot pickle (pickle protocol 2 or later starts with the PROTO opcode 0x80). Only
+// regular files are read; the CLI, the viewer, replay and the tests all open files through here.
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
+#include <stdexcept>
 
 #include "memtrail/snapshot/model.hpp"
 
@@ -18,7 +21,21 @@ file_kind detect_file_kind(std::span<const uint8_t> bytes);
 /// @throws format_error for unknown or damaged content.
 snapshot load_snapshot(std::span<const uint8_t> bytes);
 
-/// @throws format_error as above; std::system_error when the file cannot be read.
-snapshot load_snapshot(const std::filesystem::path& path);
+/// A file that cannot be opened, is not a regular file, or is not a snapshot; the message starts
+/// with the path ("run.pickle: truncated ...") as the CLI and the viewer print it.
+class load_error : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+struct loaded_snapshot {
+    std::shared_ptr<const memtrail::snapshot::snapshot> snapshot;
+    file_kind kind = file_kind::memtrail;
+};
+
+/// Opens the regular file `path` and reads the snapshot in it, whichever its format.
+/// @throws load_error "PATH: reason" when the file cannot be opened, is not a regular file (a
+///         FIFO or a device is refused without waiting on it), is empty, or is not a snapshot.
+loaded_snapshot load_snapshot(const std::filesystem::path& path);
 
 }  // namespace memtrail::snapshot

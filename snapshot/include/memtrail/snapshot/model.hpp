@@ -65,8 +65,8 @@ struct trace_entry {
                                   // for segments; for oom the rounded request
     uint64_t requested_size = 0;  // the caller's request (alloc/free), else 0
     uint64_t stream = 0;
-    uint32_t thread = 0;   // small per-process thread number
-    int64_t time_ns = 0;   // wall clock, ns since the Unix epoch
+    uint32_t thread = 0;  // small per-process thread number
+    int64_t time_ns = 0;  // wall clock, ns since the Unix epoch
     stack_id stack = no_id;
     string_id user_metadata = no_id;    // per-thread metadata string at the time of the event
     string_id compile_context = no_id;  // PyTorch's compile_context ("N/A" when none)
@@ -96,7 +96,7 @@ struct segment {
     uint64_t active_size = 0;
     uint64_t requested_size = 0;
     uint64_t stream = 0;
-    bool is_large = true;        // PyTorch's segment_type: "large" or "small"
+    bool is_large = true;  // PyTorch's segment_type: "large" or "small"
     bool is_expandable = false;
     uint64_t pool_id_first = 0;  // PyTorch's segment_pool_id (CUDA graph pools)
     uint64_t pool_id_second = 0;
@@ -134,7 +134,7 @@ struct device_properties {
 
 // The allocator's configuration as PyTorch reports it in allocator_settings.
 struct allocator_settings {
-    std::string conf;            // the PYTORCH_CUDA_ALLOC_CONF string, "" when unset
+    std::string conf;             // the PYTORCH_CUDA_ALLOC_CONF string, "" when unset
     int64_t max_split_size = -1;  // bytes; -1 = unlimited
     uint64_t max_non_split_rounding_size = 20ull << 20;
     double garbage_collection_threshold = 0.0;
@@ -159,7 +159,7 @@ struct header {
 };
 
 class snapshot {
-public:
+  public:
     snapshot();
 
     header info;
@@ -188,7 +188,7 @@ public:
 
     bool operator==(const snapshot& other) const;
 
-private:
+  private:
     struct frame_hash {
         size_t operator()(const frame& f) const;
     };

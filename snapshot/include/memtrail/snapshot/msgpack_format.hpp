@@ -39,8 +39,9 @@ void write_snapshot(const snapshot& s, const std::filesystem::path& path,
 /// @throws format_error naming what was expected and the byte offset (in the uncompressed data).
 snapshot read_snapshot(std::span<const uint8_t> bytes);
 
-/// Reads a snapshot file, plain or zstd-compressed.
-/// @throws format_error as above; std::system_error when the file cannot be read.
+/// Reads a snapshot file, plain or zstd-compressed (load_snapshot reads any format).
+/// @throws format_error as above; std::system_error when the file cannot be read; load_error
+///         (load.hpp) when it is not a regular file.
 snapshot read_snapshot(const std::filesystem::path& path);
 
 /// True when `bytes` start like a memtrail snapshot: "MEMTRAIL", or a zstd frame.

@@ -20,8 +20,9 @@ namespace memtrail::snapshot {
 ///         and the byte offset.
 snapshot read_torch_pickle(std::span<const uint8_t> bytes);
 
-/// Reads a PyTorch snapshot pickle file.
-/// @throws format_error as above; std::system_error when the file cannot be read.
+/// Reads a PyTorch snapshot pickle file (load_snapshot reads any format).
+/// @throws format_error as above; std::system_error when the file cannot be read; load_error
+///         (load.hpp) when it is not a regular file.
 snapshot read_torch_pickle(const std::filesystem::path& path);
 
 /// Writes `s` as a protocol 4 pickle with PyTorch's schema, loadable by pickle.load() and

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "memtrail/analysis/device_model.hpp"
+#include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/rank_overview.hpp"
 #include "memtrail/snapshot/model.hpp"
 
@@ -51,7 +52,7 @@ struct document {
     std::vector<device_document> devices;  // ascending by device
     // What the document reports as one rank: the first device with a trace, else the first.
     const device_document& main_device() const;
-    // frame_labels[f] is analysis::frame_label of frame f, lowercased for search.
+    // frame_search_text[f] is analysis::frame_label of frame f, lowercased for search.
     std::vector<std::string> frame_search_text;
 };
 
@@ -65,12 +66,15 @@ inline constexpr const char* load_stage_names[] = {"reading file", "building dev
                                                    "indexing"};
 
 // Reads `path` (a memtrail snapshot, plain or zstd, or a PyTorch pickle) and builds everything
-// the views need.
+// the views need, with the stacks `frames` says (analysis::with_frame_visibility).
 // @throws std::exception with a message for the user when the file cannot be read.
-std::shared_ptr<const document> load_document(const std::string& path, load_progress& progress);
+std::shared_ptr<const document> load_document(
+    const std::string& path, load_progress& progress,
+    analysis::frame_visibility frames = analysis::frame_visibility::user_frames);
 
 // Builds the document of a snapshot already in memory (tests and benchmarks).
-std::shared_ptr<const document> make_document(std::shared_ptr<const snapshot::snapshot> source,
-                                              std::string name, load_progress& progress);
+std::shared_ptr<const document> make_document(
+    std::shared_ptr<const snapshot::snapshot> source, std::string name, load_progress& progress,
+    analysis::frame_visibility frames = analysis::frame_visibility::user_frames);
 
 }  // namespace memtrail::viewer

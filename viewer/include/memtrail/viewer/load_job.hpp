@@ -11,7 +11,7 @@ namespace memtrail::viewer {
 
 class load_job {
   public:
-    explicit load_job(std::string path);
+    load_job(std::string path, analysis::frame_visibility frames);
     // Waits for the thread: reading cannot be interrupted halfway.
     ~load_job();
     load_job(const load_job&) = delete;

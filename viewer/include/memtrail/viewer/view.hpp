@@ -7,10 +7,7 @@
 // A view only builds ImGui draw lists; it never touches GL, so a frame can be built and
 // measured without a window (headless_frame).
 
-#include <chrono>
 #include <cstddef>
-#include <cstdint>
-#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,13 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include <imgui.h>
-
 #include "memtrail/analysis/device_model.hpp"
-#include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/memory_state.hpp"
-#include "memtrail/analysis/oom_report.hpp"
-#include "memtrail/analysis/timeline.hpp"
+#include "memtrail/snapshot/model.hpp"
 #include "memtrail/viewer/document.hpp"
 
 namespace memtrail::viewer {
@@ -38,6 +31,9 @@ bool parse_view_kind(std::string_view name, view_kind& out);
 class view {
   public:
     explicit view(std::shared_ptr<const document> doc);
+    ~view();
+    view(const view&) = delete;
+    view& operator=(const view&) = delete;
 
     const document& doc() const { return *doc_; }
     const std::shared_ptr<const document>& shared_doc() const { return doc_; }
@@ -102,9 +98,6 @@ class view {
     void draw_oom();                   // view_oom.cpp
     void draw_compare();               // view_compare.cpp
     void draw_ranks();                 // view_ranks.cpp
-    // The allocation's life drawn over the trace (view_allocation.cpp).
-    void lifetime_strip(const analysis::allocation_lifetime& life, size_t freed_at,
-                        size_t released_at);
 
     std::shared_ptr<const document> doc_;
     std::shared_ptr<const document> compare_doc_;
@@ -119,190 +112,10 @@ class view {
     char search_[128] = {};
     bool focus_search_ = false;
 
-    // The state at the selected moment, rebuilt when the moment or device changes.
-    struct state_cache {
-        bool valid = false;
-        size_t device_index = 0;
-        size_t position = 0;
-        analysis::memory_state state;
-        analysis::memory_totals totals;
-    } state_;
-
-    // Which stacks match the search text; rebuilt when the text changes.
-    struct search_cache {
-        std::string text;
-        std::vector<int8_t> stack_match;  // -1 unknown, 0 no, 1 yes
-    } search_cache_;
-
-    // [SECTION] timeline state (view_timeline.cpp)
-    struct timeline_state {
-        bool by_time = false;  // x axis: wall clock instead of event index
-        bool include_pending = true;
-        double view_first = 0;  // visible axis range
-        double view_last = 0;
-        bool view_set = false;
-        // Geometry cached for the visible range and plot width.
-        struct band {
-            size_t lifetime = 0;
-            float x0 = 0, x1 = 0;          // plot pixels
-            uint64_t bottom = 0, top = 0;  // bytes
-        };
-        struct column {
-            float x0 = 0, x1 = 0;        // plot pixels
-            size_t first = 0, last = 0;  // positions
-            uint64_t active_min = 0, active_max = 0;
-            uint64_t reserved_min = 0, reserved_max = 0;
-            uint64_t allocated_max = 0;
-        };
-        double cached_first = -1, cached_last = -1;
-        int cached_width = 0;
-        size_t cached_device = 0;
-        bool cached_by_time = false, cached_pending = true;
-        std::vector<column> columns;
-        std::vector<band> bands;
-        uint64_t y_max = 1;
-        // Overview strip, cached for its width.
-        int overview_width = 0;
-        size_t overview_device = 0;
-        bool overview_by_time = false;
-        std::vector<analysis::curve_bucket> overview_reserved, overview_allocated;
-        // The largest allocations of the visible range (indices into lifetimes, in
-        // allocation order). Choosing them looks at every allocation of the trace, so it runs in
-        // the background; until it is done the bands of the previous range are drawn.
-        struct largest_key {
-            size_t device_index = 0;
-            size_t first = 0, last = 0;  // positions
-            bool include_pending = true;
-            bool operator==(const largest_key&) const = default;
-        };
-        std::vector<size_t> largest;
-        std::optional<largest_key> largest_shown;
-        std::optional<largest_key> largest_wanted;
-        std::future<std::vector<size_t>> largest_job;
-        bool selecting_range = false;
-        double range_anchor = 0;
-    } timeline_;
-    void timeline_rebuild(int width);
-
-    // [SECTION] segments state (view_segments.cpp)
-    struct segments_state {
-        bool color_by_stack = false;
-        bool common_scale = false;
-    } segments_;
-
-    // [SECTION] flame state (view_flame.cpp)
-    enum class flame_source { moment, peak, range };
-    struct flame_state {
-        flame_source source = flame_source::moment;
-        bool icicle = false;
-        bool active = false;  // live_measure::active instead of allocated
-        uint32_t zoom = 0;    // node shown full width
-        // The graph for the key below, computed in the background for peak and range.
-        struct key {
-            size_t device_index = 0;
-            flame_source source = flame_source::moment;
-            size_t first = 0, last = 0;
-            bool active = false;
-            bool operator==(const key&) const = default;
-        };
-        std::optional<key> shown_key;
-        analysis::flame_graph graph;
-        uint32_t max_depth = 0;
-        std::string match_text;  // search text node_match was computed for
-        std::vector<int8_t> node_match;
-        std::optional<key> pending_key;
-        std::future<analysis::flame_graph> pending;
-    } flame_;
-
-    // [SECTION] events state (view_events.cpp)
-    struct events_state {
-        bool action_shown[12] = {true, true, true, true, true, true,
-                                 true, true, true, true, true, true};
-        uint64_t min_size = 0;
-        uint64_t max_size = 0;      // 0: no limit
-        int stream = -1;            // index into dev().streams; -1: all
-        bool stack_filter = false;  // keep entries whose stack matches the search
-        // The filtered entry indices, built a slice per frame so no frame stalls.
-        bool filtered = false;  // false: every entry is shown, `rows` unused
-        std::vector<uint32_t> rows;
-        size_t scanned = 0;
-        size_t filter_device = 0;
-        std::string filter_key;  // the filter the rows were built for
-        size_t last_moment = static_cast<size_t>(-1);
-        char jump[24] = {};
-    } events_;
-
-    // [SECTION] allocation state (view_allocation.cpp)
-    // Blocks live at the moment, largest first, to pick an allocation from.
-    struct allocation_list_state {
-        bool valid = false;
-        size_t device_index = 0;
-        size_t position = 0;
-        std::vector<snapshot::block> blocks;
-    } allocation_list_;
-
-    // [SECTION] stats state (view_stats.cpp)
-    struct stats_state {
-        bool valid = false;
-        size_t device_index = 0;
-        size_t position = 0;
-        std::string summary;  // memory_summary() at the moment
-    } stats_;
-
-    // [SECTION] oom state (view_oom.cpp)
-    struct oom_state {
-        size_t selected = 0;  // index into dev().oom_entries
-        // The moment the selection followed last: a new moment selects its latest OOM.
-        size_t followed_moment = static_cast<size_t>(-1);
-        bool valid = false;
-        size_t device_index = 0;
-        size_t shown = 0;  // the selected index the report is for
-        analysis::oom_report report;
-    } oom_;
-
-    // [SECTION] compare state (view_compare.cpp)
-    struct compare_state {
-        bool at_peak = false;  // compare the peaks, else the ends
-        uint32_t zoom = 0;
-        struct key {
-            const document* before = nullptr;
-            const document* after = nullptr;
-            size_t device_index = 0;
-            bool at_peak = false;
-            bool operator==(const key&) const = default;
-        };
-        std::optional<key> shown_key;
-        analysis::flame_diff diff;
-        uint32_t max_depth = 0;
-        analysis::memory_totals before_totals, after_totals;
-        std::optional<key> pending_key;
-        struct result {
-            analysis::flame_diff diff;
-            analysis::memory_totals before_totals, after_totals;
-        };
-        std::future<result> pending;
-    } compare_;
-
-    // [SECTION] ranks state (view_ranks.cpp)
-    struct ranks_state {
-        bool by_time = false;  // x axis: time since each rank's first entry, else event index
-        bool show_reserved = true;
-        // Each rank's curves at the plot's resolution, for the key below.
-        struct key {
-            std::vector<const device_document*> devices;  // in row order
-            int width = 0;
-            bool by_time = false;
-            bool operator==(const key&) const = default;
-        };
-        std::optional<key> cached;
-        struct curves {
-            std::vector<analysis::curve_bucket> allocated, reserved;
-            float width = 0;  // pixels the rank's trace spans
-        };
-        std::vector<curves> per_row;
-        uint64_t y_max = 1;
-    } ranks_;
-    void ranks_rebuild(const std::vector<const device_document*>& devices, int width);
+    // What the features keep between frames (their settings, caches and background jobs), each
+    // feature's part owned by its view_<feature>.cpp; declared in the private view_panels.hpp.
+    struct panels;
+    std::unique_ptr<panels> panels_;
 };
 
 }  // namespace memtrail::viewer

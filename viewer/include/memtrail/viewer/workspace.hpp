@@ -21,6 +21,10 @@ class workspace {
 
     // Starts loading `path` in the background; it gets a tab when loaded.
     void open(const std::string& path);
+    // Which frames the stacks of files opened from now on show (View > PyTorch's own frames).
+    void set_frames(analysis::frame_visibility frames) { frames_ = frames; }
+    // Opens every tab's file again with `frames`, in tab order (the View menu's toggle).
+    void reopen_with(analysis::frame_visibility frames);
     // Adds a tab for a document already loaded; returns its view.
     view& add(std::shared_ptr<const document> doc);
 
@@ -59,6 +63,7 @@ class workspace {
     int next_id_ = 1;
     char path_box_[1024] = {};
     bool quit_requested_ = false;
+    analysis::frame_visibility frames_ = analysis::frame_visibility::user_frames;
 };
 
 }  // namespace memtrail::viewer

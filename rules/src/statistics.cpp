@@ -1,6 +1,6 @@
 // memory_stats() names and the memory_summary() table, laid out exactly as PyTorch prints them.
 
-#include "memtrail/core/statistics.hpp"
+#include "memtrail/rules/statistics.hpp"
 
 #include <cstdio>
 #include <iomanip>

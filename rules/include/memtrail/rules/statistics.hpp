@@ -35,6 +35,17 @@ enum class stat_type : uint8_t { aggregate = 0, small_pool = 1, large_pool = 2 }
 inline constexpr size_t stat_type_count = 3;
 using stat_array = std::array<stat, stat_type_count>;
 
+inline constexpr stat_type pool_stat_type(bool is_small_pool) {
+    return is_small_pool ? stat_type::small_pool : stat_type::large_pool;
+}
+
+// Every change to a pool's counter changes the aggregate the same way: applies f to both.
+template <typename F>
+void for_pool_stats(stat_array& array, stat_type pool, F&& f) {
+    f(array[static_cast<size_t>(stat_type::aggregate)]);
+    f(array[static_cast<size_t>(pool)]);
+}
+
 struct device_stats {
     stat_array allocation;      // blocks handed to callers
     stat_array segment;         // device allocations (cudaMalloc'd segments)

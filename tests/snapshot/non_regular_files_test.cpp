@@ -1,0 +1,111 @@
+// Only regular files are read (issue 13): a FIFO blocked `open` forever, /dev/zero behind a symlink
+// grew memory until std::bad_alloc. Each is refused at once, naming the path and what is accepted.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "memtrail/snapshot/load.hpp"
+#include "memtrail/snapshot/msgpack_format.hpp"
+#include "memtrail/snapshot/torch_pickle.hpp"
+
+namespace ms = memtrail::snapshot;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr unsigned child_seconds = 10;
+
+// Runs `attempt` in a child process stopped after child_seconds, so a reader that blocks or
+// reads forever fails the test instead of hanging it. Returns what the attempt returned, or why
+// it gave nothing.
+std::string in_child(const std::function<std::string()>& attempt) {
+    int channel[2];
+    if (::pipe(channel) != 0) {
+        return "pipe failed";
+    }
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::close(channel[0]);
+        ::alarm(child_seconds);
+        const std::string result = attempt();
+        const ssize_t written = ::write(channel[1], result.data(), result.size());
+        ::_exit(written == static_cast<ssize_t>(result.size()) ? 0 : 1);
+    }
+    ::close(channel[1]);
+    std::string result;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(channel[0], buffer, sizeof buffer)) > 0;) {
+        result.append(buffer, static_cast<size_t>(n));
+    }
+    ::close(channel[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (WIFSIGNALED(status)) {
+        return WTERMSIG(status) == SIGALRM
+                   ? "still running after " + std::to_string(child_seconds) + " s"
+                   : "killed by signal " + std::to_string(WTERMSIG(status));
+    }
+    return result;
+}
+
+std::string load_error_of(const fs::path& path) {
+    try {
+        ms::load_snapshot(path);
+        return "loaded";
+    } catch (const ms::load_error& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        return std::string("other error: ") + e.what();
+    }
+}
+
+fs::path temporary(const std::string& name) {
+    const fs::path path = fs::path(::testing::TempDir()) / (std::to_string(::getpid()) + name);
+    fs::remove(path);
+    return path;
+}
+
+}  // namespace
+
+TEST(NonRegularFiles, AFifoIsRefusedWithoutBlocking) {
+    const fs::path fifo = temporary("snapshot.fifo");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const std::string error = in_child([&] { return load_error_of(fifo); });
+    EXPECT_EQ(error.rfind(fifo.string() + ": is a FIFO", 0), 0u) << error;
+    EXPECT_NE(error.find("not a regular file"), std::string::npos) << error;
+    fs::remove(fifo);
+}
+
+TEST(NonRegularFiles, ADeviceBehindASymlinkIsRefused) {
+    const fs::path link = temporary("zero.pickle");
+    fs::create_symlink("/dev/zero", link);
+    const std::string error = in_child([&] { return load_error_of(link); });
+    EXPECT_EQ(error.rfind(link.string() + ": is a character device", 0), 0u) << error;
+    EXPECT_NE(error.find("regular files"), std::string::npos) << error;
+    // The format readers open files the same way.
+    EXPECT_THROW(ms::read_snapshot(link), ms::load_error);
+    EXPECT_THROW(ms::read_torch_pickle(link), ms::load_error);
+    fs::remove(link);
+}
+
+TEST(NonRegularFiles, ADirectoryIsRefused) {
+    const std::string error = load_error_of(::testing::TempDir());
+    EXPECT_NE(error.find("is a directory, not a regular file"), std::string::npos) << error;
+}
+
+TEST(NonRegularFiles, AnEmptyOrMissingFileNamesThePath) {
+    const fs::path empty = temporary("empty.memtrail");
+    { std::ofstream create(empty); }
+    EXPECT_EQ(load_error_of(empty), empty.string() + ": the file is empty");
+    const fs::path missing = temporary("missing.memtrail");
+    EXPECT_EQ(load_error_of(missing).rfind(missing.string() + ": cannot open: ", 0), 0u);
+    fs::remove(empty);
+}
