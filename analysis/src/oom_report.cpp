@@ -61,6 +61,111 @@ bool all_pending_or_free(const snapshot::segment& seg) {
     return any_pending;
 }
 
+// The fraction the recorder keeps among the settings, when the program set one.
+double recorded_fraction(const snapshot::allocator_settings& settings) {
+    auto it = settings.other.find("per_process_memory_fraction");
+    if (it == settings.other.end()) {
+        return 0.0;
+    }
+    try {
+        return std::stod(it->second);
+    } catch (const std::exception&) {
+        return 0.0;
+    }
+}
+
+// The cause, checked in the order that explains the most: a free that only waits on other
+// streams, the allocator's own cap, memory cached where the request could not use it (private
+// pools, or in pieces: a setting fixes those), memory other users hold, and last this
+// process's own live memory.
+void decide_verdict(oom_report& r, uint64_t releasable_after_sync,
+                    const snapshot::allocator_settings& settings) {
+    const std::string asked = format_bytes(r.requested);
+    const uint64_t reserved = r.totals.reserved;
+    if (r.device_total) {
+        const uint64_t accounted = r.device_free + reserved;
+        r.outside = r.device_total > accounted ? r.device_total - accounted : 0;
+        r.outside_known = true;
+    } else {
+        r.unknowns.push_back(
+            "the device's total memory (a PyTorch snapshot does not record it; give "
+            "--device-memory): memory held outside this allocator cannot be measured");
+    }
+    const double fraction = recorded_fraction(settings);
+    if (fraction > 0.0 && r.device_total) {
+        r.allowed = static_cast<uint64_t>(fraction * static_cast<double>(r.device_total));
+    }
+    const bool pending_blocker =
+        std::any_of(r.blockers.begin(), r.blockers.end(),
+                    [](const oom_blocker& b) { return b.only_pending_frees(); });
+    const bool over_cap = r.allowed && reserved + r.segment_size > r.allowed;
+    const bool device_had_room = r.device_free >= r.segment_size;
+
+    if (pending_blocker ||
+        (r.device_free < r.requested && r.device_free + releasable_after_sync >= r.requested)) {
+        r.verdict = oom_verdict::pending_cross_stream_frees;
+        r.explanation = "The " + asked +
+                        " request would have fit if blocks already freed had not still been in "
+                        "use by other streams (" +
+                        format_bytes(r.totals.pending_free) +
+                        " pending). Synchronize the streams that use them, or call record_stream "
+                        "less.";
+    } else if (over_cap || device_had_room) {
+        r.verdict = oom_verdict::memory_cap;
+        r.cap_inferred = !over_cap;
+        r.explanation =
+            "The device still had " + format_bytes(r.device_free) + " free, enough for the " +
+            format_bytes(r.segment_size) + " segment this request needed, but the allocator " +
+            (over_cap ? "was capped at " + format_bytes(r.allowed) +
+                            " (the per-process memory "
+                            "fraction) and held " +
+                            format_bytes(reserved)
+                      : "refused on a limit of its own (most likely "
+                        "torch.cuda.set_per_process_memory_fraction; the snapshot does not "
+                        "record it) while holding " +
+                            format_bytes(reserved)) +
+            ". Raise or remove the cap, or reduce what is live.";
+    } else if (r.private_pool_free >= r.requested && r.usable_free < r.requested) {
+        r.verdict = oom_verdict::private_pools;
+        r.explanation = format_bytes(r.private_pool_free) +
+                        " was cached free in private pools (CUDA graphs, torch.cuda.MemPool), "
+                        "which serve only allocations made to them, and would have covered the " +
+                        asked +
+                        " request. Release graphs or pools no longer needed, or share "
+                        "one pool between graphs.";
+    } else if (r.usable_free >= r.requested) {
+        r.verdict = oom_verdict::fragmentation;
+        r.explanation = format_bytes(r.usable_free) +
+                        " was cached free in this pool and stream, enough for " + asked +
+                        " had it been in one piece, but it was cut into " +
+                        std::to_string(r.totals.free_blocks) + " free blocks, the largest " +
+                        format_bytes(r.totals.largest_free) +
+                        ", inside segments still in use (the device had " +
+                        format_bytes(r.device_free) + " free).";
+    } else if (r.outside_known && r.outside + r.device_free >= r.segment_size &&
+               r.outside >= reserved) {
+        r.verdict = oom_verdict::outside_allocator;
+        r.explanation =
+            format_bytes(r.outside) + " of the device's " + format_bytes(r.device_total) +
+            " were held outside this allocator (other processes, NCCL, cuBLAS workspaces, the "
+            "CUDA context) against " +
+            format_bytes(reserved) + " reserved by it; the device had " +
+            format_bytes(r.device_free) + " free for a " + format_bytes(r.segment_size) +
+            " segment. Find who holds that memory (nvidia-smi), or run with less beside it.";
+    } else {
+        r.verdict = oom_verdict::capacity;
+        r.explanation =
+            "Live allocations of this process hold " + format_bytes(r.totals.allocated) + " of " +
+            format_bytes(reserved) + " reserved; the device had " + format_bytes(r.device_free) +
+            " free and the cache " + format_bytes(r.totals.free) +
+            (r.outside_known
+                 ? ", and " + format_bytes(r.outside) + " was held outside this allocator"
+                 : "") +
+            ": the memory is really in use. Reduce what is live at this point (batch "
+            "size, activations, cached tensors).";
+    }
+}
+
 }  // namespace
 
 bool oom_blocker::only_pending_frees() const {
@@ -77,6 +182,30 @@ std::string_view verdict_name(oom_verdict verdict) {
             return "pending cross-stream frees";
         case oom_verdict::capacity:
             return "capacity";
+        case oom_verdict::memory_cap:
+            return "memory cap";
+        case oom_verdict::outside_allocator:
+            return "outside this allocator";
+        case oom_verdict::private_pools:
+            return "private pools";
+    }
+    return "unknown";
+}
+
+std::string_view verdict_key(oom_verdict verdict) {
+    switch (verdict) {
+        case oom_verdict::fragmentation:
+            return "fragmentation";
+        case oom_verdict::pending_cross_stream_frees:
+            return "pending_cross_stream_frees";
+        case oom_verdict::capacity:
+            return "capacity";
+        case oom_verdict::memory_cap:
+            return "memory_cap";
+        case oom_verdict::outside_allocator:
+            return "outside_allocator";
+        case oom_verdict::private_pools:
+            return "private_pools";
     }
     return "unknown";
 }
@@ -91,7 +220,8 @@ std::vector<size_t> oom_entries(const device_model& model) {
     return out;
 }
 
-oom_report analyze_oom(const device_model& model, size_t entry, size_t max_blockers) {
+oom_report analyze_oom(const device_model& model, size_t entry, const oom_options& options) {
+    const size_t max_blockers = options.max_blockers;
     if (entry >= model.event_count() || model.entry(entry).kind != snapshot::action::oom) {
         throw std::invalid_argument("trace entry " + std::to_string(entry) +
                                     " is not an oom entry");
@@ -113,9 +243,20 @@ oom_report analyze_oom(const device_model& model, size_t entry, size_t max_block
             report.device_total = properties.total_memory;
         }
     }
+    if (options.device_total) {
+        report.device_total = options.device_total;
+    }
+    report.segment_size = size_rules::segment_size_for(report.requested);
     report.totals = totals_of(state);
     report.fragmentation = report.totals.fragmentation();
 
+    // Private pools are known by the final snapshot's segments that were already there.
+    std::map<uint64_t, bool> private_segment;
+    for (const auto& seg : model.source().segments) {
+        if (seg.device == model.device()) {
+            private_segment[seg.address] = seg.pool_id_first != 0 || seg.pool_id_second != 0;
+        }
+    }
     std::map<std::pair<bool, uint64_t>, free_space> pools;
     uint64_t releasable_after_sync = 0;  // segments holding only pending and free blocks
     std::map<snapshot::stack_id, oom_holder> holders;
@@ -134,6 +275,18 @@ oom_report analyze_oom(const device_model& model, size_t entry, size_t max_block
         }
         if (all_pending_or_free(seg)) {
             releasable_after_sync += seg.total_size;
+        }
+        const auto known = private_segment.find(seg.address);
+        const bool in_private_pool = known != private_segment.end() && known->second;
+        for (const auto& blk : seg.blocks) {
+            if (blk.state != block_state::inactive) {
+                continue;
+            }
+            if (in_private_pool) {
+                report.private_pool_free += blk.size;
+            } else if (seg.is_large == report.is_large && seg.stream == report.stream) {
+                report.usable_free += blk.size;
+            }
         }
         for (const auto& blk : seg.blocks) {
             if (blk.state == block_state::active_allocated) {
@@ -170,37 +323,7 @@ oom_report analyze_oom(const device_model& model, size_t entry, size_t max_block
         report.holders.resize(max_blockers);
     }
 
-    const bool pending_blocker =
-        std::any_of(report.blockers.begin(), report.blockers.end(),
-                    [](const oom_blocker& b) { return b.only_pending_frees(); });
-    const std::string asked = format_bytes(report.requested);
-    if (pending_blocker || (report.device_free < report.requested &&
-                            report.device_free + releasable_after_sync >= report.requested)) {
-        report.verdict = oom_verdict::pending_cross_stream_frees;
-        report.explanation =
-            "The " + asked +
-            " request would have fit if blocks already freed had not still "
-            "been in use by other streams (" +
-            format_bytes(report.totals.pending_free) +
-            " pending). Synchronize the streams that use them, or call record_stream less.";
-    } else if (report.device_free + report.totals.free >= report.requested) {
-        report.verdict = oom_verdict::fragmentation;
-        report.explanation =
-            "Enough memory was free (" + format_bytes(report.device_free) + " on the device, " +
-            format_bytes(report.totals.free) + " cached in segments) but no free range of " +
-            asked + " existed in this pool and stream: the cached memory is cut into pieces (" +
-            std::to_string(report.totals.free_blocks) + " free blocks, the largest " +
-            format_bytes(report.totals.largest_free) +
-            "). expandable_segments:True or max_split_size_mb can help.";
-    } else {
-        report.verdict = oom_verdict::capacity;
-        report.explanation = "Live allocations hold " + format_bytes(report.totals.allocated) +
-                             " of " + format_bytes(report.totals.reserved) +
-                             " reserved, the device had " + format_bytes(report.device_free) +
-                             " free and the segments " + format_bytes(report.totals.free) +
-                             ": the memory is really in use. Reduce what is "
-                             "live at this point (batch size, activations, cached tensors).";
-    }
+    decide_verdict(report, releasable_after_sync, model.source().settings);
     return report;
 }
 

@@ -37,6 +37,8 @@ snapshot::segment to_snapshot_segment(const segment_info& info, int device) {
     seg.stream = info.stream;
     seg.is_large = info.is_large;
     seg.is_expandable = info.is_expandable;
+    seg.pool_id_first = info.pool.first;
+    seg.pool_id_second = info.pool.second;
     seg.blocks.reserve(info.blocks.size());
     for (const block_info& b : info.blocks) {
         snapshot::block& blk = seg.blocks.emplace_back();

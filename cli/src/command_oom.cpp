@@ -6,6 +6,7 @@
 #include "common.hpp"
 #include "memtrail/analysis/oom_report.hpp"
 #include "memtrail/analysis/size_text.hpp"
+#include "memtrail/replay/oom_remedies.hpp"
 #include "report_json.hpp"
 #include "text_table.hpp"
 
@@ -80,6 +81,42 @@ void print_report(const analysis::oom_report& r, const snapshot::snapshot& sourc
     }
     std::cout << "\n  verdict: " << analysis::verdict_name(r.verdict) << "\n  "
               << wrap_text(r.explanation, 88, "  ");
+    for (const auto& unknown : r.unknowns) {
+        std::cout << "  unknown: " << wrap_text(unknown, 86, "    ");
+    }
+}
+
+void print_remedies(const replay::oom_remedies& found) {
+    if (!found.baseline_reproduces) {
+        std::cout << "  remedies: not checked: replaying the trace under its own settings did not "
+                     "fail at this entry, so a what-if replay proves nothing here\n";
+        return;
+    }
+    std::cout << "  remedies, each checked by replaying the trace under it:\n";
+    bool any = false;
+    for (const auto& remedy : found.remedies) {
+        any = any || remedy.avoids;
+        std::cout << "    with " << remedy.description << " this OOM "
+                  << (remedy.avoids ? "does not happen" : "still happens") << " (peak reserved "
+                  << format_bytes(remedy.peak_reserved) << ")\n";
+    }
+    if (!any) {
+        std::cout << "    no allocator setting avoids it: reduce the memory in use\n";
+    }
+}
+
+void write_remedies(json_writer& json, const replay::oom_remedies& found) {
+    json.key("remedies").begin_object().field("checked", found.baseline_reproduces);
+    json.key("tried").begin_array();
+    for (const auto& remedy : found.remedies) {
+        json.begin_object()
+            .field("setting", remedy.description)
+            .field("avoids", found.baseline_reproduces && remedy.avoids)
+            .field("peak_reserved", remedy.peak_reserved)
+            .field("peak_allocated", remedy.peak_allocated)
+            .end_object();
+    }
+    json.end_array().end_object();
 }
 
 void write_report(json_writer& json, const analysis::oom_report& r,
@@ -137,34 +174,60 @@ void write_report(json_writer& json, const analysis::oom_report& r,
         json.end_array().end_object();
     }
     json.end_array()
-        .field("verdict", analysis::verdict_name(r.verdict))
+        .field("segment_size", r.segment_size)
+        .field("private_pool_free", r.private_pool_free)
+        .field("usable_free", r.usable_free);
+    if (r.outside_known) {
+        json.field("outside", r.outside);
+    }
+    if (r.allowed) {
+        json.field("allowed", r.allowed);
+    }
+    json.field("verdict", analysis::verdict_key(r.verdict))
+        .field("verdict_text", analysis::verdict_name(r.verdict))
         .field("explanation", r.explanation)
-        .end_object();
+        .key("unknown")
+        .begin_array();
+    for (const auto& unknown : r.unknowns) {
+        json.value(unknown);
+    }
+    json.end_array();
 }
 
 }  // namespace
 
 command_spec oom_spec() {
     return {"oom",
-            "FILE [--entry N] [--blockers N] [--depth D] [--device N] [--all-frames] [--json]",
+            "FILE [--entry N] [--blockers N] [--depth D] [--device N] [--device-memory BYTES] "
+            "[--no-remedies] [--all-frames] [--json]",
             "For each out-of-memory entry in the trace: what was asked and from where, what the "
             "device and the cache had, the largest free block per pool and stream, the live "
-            "blocks that pinned partly free segments, and a verdict: fragmentation, pending "
-            "cross-stream frees, or capacity.",
-            "Exits 0 also when the trace has no OOM (it says so).\n",
+            "blocks that pinned partly free segments, a verdict (capacity, memory cap, outside "
+            "this allocator, fragmentation, pending cross-stream frees, private pools) and the "
+            "remedies that avoid it, each checked by replaying the trace under it.",
+            "Exits 0 also when the trace has no OOM (it says so). A PyTorch pickle does not "
+            "record the device's total memory: give --device-memory to measure what was held "
+            "outside this allocator.\n",
             1,
             1,
             {device_option(),
              all_frames_option(),
              {"--entry", "", "N", "only the oom entry with this trace index", false},
              {"--blockers", "", "N", "blockers and largest holders to list (default 5)", false},
-             {"--depth", "", "D", "frames to print per stack (default 8)", false}}};
+             {"--depth", "", "D", "frames to print per stack (default 8)", false},
+             {"--device-memory", "", "BYTES",
+              "the device's total memory, when the snapshot does not record it", false},
+             {"--no-remedies", "", "", "skip the what-if replays that check remedies", false}}};
 }
 
 int run_oom(const parsed_arguments& args) {
     const opened_file file = open_file(args.positional[0], args, frames_shown(args));
-    const size_t max_blockers =
+    analysis::oom_options options;
+    options.max_blockers =
         args.value("--blockers") ? parse_count_option("--blockers", *args.value("--blockers")) : 5;
+    if (const auto total = args.value("--device-memory")) {
+        options.device_total = parse_size_option("--device-memory", *total);
+    }
     const size_t depth =
         args.value("--depth") ? parse_count_option("--depth", *args.value("--depth")) : 8;
     std::vector<size_t> entries = analysis::oom_entries(file.model);
@@ -176,12 +239,29 @@ int run_oom(const parsed_arguments& args) {
         entries = {entry};
     }
     const snapshot::snapshot& source = file.model.source();
+    auto remedies_for = [&](const analysis::oom_report& r) {
+        replay::oom_remedy_options remedy;
+        remedy.device = file.model.device();
+        remedy.device_memory = r.device_total;
+        if (r.verdict == analysis::oom_verdict::memory_cap) {
+            // Refuse what the original refused: the cap lies between what was reserved and
+            // what the request would have added.
+            remedy.inferred_cap_bytes = r.allowed ? r.allowed : r.totals.reserved;
+        }
+        return replay::try_oom_remedies(source, r.entry, remedy);
+    };
+    const bool remedies = !args.has("--no-remedies");
     if (args.json) {
         json_writer json(std::cout);
         json.begin_object().field("path", file.path).field("device", file.model.device());
         json.key("ooms").begin_array();
         for (const size_t entry : entries) {
-            write_report(json, analysis::analyze_oom(file.model, entry, max_blockers), source);
+            const analysis::oom_report r = analysis::analyze_oom(file.model, entry, options);
+            write_report(json, r, source);
+            if (remedies) {
+                write_remedies(json, remedies_for(r));
+            }
+            json.end_object();
         }
         json.end_array().end_object();
         return exit_ok;
@@ -194,7 +274,11 @@ int run_oom(const parsed_arguments& args) {
     std::cout << file.path << ", device " << file.model.device() << ": " << entries.size()
               << (entries.size() == 1 ? " OOM" : " OOMs") << "\n\n";
     for (const size_t entry : entries) {
-        print_report(analysis::analyze_oom(file.model, entry, max_blockers), source, depth);
+        const analysis::oom_report r = analysis::analyze_oom(file.model, entry, options);
+        print_report(r, source, depth);
+        if (remedies) {
+            print_remedies(remedies_for(r));
+        }
         std::cout << "\n";
     }
     return exit_ok;

@@ -11,13 +11,16 @@ namespace memtrail::detail {
 block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
                                      context_handle context) {
     std::unique_lock<reentrant_mutex> lock(mutex);
-    if (!stream_events_.empty()) {
+    // Event queries are illegal while a CUDA graph captures: cross-stream frees wait until no
+    // pool is being allocated to.
+    if (captures_underway_.empty() &&
+        (!stream_events_.empty() || !deferred_until_no_capture_.empty())) {
         process_events_locked(context);
     }
     alloc_params p;
     p.search_key.stream = stream;
     p.search_key.size = round_size(orig_size, config);
-    p.pool = &get_pool(p.search_key.size);
+    p.pool = &get_pool(p.search_key.size, stream);
     p.alloc_size = size_rules::segment_size_for(p.search_key.size);
 
     bool found = get_free_block(p) || (trigger_free_memory_callbacks() && get_free_block(p));
@@ -25,10 +28,15 @@ block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
         if (set_fraction_ && config.garbage_collection_threshold > 0.0) [[unlikely]] {
             garbage_collect_cached_blocks(context);
         }
+        // During a capture the cache is not flushed: that would synchronize the device.
         found =
             alloc_block(p, false, context, lock) ||
             (release_available_cached_blocks(p, context) && alloc_block(p, false, context, lock)) ||
-            (release_cached_blocks(context) && alloc_block(p, true, context, lock));
+            (captures_underway_.empty() && release_cached_blocks(context, pool_id{}) &&
+             alloc_block(p, true, context, lock));
+    }
+    if (!found && p.out_of_memory && !use_on_oom_pools_.empty()) [[unlikely]] {
+        found = try_use_on_oom_pools(p);
     }
     if (!found) {
         raise_out_of_memory(p, context, lock);
@@ -117,6 +125,9 @@ bool device_allocator_impl::alloc_block(alloc_params& p, bool is_retry, context_
     if (config.expandable_segments) {
         p.found = try_allocate_expandable_block(p.stream(), *p.pool, p.size(), context);
         p.out_of_memory = p.found == nullptr;
+        if (p.found && p.pool->owner) {
+            p.pool->owner->device_malloc_count++;
+        }
         return p.found != nullptr;
     }
     device_address ptr = 0;
@@ -137,6 +148,9 @@ bool device_allocator_impl::alloc_block(alloc_params& p, bool is_retry, context_
         p.out_of_memory = true;
         return false;
     }
+    if (p.pool->owner) {
+        p.pool->owner->device_malloc_count++;
+    }
     total_allocated_memory_ += size;
     p.found = arena_.make(p.stream(), size, p.pool, ptr);
     for_pool_stats(stats_.segment, *p.pool, [](stat& s) { s.increase(1); });
@@ -145,7 +159,7 @@ bool device_allocator_impl::alloc_block(alloc_params& p, bool is_retry, context_
         stats_.oversize_segments.increase(1);
     }
     stats_.num_device_alloc++;
-    record(allocator_action::segment_alloc, ptr, size, size, p.stream(), context);
+    record(allocator_action::segment_alloc, ptr, size, size, p.stream(), context, p.pool);
     p.found->context_when_segment_allocated = context;
     return true;
 }
@@ -192,7 +206,7 @@ block* device_allocator_impl::alloc_found_block(alloc_params& p, uint64_t orig_s
     b->allocated = true;
     b->requested_size = orig_size;
     b->context_when_allocated = context;
-    record(allocator_action::alloc, b->ptr, orig_size, b->size, b->stream, context);
+    record(allocator_action::alloc, b->ptr, orig_size, b->size, b->stream, context, &pool);
     add_active(b);
 
     const uint64_t block_size = b->size;
@@ -207,12 +221,40 @@ block* device_allocator_impl::alloc_found_block(alloc_params& p, uint64_t orig_s
     return b;
 }
 
+// The last resort before an OOM: a free block of a pool marked use_on_oom, searched as if the
+// allocation were made to that pool (only for allocations not already made to a pool).
+bool device_allocator_impl::try_use_on_oom_pools(alloc_params& p) {
+    if (p.pool->owner) {
+        return false;
+    }
+    for (const pool_id& id : use_on_oom_pools_) {
+        private_pool* pool = find_pool(id);
+        if (!pool) {
+            continue;
+        }
+        alloc_params in_pool = p;
+        in_pool.pool =
+            size_rules::is_small_request(p.size()) ? &pool->small_blocks : &pool->large_blocks;
+        in_pool.found = nullptr;
+        if (get_free_block(in_pool)) {
+            in_pool.out_of_memory = false;
+            p = in_pool;
+            return true;
+        }
+    }
+    return false;
+}
+
 void device_allocator_impl::raise_out_of_memory(alloc_params& p, context_handle context,
                                                 std::unique_lock<reentrant_mutex>& lock) {
     const memory_info info = dev.get_memory_info();
-    record(allocator_action::oom, info.free, p.size(), p.size(), p.stream(), context);
+    record(allocator_action::oom, info.free, p.size(), p.size(), p.stream(), context, p.pool);
     stats_.num_ooms += 1;
-    const int64_t allocated_bytes = stats_.allocated_bytes[0].current;
+    // PyTorch counts the free cached blocks of private pools as allocated (they cannot serve
+    // this request) and says so.
+    const uint64_t in_private_pools = free_bytes_in_private_pools();
+    const int64_t allocated_bytes =
+        stats_.allocated_bytes[0].current + static_cast<int64_t>(in_private_pools);
     const int64_t reserved = stats_.reserved_bytes[0].current;
     const auto observers = oom_observers;
     const uint64_t allowed = allowed_memory_maximum_;
@@ -231,8 +273,12 @@ void device_allocator_impl::raise_out_of_memory(alloc_params& p, context_handle 
         message << format_size(allowed) << " allowed; ";
     }
     message << "Of the allocated memory " << format_size(static_cast<uint64_t>(allocated_bytes))
-            << " is allocated by memtrail, and "
-            << format_size(static_cast<uint64_t>(reserved - allocated_bytes))
+            << " is allocated by memtrail, ";
+    if (in_private_pools > 0) {
+        message << "with " << format_size(in_private_pools)
+                << " allocated in private pools (e.g., CUDA Graphs), ";
+    }
+    message << "and " << format_size(static_cast<uint64_t>(reserved - allocated_bytes))
             << " is reserved by memtrail but unallocated. If reserved but unallocated memory is "
                "large try setting MEMTRAIL_ALLOC_CONF=expandable_segments:True to avoid "
                "fragmentation.";

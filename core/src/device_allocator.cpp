@@ -72,7 +72,36 @@ void device_allocator::record_stream(device_address address, stream_handle strea
 }
 
 void device_allocator::empty_cache(context_handle context) {
-    impl_->empty_cache(context);
+    impl_->empty_cache(context, pool_id{});
+}
+
+void device_allocator::empty_cache(pool_id pool, context_handle context) {
+    impl_->empty_cache(context, pool);
+}
+
+void device_allocator::create_pool(pool_id pool, pool_options options) {
+    impl_->create_pool(pool, options);
+}
+
+void device_allocator::begin_allocate_to_pool(pool_id pool, stream_filter filter) {
+    if (!filter) {
+        throw usage_error(
+            "memtrail: begin_allocate_to_pool needs a filter (which allocations go "
+            "to the pool)");
+    }
+    impl_->begin_allocate_to_pool(pool, std::move(filter));
+}
+
+void device_allocator::end_allocate_to_pool(pool_id pool) {
+    impl_->end_allocate_to_pool(pool);
+}
+
+void device_allocator::release_pool(pool_id pool) {
+    impl_->release_pool(pool);
+}
+
+int device_allocator::pool_use_count(pool_id pool) const {
+    return impl_->pool_use_count(pool);
 }
 
 void device_allocator::set_memory_fraction(double fraction) {
@@ -90,6 +119,10 @@ void device_allocator::process_events(context_handle context) {
 
 bool device_allocator::would_release_memory(uint64_t size, stream_handle stream) const {
     return impl_->would_release_memory(size, stream);
+}
+
+bool device_allocator::has_cached_block(uint64_t size, stream_handle stream, pool_id pool) const {
+    return impl_->has_cached_block(size, stream, pool);
 }
 
 device_stats device_allocator::stats() const {

@@ -74,7 +74,7 @@ bool device_allocator_impl::map_block(block* to_map, uint64_t size, context_hand
     for_pool_stats(stats_.reserved_bytes, pool, [bytes](stat& s) { s.increase(bytes); });
     stats_.num_device_alloc++;
     record(allocator_action::segment_map, mapped.ptr, mapped.size, mapped.size, to_map->stream,
-           context);
+           context, &pool);
     if (!to_map->prev && !to_map->context_when_segment_allocated) {
         to_map->context_when_segment_allocated = context;
     }
@@ -133,9 +133,14 @@ void device_allocator_impl::unmap_block(block* b, context_handle context) {
     total_allocated_memory_ -= unmapped.size;
     const uint64_t bytes = unmapped.size;
     for_pool_stats(stats_.reserved_bytes, pool, [bytes](stat& s) { s.decrease(bytes); });
+    // PyTorch counts a private pool's device allocations up per expandable allocation and down
+    // per unmapped range.
+    if (pool.owner && pool.owner->device_malloc_count > 0) {
+        pool.owner->device_malloc_count--;
+    }
     stats_.num_device_free++;
     record(allocator_action::segment_unmap, unmapped.ptr, unmapped.size, unmapped.size, b->stream,
-           context ? context : b->context_when_segment_allocated);
+           context ? context : b->context_when_segment_allocated, &pool);
 }
 
 void device_allocator_impl::release_expandable_segment(block* b) {

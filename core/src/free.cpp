@@ -14,12 +14,17 @@ void device_allocator_impl::free(block* b, context_handle context) {
     for_pool_stats(stats_.allocated_bytes, *b->pool,
                    [block_size](stat& s) { s.decrease(block_size); });
     record(allocator_action::free_requested, b->ptr, b->requested_size, b->size, b->stream,
-           context ? context : b->context_when_allocated);
+           context ? context : b->context_when_allocated, b->pool);
     if (is_oversize(block_size)) {
         stats_.oversize_allocations.decrease(1);
     }
     if (!b->stream_uses.empty()) {
-        insert_events(b);
+        if (!captures_underway_.empty()) [[unlikely]] {
+            // Recording an event to query later is illegal during a capture.
+            deferred_until_no_capture_.push_back(b);
+        } else {
+            insert_events(b);
+        }
     } else {
         free_block(b, context);
     }
@@ -31,11 +36,14 @@ void device_allocator_impl::record_stream(block* b, stream_handle stream) {
         return;  // uses on the allocation stream need no synchronization
     }
     b->add_stream_use(stream);
+    if (!captures_underway_.empty()) [[unlikely]] {
+        capture_stream_uses_[b].push_back(stream);
+    }
 }
 
 void device_allocator_impl::free_block(block* b, context_handle context) {
     record(allocator_action::free_completed, b->ptr, b->requested_size, b->size, b->stream,
-           context ? context : b->context_when_allocated);
+           context ? context : b->context_when_allocated, b->pool);
     b->context_when_allocated = 0;
     const uint64_t original_size = b->size;
     const uint64_t requested = b->requested_size;
@@ -126,7 +134,28 @@ void device_allocator_impl::insert_events(block* b) {
     }
 }
 
+void device_allocator_impl::insert_events_deferred_until_no_capture(context_handle context) {
+    std::vector<block*> deferred;
+    deferred.swap(deferred_until_no_capture_);
+    for (block* b : deferred) {
+        // Uses recorded during the capture belong to the graph, which orders them itself.
+        auto uses = capture_stream_uses_.find(b);
+        if (uses != capture_stream_uses_.end()) {
+            std::erase_if(b->stream_uses, [&](stream_handle s) {
+                return std::find(uses->second.begin(), uses->second.end(), s) != uses->second.end();
+            });
+            capture_stream_uses_.erase(uses);
+        }
+        if (b->stream_uses.empty()) {
+            free_block(b, context);
+        } else {
+            insert_events(b);
+        }
+    }
+}
+
 void device_allocator_impl::process_events_locked(context_handle context) {
+    insert_events_deferred_until_no_capture(context);
     // Per stream, so one busy stream does not hold back the others.
     for (auto it = stream_events_.begin(); it != stream_events_.end();) {
         auto& queue = it->second;
@@ -145,18 +174,27 @@ void device_allocator_impl::process_events_locked(context_handle context) {
     }
 }
 
-void device_allocator_impl::synchronize_and_free_events(context_handle context) {
+void device_allocator_impl::synchronize_and_free_events(context_handle context,
+                                                        const private_pool* only) {
     stats_.num_sync_all_streams++;
-    for (auto& [stream, queue] : stream_events_) {
-        for (auto [event, b] : queue) {
+    insert_events_deferred_until_no_capture(context);
+    for (auto it = stream_events_.begin(); it != stream_events_.end();) {
+        auto& queue = it->second;
+        for (auto e = queue.begin(); e != queue.end();) {
+            auto [event, b] = *e;
+            if (only && b->pool->owner != only) {
+                ++e;
+                continue;
+            }
             dev.synchronize_event(event);
             event_pool_.push_back(event);
             if (--b->event_count == 0) {
                 free_block(b, context);
             }
+            e = queue.erase(e);
         }
+        it = queue.empty() ? stream_events_.erase(it) : std::next(it);
     }
-    stream_events_.clear();
 }
 
 void device_allocator_impl::add_active(block* b) {

@@ -54,10 +54,10 @@ device_allocator_impl::device_allocator_impl(device& d, allocator_config c)
 device_allocator_impl::~device_allocator_impl() {
     // Blocks are owned by the pools, the active list and the event queues; free each once.
     std::unordered_set<block*> all;
-    for (block_pool* pool : {&small_blocks_, &large_blocks_}) {
-        all.insert(pool->blocks.begin(), pool->blocks.end());
-        all.insert(pool->unmapped.begin(), pool->unmapped.end());
-    }
+    for_each_block_pool([&](const block_pool& pool) {
+        all.insert(pool.blocks.begin(), pool.blocks.end());
+        all.insert(pool.unmapped.begin(), pool.unmapped.end());
+    });
     for (block* b = active_head_; b; b = b->active_next) {
         all.insert(b);
     }
@@ -80,7 +80,7 @@ bool device_allocator_impl::would_release_memory(uint64_t orig_size, stream_hand
     alloc_params p;
     p.search_key.stream = stream;
     p.search_key.size = round_size(orig_size, config);
-    p.pool = &get_pool(p.search_key.size);
+    p.pool = &get_pool(p.search_key.size, stream);
     p.alloc_size = size_rules::segment_size_for(p.search_key.size);
     // Look for a cached block exactly as malloc would, then put everything back as it was.
     const int64_t clock = p.pool->get_free_blocks_call_count;
@@ -108,6 +108,31 @@ bool device_allocator_impl::would_release_memory(uint64_t orig_size, stream_hand
     const uint64_t needed =
         config.expandable_segments ? (p.size() + page - 1) / page * page : p.alloc_size;
     return dev.get_memory_info().free < needed;
+}
+
+bool device_allocator_impl::has_cached_block(uint64_t orig_size, stream_handle stream,
+                                             pool_id pool) {
+    std::lock_guard<reentrant_mutex> lock(mutex);
+    alloc_params p;
+    p.search_key.stream = stream;
+    p.search_key.size = round_size(orig_size, config);
+    if (pool.is_default()) {
+        p.pool = size_rules::is_small_request(p.size()) ? &small_blocks_ : &large_blocks_;
+    } else {
+        private_pool* owner = find_pool(pool);
+        if (!owner) {
+            return false;
+        }
+        p.pool =
+            size_rules::is_small_request(p.size()) ? &owner->small_blocks : &owner->large_blocks;
+    }
+    const int64_t clock = p.pool->get_free_blocks_call_count;
+    const bool cached = get_free_block(p);
+    p.pool->get_free_blocks_call_count = clock;
+    if (cached) {
+        p.pool->reinsert(p.found);
+    }
+    return cached;
 }
 
 device_stats device_allocator_impl::get_stats() const {
@@ -152,9 +177,9 @@ void device_allocator_impl::reset_accumulated_stats() {
 std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) const {
     std::lock_guard<reentrant_mutex> lock(mutex);
     std::vector<const block*> all;
-    for (const block_pool* pool : {&small_blocks_, &large_blocks_}) {
-        all.insert(all.end(), pool->blocks.begin(), pool->blocks.end());
-    }
+    for_each_block_pool([&](const block_pool& pool) {
+        all.insert(all.end(), pool.blocks.begin(), pool.blocks.end());
+    });
     for (const block* b = active_head_; b; b = b->active_next) {
         all.push_back(b);
     }
@@ -171,6 +196,7 @@ std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) con
         segment.stream = head->stream;
         segment.is_large = !head->pool->is_small;
         segment.is_expandable = head->expandable != nullptr;
+        segment.pool = owner_id(*head->pool);
         segment.context = head->context_when_segment_allocated;
         for (const block* b = head; b && b->mapped; b = b->next) {
             block_info& info = segment.blocks.emplace_back();
@@ -205,20 +231,20 @@ std::string device_allocator_impl::check_consistency() const {
     std::ostringstream problems;
     // Every block, found from the pools and the active list, then grouped into segments.
     std::unordered_set<const block*> all;
-    for (const block_pool* pool : {&small_blocks_, &large_blocks_}) {
-        for (const block* b : pool->blocks) {
+    for_each_block_pool([&](const block_pool& pool) {
+        for (const block* b : pool.blocks) {
             if (b->allocated || !b->mapped) {
                 problems << "pool holds an allocated or unmapped block at " << b->ptr << "\n";
             }
             all.insert(b);
         }
-        for (const block* b : pool->unmapped) {
+        for (const block* b : pool.unmapped) {
             if (b->mapped || b->allocated) {
                 problems << "unmapped set holds a mapped block at " << b->ptr << "\n";
             }
             all.insert(b);
         }
-    }
+    });
     size_t active_seen = 0;
     for (const block* b = active_head_; b; b = b->active_next) {
         ++active_seen;

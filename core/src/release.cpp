@@ -6,9 +6,9 @@
 
 namespace memtrail::detail {
 
-void device_allocator_impl::empty_cache(context_handle context) {
+void device_allocator_impl::empty_cache(context_handle context, pool_id pool) {
     std::lock_guard<reentrant_mutex> lock(mutex);
-    release_cached_blocks(context);
+    release_cached_blocks(context, pool);
 }
 
 void device_allocator_impl::set_memory_fraction(double fraction) {
@@ -54,11 +54,34 @@ bool device_allocator_impl::release_available_cached_blocks(const alloc_params& 
     return true;
 }
 
-bool device_allocator_impl::release_cached_blocks(context_handle context) {
-    // Blocks still waiting on other streams' events cannot be released until those finish.
-    synchronize_and_free_events(context);
-    release_blocks(large_blocks_, context);
-    release_blocks(small_blocks_, context);
+bool device_allocator_impl::release_cached_blocks(context_handle context, pool_id pool) {
+    if (pool.is_default() && captures_underway_.empty()) {
+        // Blocks still waiting on other streams' events cannot be released until those finish.
+        synchronize_and_free_events(context);
+        release_blocks(large_blocks_, context);
+        release_blocks(small_blocks_, context);
+    }
+    // Released private pools give back their cached blocks too (all of them for the default
+    // pool's flush, the one named otherwise) and go once they hold no segment.
+    for (auto it = freeable_pools_.begin(); it != freeable_pools_.end();) {
+        private_pool* freeable = it->second;
+        if (!pool.is_default()) {
+            if (it->first != pool) {
+                ++it;
+                continue;
+            }
+            synchronize_and_free_events(context, freeable);
+        }
+        release_blocks(freeable->small_blocks, context);
+        release_blocks(freeable->large_blocks, context);
+        if (freeable->device_malloc_count == 0) {
+            const pool_id id = it->first;
+            it = freeable_pools_.erase(it);
+            private_pools_.erase(id);
+        } else {
+            ++it;
+        }
+    }
     return true;
 }
 
@@ -84,9 +107,12 @@ void device_allocator_impl::release_blocks(block_pool& pool, context_handle cont
 void device_allocator_impl::release_block(block* b, context_handle context) {
     stats_.num_device_free++;
     record(allocator_action::segment_free, b->ptr, b->size, b->size, b->stream,
-           context ? context : b->context_when_segment_allocated);
+           context ? context : b->context_when_segment_allocated, b->pool);
     dev.free(b->ptr);
     total_allocated_memory_ -= b->size;
+    if (b->pool->owner) {
+        b->pool->owner->device_malloc_count--;
+    }
     const uint64_t size = b->size;
     for_pool_stats(stats_.segment, *b->pool, [](stat& s) { s.decrease(1); });
     for_pool_stats(stats_.reserved_bytes, *b->pool, [size](stat& s) { s.decrease(size); });

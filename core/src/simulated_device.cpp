@@ -68,7 +68,8 @@ device_address simulated_device::next_address_locked(uint64_t size) {
 device_status simulated_device::allocate(uint64_t size, device_address& out) {
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.allocate++;
-    if (used_ + size > options_.capacity || size > options_.capacity || should_fail_locked()) {
+    if (used_ + external_ + size > options_.capacity || size > options_.capacity ||
+        should_fail_locked()) {
         calls_.failed_allocations++;
         return device_status::out_of_memory;
     }
@@ -94,7 +95,8 @@ void simulated_device::free(device_address address) {
 memory_info simulated_device::get_memory_info() {
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.memory_info++;
-    return {options_.capacity > used_ ? options_.capacity - used_ : 0, options_.capacity};
+    const uint64_t taken = used_ + external_;
+    return {options_.capacity > taken ? options_.capacity - taken : 0, options_.capacity};
 }
 
 event_handle simulated_device::create_event() {
@@ -183,7 +185,8 @@ device_status simulated_device::create_physical(uint64_t size, physical_handle& 
                            " is not a multiple of the granularity " +
                            std::to_string(options_.granularity));
     }
-    if (used_ + size > options_.capacity || size > options_.capacity || should_fail_locked()) {
+    if (used_ + external_ + size > options_.capacity || size > options_.capacity ||
+        should_fail_locked()) {
         calls_.failed_allocations++;
         return device_status::out_of_memory;
     }
@@ -308,6 +311,11 @@ void simulated_device::clear_faults() {
     std::lock_guard<std::mutex> lock(mutex_);
     fail_countdown_ = 0;
     failure_probability_ = 0.0;
+}
+
+void simulated_device::set_external_usage(uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    external_ = bytes;
 }
 
 void simulated_device::set_capacity(uint64_t capacity) {

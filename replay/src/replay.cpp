@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -67,9 +69,172 @@ bool same_entry(const snapshot::trace_entry& a, const snapshot::trace_entry& b) 
 // One replay with the ambiguous steps decided by `flipped` (1 = the other reading). With
 // `expected` given, it stops at the first entry that differs from the original and reports
 // that entry's index in the original trace through `mismatch`.
+// The pools of the original's final segments, by segment address.
+using final_pool_map = std::map<uint64_t, pool_id>;
+
+final_pool_map final_pools_of(const snapshot::snapshot& input, int device) {
+    final_pool_map pools;
+    for (const auto& s : input.segments) {
+        if (s.device == device) {
+            pools[s.address] = pool_id{s.pool_id_first, s.pool_id_second};
+        }
+    }
+    return pools;
+}
+
+// Which pool each allocation of the original went to. A trace does not say: an allocation that
+// lands in an existing segment went to that segment's pool; one that made a new segment went to
+// the pool the final snapshot puts that segment in when it lasts, else to the first pool that
+// had no cached block for it, trying the pool this stream last allocated to, the default pools,
+// the live private pools, then a new one.
+class pool_tracker {
+  public:
+    pool_tracker(const detail::trace_plan& plan, const final_pool_map& final_pools,
+                 device_allocator& allocator)
+        : plan_(plan),
+          final_pools_(final_pools),
+          allocator_(allocator),
+          creator_pool_(plan.steps.size(), pool_id{}) {}
+
+    pool_id pool_for(size_t entry, const snapshot::trace_entry& e) {
+        const size_t creator = plan_.segment_creator[entry];
+        pool_id pool;
+        if (creator >= plan_.steps.size()) {
+            pool = last_on_stream(e.stream);
+        } else if (!plan_.new_segment[entry]) {
+            pool = creator_pool_[creator];
+        } else {
+            pool = choose_for_new_segment(creator, e);
+            creator_pool_[creator] = pool;
+        }
+        last_pool_[e.stream] = pool;
+        if (!pool.is_default() &&
+            std::find(recent_.begin(), recent_.end(), pool) == recent_.end()) {
+            recent_.push_back(pool);
+        }
+        return pool;
+    }
+
+    // Private pools whose segments a release run gives back were released before it.
+    void release_pools_freed_at(size_t step) {
+        for (size_t creator : plan_.frees_in_run[step]) {
+            const pool_id pool = creator_pool_[creator];
+            if (!pool.is_default() && !released_.count(pool) &&
+                allocator_.pool_use_count(pool) > 0) {
+                allocator_.release_pool(pool);
+                released_.insert(pool);
+                std::erase(recent_, pool);
+            }
+        }
+    }
+
+    // The private pools a release run gives back, when it gives back nothing else.
+    std::vector<pool_id> only_pools_freed_at(size_t step) const {
+        std::vector<pool_id> pools;
+        for (size_t creator : plan_.frees_in_run[step]) {
+            const pool_id pool = creator_pool_[creator];
+            if (pool.is_default()) {
+                return {};
+            }
+            if (std::find(pools.begin(), pools.end(), pool) == pools.end()) {
+                pools.push_back(pool);
+            }
+        }
+        return pools;
+    }
+
+    device_address allocate(pool_id pool, uint64_t size, stream_handle stream) {
+        if (pool.is_default()) {
+            return allocator_.allocate(size, stream);
+        }
+        if (!created_.count(pool) || released_.count(pool)) {
+            if (allocator_.pool_use_count(pool) == 0) {
+                released_.erase(pool);
+                allocator_.create_pool(pool);  // as a MemPool or a graph holds it
+            }
+            created_.insert(pool);
+        }
+        // As use_mem_pool does: begin, allocate, end, release the scope's use.
+        allocator_.begin_allocate_to_pool(pool, [](stream_handle) { return true; });
+        struct scope_end {
+            device_allocator& a;
+            pool_id p;
+            ~scope_end() {
+                a.end_allocate_to_pool(p);
+                a.release_pool(p);
+            }
+        } end{allocator_, pool};
+        return allocator_.allocate(size, stream);
+    }
+
+  private:
+    pool_id last_on_stream(stream_handle stream) const {
+        auto it = last_pool_.find(stream);
+        return it == last_pool_.end() ? pool_id{} : it->second;
+    }
+
+    pool_id choose_for_new_segment(size_t creator, const snapshot::trace_entry& e) {
+        const device_address base = plan_.lasting_segment[creator];
+        if (base) {
+            // A segment lasts at its address; an expandable reservation anywhere in its span.
+            auto it = final_pools_.lower_bound(base);
+            const device_address reservation_end = plan_.reservation_end[creator];
+            const device_address end = reservation_end ? reservation_end : base + 1;
+            if (it != final_pools_.end() && it->first < end) {
+                return it->second;
+            }
+        }
+        std::vector<pool_id> candidates;
+        const pool_id last = last_on_stream(e.stream);
+        if (!last.is_default() && !released_.count(last)) {
+            candidates.push_back(last);
+        }
+        candidates.push_back(pool_id{});
+        for (auto p = recent_.rbegin(); p != recent_.rend(); ++p) {
+            if (std::find(candidates.begin(), candidates.end(), *p) == candidates.end()) {
+                candidates.push_back(*p);
+            }
+        }
+        for (const pool_id& p : candidates) {
+            if (!allocator_.has_cached_block(e.size, e.stream, p)) {
+                return p;
+            }
+        }
+        // A pool of its own, named apart from PyTorch's ids (its segments never last).
+        return pool_id{0, first_invented_pool + invented_++};
+    }
+
+    static constexpr uint64_t first_invented_pool = 1ull << 48;
+    const detail::trace_plan& plan_;
+    const final_pool_map& final_pools_;
+    device_allocator& allocator_;
+    std::vector<pool_id> creator_pool_;
+    std::unordered_map<stream_handle, pool_id> last_pool_;
+    std::vector<pool_id> recent_;  // live private pools, by first use
+    std::set<pool_id> created_, released_;
+    uint64_t invented_ = 0;
+};
+
+// What others held on the device at the oom entry `i`: the original found it this full (the
+// entry records the free bytes), and whatever it did not hold itself, others did.
+uint64_t external_usage_at(const detail::trace_plan& plan,
+                           const std::vector<snapshot::trace_entry>& entries, size_t i,
+                           uint64_t total) {
+    const uint64_t held = plan.reserved_at[i] + entries[i].address;
+    return held < total ? total - held : 0;
+}
+
+// empty_cache calls a trace cannot show (they freed nothing), made after one of its steps.
+struct unseen_syncs {
+    static constexpr size_t at_start = SIZE_MAX;
+    int count = 0;
+    size_t after_step = at_start;
+};
+
 replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
                        const detail::trace_plan& plan, const replay_options& options,
-                       uint64_t total, const std::vector<uint8_t>& flipped,
+                       uint64_t total, const final_pool_map& final_pools,
+                       const std::vector<uint8_t>& flipped, const unseen_syncs& unseen,
                        const std::vector<size_t>* expected, size_t& mismatch) {
     simulated_device_options device_options;
     device_options.index = options.device;
@@ -85,6 +250,7 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
     }
     trace_collector collector(options.device);
     allocator.set_observer(&collector);
+    pool_tracker pools(plan, final_pools, allocator);
 
     replay_result result;
     // Trace address -> replayed address of live allocations (they differ in what-if runs).
@@ -103,6 +269,18 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
         }
     };
 
+    // Others held memory on the device from the start: as much as the first OOM shows.
+    for (size_t i = 0; i < entries.size(); ++i) {
+        if (plan.steps[i] == detail::step_kind::allocate_oom) {
+            dev.set_external_usage(external_usage_at(plan, entries, i, total));
+            break;
+        }
+    }
+    if (unseen.after_step == unseen_syncs::at_start) {
+        for (int k = 0; k < unseen.count; ++k) {
+            allocator.empty_cache();
+        }
+    }
     for (size_t i = 0; i < entries.size(); ++i) {
         const auto& e = entries[i];
         const bool flip = flipped[i] != 0;
@@ -111,8 +289,12 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
                 case detail::step_kind::allocate:
                 case detail::step_kind::allocate_oom: {
                     const bool expected_to_fail = plan.steps[i] == detail::step_kind::allocate_oom;
+                    if (expected_to_fail) {
+                        dev.set_external_usage(external_usage_at(plan, entries, i, total));
+                    }
+                    const pool_id pool = pools.pool_for(i, e);
                     try {
-                        const device_address a = allocator.allocate(e.size, e.stream);
+                        const device_address a = pools.allocate(pool, e.size, e.stream);
                         if (expected_to_fail) {
                             allocator.free(a);  // the original failed here: do not keep it
                         } else {
@@ -121,6 +303,7 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
                         }
                     } catch (const out_of_memory_error&) {
                         ++result.ooms;
+                        result.oom_entries.push_back(i);
                         if (!result.first_oom_entry) {
                             result.first_oom_entry = i;
                         }
@@ -166,9 +349,18 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
                     complete_deferred(e);
                     break;
                 case detail::step_kind::empty_cache:
-                    allocator.empty_cache();
+                    pools.release_pools_freed_at(i);
+                    if (const auto only = pools.only_pools_freed_at(i); !only.empty()) {
+                        // A MemPool going away empties itself (emptyCache of its id).
+                        for (const pool_id& pool : only) {
+                            allocator.empty_cache(pool);
+                        }
+                    } else {
+                        allocator.empty_cache();
+                    }
                     break;
                 case detail::step_kind::release_run: {
+                    pools.release_pools_freed_at(i);
                     // The allocation's own releases, or an empty_cache before it: by default
                     // what the allocator's state says the allocation would do.
                     const size_t request = plan.next_request[i];
@@ -191,6 +383,12 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
             // Only a replay that already diverged frees what it does not hold: count it and go
             // on, so the comparison can point at the first difference.
             ++result.unmatched_frees;
+        }
+        if (unseen.count > 0 && i == unseen.after_step) {
+            // empty_cache calls that freed nothing leave no entry, only synchronizations.
+            for (int k = 0; k < unseen.count; ++k) {
+                allocator.empty_cache();
+            }
         }
         if (expected) {
             for (; produced < collector.entries.size(); ++produced) {
@@ -249,10 +447,12 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
     const auto& entries = trace->entries;
     const uint64_t total = device_total_of(input, options);
     const detail::trace_plan plan = detail::plan_trace(entries, total);
+    const final_pool_map final_pools = final_pools_of(input, options.device);
     std::vector<uint8_t> flipped(entries.size(), 0);
     size_t mismatch = entries.size();
     if (!options.reuse_trace_addresses) {
-        return run_once(entries, plan, options, total, flipped, nullptr, mismatch);  // what-if
+        return run_once(entries, plan, options, total, final_pools, flipped, unseen_syncs{},
+                        nullptr, mismatch);  // what-if
     }
 
     // A trace does not say everything: a few steps have two readings (see trace_plan.hpp).
@@ -274,15 +474,60 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
         }
     }
     std::optional<replay_result> matched;  // the run that matched the original entirely
+    unseen_syncs unseen;
+    // The counters the replay got wrong, once its trace matched entirely.
+    auto counters_missed = [&](const replay_result& r) {
+        std::vector<std::string> missed;
+        for (const auto& [key, value] : *options.expected_stats) {
+            auto found = r.stats.find(key);
+            if (found != r.stats.end() && found->second != value) {
+                missed.push_back(key);
+            }
+        }
+        return missed;
+    };
+    // Where empty_cache calls that freed nothing may have been: right after a visible release
+    // (torch.cuda.empty_cache() after a MemPool emptied itself), the latest first, or before
+    // anything was cached.
+    std::vector<size_t> release_steps;
+    for (size_t i = entries.size(); i-- > 0 && release_steps.size() < 8;) {
+        if (plan.steps[i] == detail::step_kind::empty_cache ||
+            plan.steps[i] == detail::step_kind::release_run) {
+            size_t end = i;
+            while (end + 1 < entries.size() &&
+                   plan.steps[end + 1] == detail::step_kind::consequence &&
+                   (entries[end + 1].kind == action::segment_free ||
+                    entries[end + 1].kind == action::segment_unmap)) {
+                ++end;
+            }
+            release_steps.push_back(end);
+        }
+    }
+    release_steps.push_back(unseen_syncs::at_start);
     auto attempt = [&](const std::vector<uint8_t>& readings) {
         size_t where = entries.size();
-        replay_result r = run_once(entries, plan, options, total, readings, &expected, where);
+        replay_result r = run_once(entries, plan, options, total, final_pools, readings, unseen,
+                                   &expected, where);
         if (where == entries.size() && options.expected_stats) {
-            for (const auto& [key, value] : *options.expected_stats) {
-                auto found = r.stats.find(key);
-                if (found != r.stats.end() && found->second != value) {
-                    return entries.size() - 1;  // the trace matches, a counter does not
+            std::vector<std::string> missed = counters_missed(r);
+            const int64_t shortfall = missed == std::vector<std::string>{"num_sync_all_streams"}
+                                          ? options.expected_stats->at("num_sync_all_streams") -
+                                                r.stats.at("num_sync_all_streams")
+                                          : 0;
+            for (size_t k = 0; shortfall > 0 && k < release_steps.size(); ++k) {
+                const unseen_syncs trial{static_cast<int>(shortfall), release_steps[k]};
+                size_t again = entries.size();
+                replay_result with_unseen = run_once(entries, plan, options, total, final_pools,
+                                                     readings, trial, &expected, again);
+                if (again == entries.size() && counters_missed(with_unseen).empty()) {
+                    unseen = trial;
+                    r = std::move(with_unseen);
+                    missed.clear();
+                    break;
                 }
+            }
+            if (!missed.empty()) {
+                return entries.size() - 1;  // the trace matches, a counter does not
             }
         }
         if (where == entries.size()) {
@@ -347,7 +592,7 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
         return std::move(*matched);
     }
     // No reading matched everything: the full replay with those that matched furthest.
-    return run_once(entries, plan, options, total, flipped, nullptr, mismatch);
+    return run_once(entries, plan, options, total, final_pools, flipped, unseen, nullptr, mismatch);
 }
 
 }  // namespace memtrail::replay

@@ -39,15 +39,45 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
             (a == action::alloc || a == action::oom) ? entries[i].size : next_request_size[i + 1];
     }
 
+    plan.segment_creator.assign(n, n);
+    plan.new_segment.assign(n, 0);
+    plan.frees_in_run.assign(n, {});
+    plan.lasting_segment.assign(n, 0);
+    plan.reservation_end.assign(n, 0);
+    plan.reserved_at.assign(n, 0);
+    // Live segments (start -> end, creator) and expandable reservations (base -> creator).
+    std::map<device_address, std::pair<device_address, size_t>> segments;
+    std::map<device_address, size_t> reservation_creator;
+    auto creator_of = [&](device_address a) -> size_t {
+        auto it = segments.upper_bound(a);
+        if (it != segments.begin() && a < std::prev(it)->second.first) {
+            return std::prev(it)->second.second;
+        }
+        auto r = reservation_creator.upper_bound(a);
+        if (r != reservation_creator.begin() && reserved(a)) {
+            return std::prev(r)->second;
+        }
+        return n;
+    };
+    uint64_t reserved_bytes = 0;
+    size_t last_request = 0;
+    size_t run_start = n;  // the step of the release run under way
+
     bool in_release_run = false;
     for (size_t i = 0; i < n; ++i) {
         const auto& e = entries[i];
         switch (e.kind) {
             case action::alloc:
                 plan.steps[i] = step_kind::allocate;
+                plan.segment_creator[i] = creator_of(e.address);
+                plan.new_segment[i] =
+                    plan.segment_creator[i] < n && plan.segment_creator[i] >= last_request;
+                last_request = i;
                 break;
             case action::oom:
                 plan.steps[i] = step_kind::allocate_oom;
+                plan.reserved_at[i] = reserved_bytes;
+                last_request = i;
                 break;
             case action::free_requested: {
                 const bool completes_now = i + 1 < n &&
@@ -99,6 +129,22 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                                  entries[j].kind == action::free_completed)) {
                     ++j;
                 }
+                const size_t freed = creator_of(e.address);
+                if (e.kind == action::segment_free) {
+                    segments.erase(e.address);
+                    reserved_bytes -= e.size;
+                } else {
+                    reserved_bytes -= e.size;
+                }
+                if (!in_release_run) {
+                    run_start = i;
+                }
+                if (freed < n && e.kind == action::segment_free) {
+                    plan.lasting_segment[freed] = 0;
+                }
+                if (freed < n) {
+                    plan.frees_in_run[run_start].push_back(freed);
+                }
                 if (!in_release_run) {
                     if (j < n && makes_segment(entries[j].kind)) {
                         size_t request = j;
@@ -117,14 +163,21 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
             }
             case action::segment_alloc:
                 plan.device_addresses.push_back(e.address);
+                segments[e.address] = {e.address + e.size, i};
+                plan.lasting_segment[i] = e.address;
+                reserved_bytes += e.size;
                 break;
             case action::segment_map:
+                reserved_bytes += e.size;
                 if (!reserved(e.address)) {
+                    reservation_creator[e.address] = i;
+                    plan.lasting_segment[i] = e.address;
                     const uint64_t page =
                         next_request_size[i] <= (1ull << 20) ? (2ull << 20) : (20ull << 20);
                     const uint64_t space = device_total + device_total / 8;
                     const uint64_t pages = (space + page - 1) / page;
                     reservations[e.address] = e.address + pages * page;
+                    plan.reservation_end[i] = e.address + pages * page;
                     plan.device_addresses.push_back(e.address);
                 }
                 break;

@@ -40,6 +40,22 @@ struct trace_plan {
     // Device addresses in the order the allocator will ask for them: segment_alloc addresses
     // and the bases of new expandable segments (the first segment_map outside known ranges).
     std::vector<device_address> device_addresses;
+
+    // Segments, for private pools: every alloc entry names the entry that created the segment
+    // it lands in (a segment_alloc, or the map that reserved an expandable segment; entries.size()
+    // if none did) and whether that segment was created for it. Each empty_cache or release_run
+    // step lists the creators of the segments its run gives back.
+    std::vector<size_t> segment_creator;
+    std::vector<uint8_t> new_segment;
+    std::vector<std::vector<size_t>> frees_in_run;
+    // For creators whose segment lasts to the end: its address (to find its pool in the final
+    // segments).
+    std::vector<device_address> lasting_segment;
+    // For creators that reserved an expandable segment: the end of the reservation.
+    std::vector<device_address> reservation_end;
+    // For oom entries: the bytes the original held on the device at that moment (segments and
+    // mapped pages), so a replay can make the device as full as the original found it.
+    std::vector<uint64_t> reserved_at;
 };
 
 trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_t device_total);

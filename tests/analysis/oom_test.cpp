@@ -119,7 +119,7 @@ TEST(oom, memory_really_in_use_is_capacity_and_its_holders_are_named) {
     EXPECT_EQ(report.holders[1].stack, snapshot::no_id);
     EXPECT_EQ(report.holders[2].bytes, 20 * mib);
     EXPECT_EQ(report.holders[2].stack, stacks[1]);
-    EXPECT_EQ(analyze_oom(model, oom_entries(model)[0], 1).holders.size(), 1u);
+    EXPECT_EQ(analyze_oom(model, oom_entries(model)[0], analysis::oom_options{.max_blockers = 1}).holders.size(), 1u);
     EXPECT_EQ(report.device_total, 0u);
     EXPECT_THROW(analyze_oom(model, 0), std::invalid_argument);
 }

@@ -12,6 +12,7 @@
 namespace memtrail::detail {
 
 struct block_pool;
+struct private_pool;
 class expandable_segment;
 
 // An entry of the free-block set. It carries a copy of the block's sort key so the best-fit
@@ -154,12 +155,15 @@ struct order_by_address {
 };
 
 struct block_pool {
-    explicit block_pool(bool small)
-        : blocks(order_by_size{}, recycling_allocator<free_entry>(&recycler)), is_small(small) {}
+    explicit block_pool(bool small, private_pool* owner_pool = nullptr)
+        : blocks(order_by_size{}, recycling_allocator<free_entry>(&recycler)),
+          is_small(small),
+          owner(owner_pool) {}
     node_recycler recycler;  // before `blocks`: it must outlive the set's nodes
     free_block_set blocks;   // free, mapped
     std::set<block*, order_by_address> unmapped;  // unmapped ranges of expandable segments
     const bool is_small;
+    private_pool* const owner;               // null for the default pools
     int64_t get_free_blocks_call_count = 0;  // garbage collection's clock
 
     void insert_into_blocks(block* b) {
@@ -174,5 +178,20 @@ struct block_pool {
         return static_cast<int>(get_free_blocks_call_count - b->gc_count_base);
     }
 };
+
+// A private pool (PyTorch's PrivatePool): its own small and large free-block sets, so its
+// memory serves only allocations made to it, and counts that decide when it may go.
+struct private_pool {
+    explicit private_pool(pool_id pool_name) : id(pool_name) {}
+    pool_id id;
+    int use_count = 1;            // captures, MemPools and use_mem_pool scopes holding it
+    int device_malloc_count = 0;  // its segments (and mapped ranges) not yet given back
+    block_pool large_blocks{false, this};
+    block_pool small_blocks{true, this};
+};
+
+inline pool_id owner_id(const block_pool& pool) {
+    return pool.owner ? pool.owner->id : pool_id{};
+}
 
 }  // namespace memtrail::detail

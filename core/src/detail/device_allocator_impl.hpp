@@ -9,7 +9,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "detail/address_map.hpp"
@@ -56,11 +58,19 @@ class device_allocator_impl {
     void process_events_locked(context_handle context);
 
     // release.cpp
-    void empty_cache(context_handle context);
+    void empty_cache(context_handle context, pool_id pool);
     void set_memory_fraction(double fraction);
+
+    // private_pools.cpp
+    void create_pool(pool_id id, pool_options options);
+    void begin_allocate_to_pool(pool_id id, stream_filter filter);
+    void end_allocate_to_pool(pool_id id);
+    void release_pool(pool_id id);
+    int pool_use_count(pool_id id) const;
 
     // introspection.cpp
     bool would_release_memory(uint64_t size, stream_handle stream);
+    bool has_cached_block(uint64_t size, stream_handle stream, pool_id pool);
     device_stats get_stats() const;
     void reset_peak_stats();
     void reset_accumulated_stats();
@@ -83,7 +93,12 @@ class device_allocator_impl {
     friend class ::memtrail::device_allocator;
 
     // allocate.cpp
-    block_pool& get_pool(uint64_t size) {
+    block_pool& get_pool(uint64_t size, stream_handle stream) {
+        if (!captures_underway_.empty()) [[unlikely]] {
+            if (block_pool* pool = capturing_pool(size, stream)) {
+                return *pool;
+            }
+        }
         return size_rules::is_small_request(size) ? small_blocks_ : large_blocks_;
     }
     bool get_free_block(alloc_params& p);
@@ -91,6 +106,10 @@ class device_allocator_impl {
     bool alloc_block(alloc_params& p, bool is_retry, context_handle context,
                      std::unique_lock<reentrant_mutex>& lock);
     bool should_split(const block* b, uint64_t size) const {
+        if (b->pool->owner && !no_split_pools_.empty() &&
+            no_split_pools_.count(b->pool->owner->id)) [[unlikely]] {
+            return false;  // torch.cuda.MemPool(no_split=True)
+        }
         return size_rules::should_split(b->pool->is_small, config.expandable_segments, size,
                                         b->size - size, config.max_split_size);
     }
@@ -99,19 +118,38 @@ class device_allocator_impl {
     }
     block* alloc_found_block(alloc_params& p, uint64_t orig_size, context_handle context,
                              bool split_remainder);
+    bool try_use_on_oom_pools(alloc_params& p);
     [[noreturn]] void raise_out_of_memory(alloc_params& p, context_handle context,
                                           std::unique_lock<reentrant_mutex>& lock);
+
+    // private_pools.cpp
+    block_pool* capturing_pool(uint64_t size, stream_handle stream);
+    private_pool& create_or_incref_pool(pool_id id);
+    private_pool* find_pool(pool_id id) const;
+    // Applies f to every block pool: the default ones, then each private pool's.
+    template <typename F>
+    void for_each_block_pool(F f) const {
+        f(small_blocks_);
+        f(large_blocks_);
+        for (const auto& [id, pool] : private_pools_) {
+            f(pool->small_blocks);
+            f(pool->large_blocks);
+        }
+    }
+    uint64_t free_bytes_in_private_pools() const;
 
     // free.cpp
     void free_block(block* b, context_handle context);
     uint64_t try_merge_blocks(block* dst, block* src, block_pool& pool);
     void insert_events(block* b);
-    void synchronize_and_free_events(context_handle context);
+    void insert_events_deferred_until_no_capture(context_handle context);
+    // Waits for the outstanding events (of one private pool's blocks, when given).
+    void synchronize_and_free_events(context_handle context, const private_pool* only = nullptr);
     event_handle acquire_event();
 
     // release.cpp
     bool release_available_cached_blocks(const alloc_params& p, context_handle context);
-    bool release_cached_blocks(context_handle context);
+    bool release_cached_blocks(context_handle context, pool_id pool);
     void release_blocks(block_pool& pool, context_handle context);
     void release_block(block* b, context_handle context);
     void garbage_collect_cached_blocks(context_handle context);
@@ -129,9 +167,10 @@ class device_allocator_impl {
     void remove_active(block* b);
 
     void record(allocator_action action, device_address address, uint64_t size, uint64_t block_size,
-                stream_handle stream, context_handle context) {
+                stream_handle stream, context_handle context, const block_pool* pool = nullptr) {
         if (observer) {
-            observer->on_event({action, device_index_, address, size, block_size, stream, context});
+            observer->on_event({action, device_index_, address, size, block_size, stream, context,
+                                pool ? owner_id(*pool) : pool_id{}});
         }
     }
     template <typename F>
@@ -153,6 +192,19 @@ class device_allocator_impl {
     uint64_t allowed_memory_maximum_ = 0;
     bool set_fraction_ = false;
     std::vector<std::unique_ptr<expandable_segment>> expandable_segments_;
+
+    // Private pools (private_pools.cpp). Ordered maps: empty_cache walks the released pools in
+    // a fixed order, so a replay releases their segments in the same order every time.
+    std::map<pool_id, std::unique_ptr<private_pool>> private_pools_;
+    std::map<pool_id, private_pool*> freeable_pools_;  // released, waiting for their segments
+    std::vector<std::pair<pool_id, stream_filter>> captures_underway_;  // oldest first
+    std::set<pool_id> use_on_oom_pools_;
+    std::set<pool_id> no_split_pools_;
+    // Frees of blocks used on other streams while a pool was being allocated to: recording
+    // their events is deferred until no capture is under way (event queries break a capture).
+    std::vector<block*> deferred_until_no_capture_;
+    // Streams that used a block during a capture; their uses end with the capture.
+    std::unordered_map<block*, std::vector<stream_handle>> capture_stream_uses_;
 };
 
 }  // namespace memtrail::detail

@@ -36,11 +36,15 @@ struct oom_blocker {
 };
 
 enum class oom_verdict {
-    fragmentation,               // enough memory is free, but not in one piece where it can be used
+    fragmentation,  // the allocator's cached free memory would have served it, in one piece
     pending_cross_stream_frees,  // blocks already freed but still used by other streams
-    capacity,                    // the memory is really in use
+    capacity,                    // this process's live blocks fill the device
+    memory_cap,         // the allocator's own limit (per-process memory fraction) was reached
+    outside_allocator,  // other processes, libraries or the CUDA context hold the memory
+    private_pools,  // memory cached in private pools (CUDA graphs, MemPool) would have served it
 };
-std::string_view verdict_name(oom_verdict verdict);
+std::string_view verdict_name(oom_verdict verdict);  // for people: "memory cap"
+std::string_view verdict_key(oom_verdict verdict);   // stable, for JSON: "memory_cap"
 
 // Live memory at the OOM by the stack that allocated it: what to reduce when the memory is
 // really in use (verdict capacity), and who holds the segments otherwise.
@@ -59,22 +63,36 @@ struct oom_report {
     bool is_large = true;  // the pool the request belongs to
     snapshot::stack_id stack = snapshot::no_id;
     uint64_t device_free = 0;   // what the device reported free (the entry's address field)
-    uint64_t device_total = 0;  // from the snapshot header; 0 when unknown
-    memory_totals totals;       // allocated, reserved, pending, free inside segments
+    uint64_t device_total = 0;  // from the snapshot header or the caller; 0 when unknown
+    uint64_t segment_size = 0;  // what the allocator asked the device for (the request's segment)
+    // Held on the device outside this allocator: total - free - reserved (0 when the total is
+    // unknown, see outside_known).
+    uint64_t outside = 0;
+    bool outside_known = false;
+    uint64_t allowed = 0;            // the allocator's cap, when the snapshot records a fraction
+    bool cap_inferred = false;       // memory_cap without a recorded fraction: the device had room
+    uint64_t private_pool_free = 0;  // cached free bytes in private pools' segments
+    uint64_t usable_free = 0;  // cached free bytes the request could use (its pool and stream)
+    memory_totals totals;      // allocated, reserved, pending, free inside segments
     std::vector<free_space> free_by_pool;  // per pool and stream, largest free first
     double fragmentation = 0.0;            // 1 - largest free block / free bytes, over all segments
     std::vector<oom_blocker> blockers;     // cheapest first
     std::vector<oom_holder> holders;       // the most bytes first, at most max_blockers
     oom_verdict verdict = oom_verdict::capacity;
-    std::string explanation;  // one paragraph saying why the verdict
+    std::string explanation;            // one paragraph saying why the verdict, with its numbers
+    std::vector<std::string> unknowns;  // what the snapshot does not say that the verdict needed
+};
+
+struct oom_options {
+    size_t max_blockers = 10;   // limits the blockers and the holders
+    uint64_t device_total = 0;  // the device's total memory when the snapshot lacks it (a pickle)
 };
 
 // Indices of the oom entries in the model's trace.
 std::vector<size_t> oom_entries(const device_model& model);
 
-// Analyzes the oom entry at `entry` (an index from oom_entries). `max_blockers` limits the
-// blockers and the holders.
+// Analyzes the oom entry at `entry` (an index from oom_entries).
 /// @throws std::invalid_argument when that entry is not an oom entry.
-oom_report analyze_oom(const device_model& model, size_t entry, size_t max_blockers = 10);
+oom_report analyze_oom(const device_model& model, size_t entry, const oom_options& options = {});
 
 }  // namespace memtrail::analysis

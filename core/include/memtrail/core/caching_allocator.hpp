@@ -4,6 +4,7 @@
 // record_stream, oversize blocks, garbage collection, expandable segments and the OOM retry path,
 // with the same statistics. One device_allocator per device; caching_allocator fronts several.
 
+#include <compare>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -31,6 +32,25 @@ enum class allocator_action : uint8_t {
     oom,
 };
 
+// A private memory pool, named as PyTorch names them (MempoolId_t): user pools are (0, N)
+// (torch.cuda.MemPool), pools a CUDA graph capture makes for itself are (N, 0), and (0, 0) is
+// the default pools every allocation uses unless a pool is being allocated to.
+struct pool_id {
+    uint64_t first = 0;
+    uint64_t second = 0;
+    bool is_default() const { return first == 0 && second == 0; }
+    auto operator<=>(const pool_id&) const = default;
+};
+
+// Which allocations go to a pool while it is being allocated to: PyTorch passes "the stream is
+// the capturing stream" for a graph capture and "the caller is this thread" for use_mem_pool.
+using stream_filter = std::function<bool(stream_handle)>;
+
+struct pool_options {
+    bool no_split = false;    // blocks of this pool are never split (torch.cuda.MemPool(no_split))
+    bool use_on_oom = false;  // searched for a free block before an allocation fails with OOM
+};
+
 // Opaque caller context attached to an allocation (the recorder stores a stack/time id here).
 using context_handle = uint64_t;
 
@@ -42,6 +62,7 @@ struct allocator_event {
     uint64_t block_size = 0;  // alloc/free: the block's size; otherwise equal to size
     stream_handle stream = 0;
     context_handle context = 0;
+    pool_id pool;  // the private pool of the block or segment; (0, 0) for the default pools
 };
 
 // Receives every event as it happens, under the device's lock: it must be quick and must not
@@ -109,6 +130,7 @@ struct segment_info {
     stream_handle stream = 0;
     bool is_large = true;
     bool is_expandable = false;
+    pool_id pool;  // (0, 0) unless the segment belongs to a private pool
     context_handle context = 0;
     std::vector<block_info> blocks;
 };
@@ -131,8 +153,24 @@ class device_allocator {
     void free(device_address address, context_handle context = 0);
     // Marks a block as used on `stream`: its memory is reused only after that stream's work ends.
     void record_stream(device_address address, stream_handle stream);
-    // Frees cached blocks completely unused back to the device.
+    // Frees cached blocks completely unused back to the device: those of the default pools and
+    // of private pools already released (PyTorch's emptyCache).
     void empty_cache(context_handle context = 0);
+    // Frees the cached blocks of one released private pool (and of the others released).
+    void empty_cache(pool_id pool, context_handle context = 0);
+
+    // Private pools, as torch 2.11's allocator keeps them (CUDA graphs, torch.cuda.MemPool).
+    // Creates the pool, or takes one more use of it (createOrIncrefPool).
+    void create_pool(pool_id pool, pool_options options = {});
+    // Allocations that `filter` accepts go to `pool` until end_allocate_to_pool; pools being
+    // allocated to are searched newest first. Creates the pool or takes a use of it.
+    void begin_allocate_to_pool(pool_id pool, stream_filter filter);
+    void end_allocate_to_pool(pool_id pool);
+    // Gives up one use; at none, the pool's cached blocks are returned at the next empty_cache
+    // (or OOM flush) and the pool is deleted once it holds no segments.
+    void release_pool(pool_id pool);
+    // Uses of a pool; 0 for a pool released or unknown.
+    int pool_use_count(pool_id pool) const;
     // Limits the allocator to fraction * total device memory.
     void set_memory_fraction(double fraction);
     // Recycles blocks whose cross-stream uses have completed (done at every allocate as well).
@@ -141,6 +179,9 @@ class device_allocator {
     // (garbage collection, or the release after a failed device allocation). Changes nothing;
     // replay uses it to tell an allocation's releases from an explicit empty_cache.
     bool would_release_memory(uint64_t size, stream_handle stream) const;
+    // Whether an allocation of `size` on `stream` made to `pool` would be served from a cached
+    // block. Changes nothing; replay uses it to tell which pool made a new segment.
+    bool has_cached_block(uint64_t size, stream_handle stream, pool_id pool) const;
 
     device_stats stats() const;
     std::map<std::string, int64_t> memory_stats() const { return to_memory_stats(stats()); }

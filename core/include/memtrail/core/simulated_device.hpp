@@ -90,6 +90,9 @@ class simulated_device final : public device {
     void clear_faults();
 
     void set_capacity(uint64_t capacity);
+    // Memory held on the device by others (other processes, libraries, the CUDA context): it
+    // leaves the total unchanged and the free memory smaller.
+    void set_external_usage(uint64_t bytes);
 
     // --- observation ------------------------------------------------------------------------
     simulated_device_calls calls() const;
@@ -105,6 +108,7 @@ class simulated_device final : public device {
     mutable std::mutex mutex_;
     simulated_device_calls calls_;
     uint64_t used_ = 0;
+    uint64_t external_ = 0;
     device_address next_address_;
     std::deque<device_address> queued_addresses_;
     std::unordered_map<device_address, uint64_t> allocations_;  // plain allocations

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "memtrail/core/allocator_config.hpp"
 #include "memtrail/snapshot/model.hpp"
@@ -35,6 +36,7 @@ struct replay_result {
     uint64_t allocations = 0;               // alloc entries replayed
     uint64_t ooms = 0;                      // allocations that failed
     std::optional<size_t> first_oom_entry;  // index in the input trace
+    std::vector<size_t> oom_entries;        // every allocation that failed, by input index
     uint64_t peak_reserved = 0;
     uint64_t peak_allocated = 0;
     uint64_t device_allocations = 0;  // segment allocations + maps

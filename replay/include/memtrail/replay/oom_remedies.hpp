@@ -1,0 +1,45 @@
+#pragma once
+// Remedies for an out-of-memory, proven by replay: the trace is replayed under other allocator
+// settings (or without the memory cap) on a device as full as the original found it, and a
+// remedy counts only when the allocation that failed then succeeds.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memtrail/replay/replay.hpp"
+
+namespace memtrail::replay {
+
+struct oom_remedy {
+    std::string description;  // "expandable_segments:True", "without the memory cap", ...
+    bool avoids = false;      // the failed allocation succeeds and nothing fails before it
+    std::optional<size_t> first_oom_entry;  // where the replay under it failed first, if it did
+    uint64_t peak_reserved = 0;
+    uint64_t peak_allocated = 0;
+};
+
+struct oom_remedy_options {
+    int device = 0;
+    uint64_t device_memory = 0;  // the device's total; 0: the snapshot's, else 80 GiB
+    double memory_fraction = 0;  // the cap the program ran under, when known
+    // The cap was inferred (the device had room, the allocator refused): model it as the
+    // smallest fraction that refuses the request, so the baseline fails where the original did.
+    uint64_t inferred_cap_bytes = 0;
+};
+
+struct oom_remedies {
+    // The original settings replayed: whether they fail at the same entry (if not, the
+    // remedies below are not evidence).
+    bool baseline_reproduces = false;
+    std::optional<size_t> baseline_first_oom;
+    std::vector<oom_remedy> remedies;
+};
+
+// Tries each remedy for the oom entry at `entry` (an index in the device's trace).
+oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
+                              const oom_remedy_options& options);
+
+}  // namespace memtrail::replay
