@@ -85,6 +85,13 @@ void report_tables(const analysis::oom_report& r) {
         name_value_row("pending free", format_bytes(r.totals.pending_free));
         name_value_row("free in the cache", format_bytes(r.totals.free));
         name_value_row("largest free block", format_bytes(r.totals.largest_free));
+        name_value_row("usable by the request", format_bytes(r.usable_free));
+        name_value_row("free in private pools", format_bytes(r.private_pool_free));
+        name_value_row("held outside the allocator",
+                       r.outside_known ? format_bytes(r.outside) : std::string("unknown"));
+        if (r.allowed) {
+            name_value_row("allowed (memory fraction)", format_bytes(r.allowed));
+        }
         char fragmentation[32];
         std::snprintf(fragmentation, sizeof fragmentation, "%.1f%%", r.fragmentation * 100.0);
         name_value_row("fragmentation", fragmentation);
@@ -156,6 +163,12 @@ void view::draw_oom() {
     ImGui::Text("Verdict: %s", analysis::verdict_name(r.verdict).data());
     ImGui::PushTextWrapPos(0);
     ImGui::TextDisabled("%s", r.explanation.c_str());
+    for (const std::string& unknown : r.unknowns) {
+        ImGui::TextDisabled("Unknown: %s", unknown.c_str());
+    }
+    ImGui::TextDisabled(
+        "Remedies proven by replaying the trace: memtrail oom FILE (the viewer does not link the "
+        "allocator).");
     ImGui::PopTextWrapPos();
     ImGui::Spacing();
     device_bar(r);
