@@ -80,7 +80,11 @@ std::string checked_device(const parsed_arguments& args) {
         throw usage_error("memtrail run: --device " + device +
                           " is not cuda or sim:SIZE (sim:16GiB)");
     }
-    parse_size_option("--device", device.substr(4));
+    try {
+        parse_size_option("--device", device.substr(4));
+    } catch (const usage_error& error) {
+        throw usage_error("memtrail run: " + std::string(error.what()));
+    }
     return device;
 }
 
