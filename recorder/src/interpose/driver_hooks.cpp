@@ -88,12 +88,23 @@ CUresult release(CUdeviceptr pointer, CUstream stream, const char* call, Real&& 
     return real();
 }
 
-// The driver's own entry points (the _ptsz ones: per-thread default stream).
-#define MEMTRAIL_REAL(type, name)                                 \
-    static const auto real_##name = driver_function<type>(#name); \
-    if (real_##name == nullptr) {                                 \
-        return CUDA_ERROR_NOT_INITIALIZED;                        \
+// The hooks of cuMemAllocAsync and cuMemFreeAsync, for their default-stream and per-thread
+// default-stream (_ptsz) entry points alike.
+CUresult allocate_async(alloc_async_function real, CUdeviceptr* pointer, size_t size,
+                        CUstream stream) {
+    if (real == nullptr) {
+        return CUDA_ERROR_NOT_INITIALIZED;
     }
+    return allocate(pointer, size, stream, "cuMemAllocAsync",
+                    [&] { return real(pointer, size, stream); });
+}
+
+CUresult free_async(free_async_function real, CUdeviceptr pointer, CUstream stream) {
+    if (real == nullptr) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    return release(pointer, stream, "cuMemFreeAsync", [&] { return real(pointer, stream); });
+}
 
 }  // namespace
 
@@ -104,38 +115,39 @@ using namespace memtrail::interpose;
 extern "C" {
 
 CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
-    MEMTRAIL_REAL(alloc_function, cuMemAlloc_v2)
-    return allocate(dptr, bytesize, nullptr, "cuMemAlloc",
-                    [&] { return real_cuMemAlloc_v2(dptr, bytesize); });
+    static const auto real = driver_function<alloc_function>("cuMemAlloc_v2");
+    if (real == nullptr) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    return allocate(dptr, bytesize, nullptr, "cuMemAlloc", [&] { return real(dptr, bytesize); });
 }
 
 CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
-    MEMTRAIL_REAL(free_function, cuMemFree_v2)
-    return release(dptr, nullptr, "cuMemFree", [&] { return real_cuMemFree_v2(dptr); });
+    static const auto real = driver_function<free_function>("cuMemFree_v2");
+    if (real == nullptr) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    return release(dptr, nullptr, "cuMemFree", [&] { return real(dptr); });
 }
 
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-    MEMTRAIL_REAL(alloc_async_function, cuMemAllocAsync)
-    return allocate(dptr, bytesize, hStream, "cuMemAllocAsync",
-                    [&] { return real_cuMemAllocAsync(dptr, bytesize, hStream); });
-}
-
-CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-    MEMTRAIL_REAL(free_async_function, cuMemFreeAsync)
-    return release(dptr, hStream, "cuMemFreeAsync",
-                   [&] { return real_cuMemFreeAsync(dptr, hStream); });
+    static const auto real = driver_function<alloc_async_function>("cuMemAllocAsync");
+    return allocate_async(real, dptr, bytesize, hStream);
 }
 
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-    MEMTRAIL_REAL(alloc_async_function, cuMemAllocAsync_ptsz)
-    return allocate(dptr, bytesize, hStream, "cuMemAllocAsync",
-                    [&] { return real_cuMemAllocAsync_ptsz(dptr, bytesize, hStream); });
+    static const auto real = driver_function<alloc_async_function>("cuMemAllocAsync_ptsz");
+    return allocate_async(real, dptr, bytesize, hStream);
+}
+
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+    static const auto real = driver_function<free_async_function>("cuMemFreeAsync");
+    return free_async(real, dptr, hStream);
 }
 
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-    MEMTRAIL_REAL(free_async_function, cuMemFreeAsync_ptsz)
-    return release(dptr, hStream, "cuMemFreeAsync",
-                   [&] { return real_cuMemFreeAsync_ptsz(dptr, hStream); });
+    static const auto real = driver_function<free_async_function>("cuMemFreeAsync_ptsz");
+    return free_async(real, dptr, hStream);
 }
 
 }  // extern "C"
