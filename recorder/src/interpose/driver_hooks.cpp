@@ -54,8 +54,8 @@ int current_device() {
 }
 
 template <typename Real>
-CUresult allocate(CUdeviceptr* pointer, size_t size, CUstream stream, const char* call,
-                  Real&& real) {
+MEMTRAIL_INLINE CUresult allocate(CUdeviceptr* pointer, size_t size, CUstream stream,
+                                  const char* call, Real&& real) {
     if (pointer == nullptr) {
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -74,7 +74,8 @@ CUresult allocate(CUdeviceptr* pointer, size_t size, CUstream stream, const char
 }
 
 template <typename Real>
-CUresult release(CUdeviceptr pointer, CUstream stream, const char* call, Real&& real) {
+MEMTRAIL_INLINE CUresult release(CUdeviceptr pointer, CUstream stream, const char* call,
+                                 Real&& real) {
     void* address = reinterpret_cast<void*>(pointer);
     if (pointer != 0) {
         if (settings().mode == interpose_mode::cache) {
@@ -90,8 +91,8 @@ CUresult release(CUdeviceptr pointer, CUstream stream, const char* call, Real&& 
 
 // The hooks of cuMemAllocAsync and cuMemFreeAsync, for their default-stream and per-thread
 // default-stream (_ptsz) entry points alike.
-CUresult allocate_async(alloc_async_function real, CUdeviceptr* pointer, size_t size,
-                        CUstream stream) {
+MEMTRAIL_INLINE CUresult allocate_async(alloc_async_function real, CUdeviceptr* pointer,
+                                        size_t size, CUstream stream) {
     if (real == nullptr) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
@@ -99,7 +100,8 @@ CUresult allocate_async(alloc_async_function real, CUdeviceptr* pointer, size_t 
                     [&] { return real(pointer, size, stream); });
 }
 
-CUresult free_async(free_async_function real, CUdeviceptr pointer, CUstream stream) {
+MEMTRAIL_INLINE CUresult free_async(free_async_function real, CUdeviceptr pointer,
+                                    CUstream stream) {
     if (real == nullptr) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }

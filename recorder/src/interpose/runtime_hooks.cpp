@@ -39,7 +39,8 @@ int current_device() {
     return device;
 }
 
-cudaError_t simulated_allocate(void** pointer, size_t size, cudaStream_t stream, const char* call) {
+MEMTRAIL_INLINE cudaError_t simulated_allocate(void** pointer, size_t size, cudaStream_t stream,
+                                               const char* call) {
     if (settings().mode == interpose_mode::cache) {
         const memory_result result = cache_allocate(pointer, size, 0, stream, call);
         if (result == memory_result::ok && size != 0 &&
@@ -69,7 +70,7 @@ cudaError_t simulated_allocate(void** pointer, size_t size, cudaStream_t stream,
     return cudaSuccess;
 }
 
-cudaError_t simulated_free(void* pointer, cudaStream_t stream, const char* call) {
+MEMTRAIL_INLINE cudaError_t simulated_free(void* pointer, cudaStream_t stream, const char* call) {
     if (pointer == nullptr) {
         return cudaSuccess;
     }
@@ -85,8 +86,9 @@ cudaError_t simulated_free(void* pointer, cudaStream_t stream, const char* call)
     return simulated_memory::get().release(address) ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-cudaError_t allocate(void** pointer, size_t size, cudaStream_t stream, const char* call,
-                     cudaError_t (*real)(void**, size_t, cudaStream_t)) {
+MEMTRAIL_INLINE cudaError_t allocate(void** pointer, size_t size, cudaStream_t stream,
+                                     const char* call,
+                                     cudaError_t (*real)(void**, size_t, cudaStream_t)) {
     if (pointer == nullptr) {
         return settings().simulated ? simulated_result(cudaErrorInvalidValue)
                                     : cudaErrorInvalidValue;
@@ -105,8 +107,8 @@ cudaError_t allocate(void** pointer, size_t size, cudaStream_t stream, const cha
     return result;
 }
 
-cudaError_t release(void* pointer, cudaStream_t stream, const char* call,
-                    cudaError_t (*real)(void*, cudaStream_t)) {
+MEMTRAIL_INLINE cudaError_t release(void* pointer, cudaStream_t stream, const char* call,
+                                    cudaError_t (*real)(void*, cudaStream_t)) {
     if (settings().simulated) {
         return simulated_result(simulated_free(pointer, stream, call));
     }
