@@ -70,10 +70,12 @@ void dump_at_exit() {
 extern "C" {
 
 // Writes the exit snapshot now, and not again at exit: Python calls it from its own exit
-// handlers, while the interpreter can still name its frames (sitecustomize.py).
-[[gnu::visibility("default")]] int memtrail_interpose_exit_dump(void) {
+// handlers, while the interpreter can still name its frames (sitecustomize.py). Written when the
+// process reached memtrail, or `pytorch_on_memtrail` (PyTorch allocates through librecorder).
+[[gnu::visibility("default")]] int memtrail_interpose_exit_dump(int pytorch_on_memtrail) {
     using namespace memtrail::interpose;
-    if (settings().exit_dump_pattern.empty() || !exit_dump_due.exchange(false)) {
+    if (settings().exit_dump_pattern.empty() || !(pytorch_on_memtrail != 0 || reached_memtrail()) ||
+        !exit_dump_due.exchange(false)) {
         return 0;
     }
     return write_exit_snapshot() ? 0 : -1;

@@ -29,11 +29,16 @@ def _warn(what, error):
     print(f"memtrail: {what}: {error}", file=sys.stderr)
 
 
+_pytorch_on_memtrail = False
+
+
 def _use_memtrail_allocator(torch):
+    global _pytorch_on_memtrail
     try:
         allocator = torch.cuda.memory.CUDAPluggableAllocator(
             _LIBRECORDER, "memtrail_malloc", "memtrail_free")
         torch.cuda.memory.change_current_allocator(allocator)
+        _pytorch_on_memtrail = True
     except Exception as error:  # the script runs on, with PyTorch's own allocator
         _warn("PyTorch keeps its own allocator", error)
 
@@ -65,7 +70,7 @@ class _TorchImportHook(importlib.abc.MetaPathFinder):
 
 def _dump_at_exit():
     try:
-        ctypes.CDLL(_INTERPOSER).memtrail_interpose_exit_dump()
+        ctypes.CDLL(_INTERPOSER).memtrail_interpose_exit_dump(int(_pytorch_on_memtrail))
     except OSError as error:
         _warn("no snapshot at exit", error)
 
