@@ -86,6 +86,11 @@ class Modes(Case):
                        "--", PROGRAM], self.cwd)
         self.assertEqual(cache.returncode, 0, cache.stderr)
         self.assertEqual(observe.returncode, 0, observe.stderr)
+        # cudaMemGetInfo: what the program holds (3 MiB + 4 KiB) is all that is not free, in
+        # cache mode because memtrail's unused cache counts as free.
+        held = (3 << 20) + 4096
+        for result in (cache, observe):
+            self.assertIn(f"free {(1 << 30) - held} of {1 << 30}", result.stdout)
         # cache: the 3 MiB block lives in a 20 MiB segment, 4 KiB in a 2 MiB small one.
         self.assertEqual(total_reserved(report("segments", self.cwd / "cache.memtrail",
                                                self.cwd)), "22MiB")
