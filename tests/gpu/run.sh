@@ -144,8 +144,10 @@ if ! skip RUN; then
   note ""
   note "| program | alone | cache | observe | notes |"
   note "|---|---|---|---|---|"
-  seconds() { local start=$(date +%s.%N); "$@" > /dev/null 2>> "$out/run/errors.log"; local rc=$?;
-              echo "$(date +%s.%N) - $start" | bc; return $rc; }
+  # Wall time of a command in seconds (milliseconds kept), its output in run/errors.log.
+  seconds() { local start=$(date +%s%N); "$@" > /dev/null 2>> "$out/run/errors.log"; local rc=$?;
+              local ms=$(( ($(date +%s%N) - start) / 1000000 )); printf '%d.%03d' $((ms / 1000)) $((ms % 1000));
+              return $rc; }
   nvcc -O2 -g "$here/tests/gpu/run_static_sample.cu" -o "$out/run/static_sample" > "$out/run/build.log" 2>&1 &&
     nvcc -O2 -g "$here/tests/gpu/run_cublas_sample.cu" -lcublas -o "$out/run/cublas_sample" >> "$out/run/build.log" 2>&1 ||
     fail "building the memtrail run samples (see run/build.log)"
@@ -181,7 +183,7 @@ if ! skip RUN; then
       fail "memtrail run python torch_training.py (cache)"
     observe=$(child "$build/bin/memtrail" run --mode observe --dump "$out/run/torch.observe.memtrail" -- | step_ms) ||
       fail "memtrail run python torch_training.py (observe)"
-    "$build/bin/memtrail" top "$out/run/torch.cache.memtrail" -n 5 > "$out/run/torch.cache.top.txt" 2>&1 ||
+    "$build/bin/memtrail" top "$out/run/torch.cache.memtrail" -n 5 --depth 200 > "$out/run/torch.cache.top.txt" 2>&1 ||
       fail "memtrail top on the PyTorch run"
     grep -q "torch_training.py:" "$out/run/torch.cache.top.txt" ||
       fail "no Python frames in the PyTorch run's stacks (run/torch.cache.top.txt)"
