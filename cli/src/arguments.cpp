@@ -45,6 +45,7 @@ parsed_arguments parse_arguments(const command_spec& spec, const std::vector<std
         const std::string& arg = args[i];
         if (only_positional || arg.size() < 2 || arg[0] != '-') {
             parsed.positional.push_back(arg);
+            only_positional = only_positional || spec.positional_ends_options;
             continue;
         }
         if (arg == "--") {

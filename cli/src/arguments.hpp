@@ -35,6 +35,9 @@ struct command_spec {
     size_t max_positional = SIZE_MAX;
     std::vector<option_spec> options;  // --help and --json are added by the parser when asked
     bool has_json = true;
+    // Everything from the first positional argument on is positional: the command line of a
+    // program to run (memtrail run ./prog --its-own-flag).
+    bool positional_ends_options = false;
 };
 
 class parsed_arguments {

@@ -14,6 +14,7 @@ const std::vector<std::pair<std::string, command>>& all_commands() {
         {"export", {export_spec, run_export}},
         {"replay", {replay_spec, run_replay_command}},
         {"whatif", {whatif_spec, run_whatif}},
+        {"run", {run_spec, run_run}},
     };
     return commands;
 }

@@ -32,6 +32,8 @@ command_spec export_spec();
 int run_export(const parsed_arguments& args);
 command_spec replay_spec();
 int run_replay_command(const parsed_arguments& args);
+command_spec run_spec();
+int run_run(const parsed_arguments& args);
 command_spec whatif_spec();
 int run_whatif(const parsed_arguments& args);
 

@@ -12,6 +12,7 @@
 #include "detail/call_context.hpp"
 #include "detail/device_history.hpp"
 #include "detail/fast_clock.hpp"
+#include "detail/observed_allocations.hpp"
 #include "detail/python_stack.hpp"
 #include "detail/thread_identity.hpp"
 #include "detail/trace_ring.hpp"
@@ -73,7 +74,10 @@ constexpr size_t recorder_frames = 2;
 
 }  // namespace
 
-recorder::recorder(caching_allocator& allocator) : allocator_(allocator), epoch_ns_(now_ns()) {
+recorder::recorder(caching_allocator& allocator)
+    : allocator_(allocator),
+      epoch_ns_(now_ns()),
+      observed_(std::make_unique<detail::observed_allocations>(allocator.device_count())) {
     for (int d = 0; d < allocator_.device_count(); ++d) {
         devices_.push_back(std::make_unique<device_history>());
         devices_.back()->options.enabled = record_mode::off;

@@ -10,6 +10,7 @@
 
 #include "detail/call_context.hpp"
 #include "detail/device_history.hpp"
+#include "detail/observed_allocations.hpp"
 #include "detail/stack_converter.hpp"
 #include "detail/thread_identity.hpp"
 #include "detail/trace_ring.hpp"
@@ -85,6 +86,24 @@ snapshot::snapshot recorder::take_snapshot() {
                     seg.blocks[i].time_ns = allocated.time_ns;
                 }
             }
+        }
+        for (const auto& [address, observed] : observed_->live(d)) {
+            snapshot::segment& seg = out.segments.emplace_back();
+            seg.device = static_cast<int8_t>(d);
+            seg.address = address;
+            seg.total_size = seg.allocated_size = seg.active_size = seg.requested_size =
+                observed.size;
+            seg.stream = observed.stream;
+            const detail::call_context made =
+                detail::decode_call_context(observed.context, epoch_ns_);
+            seg.stack = stacks.convert(made.stack);
+            seg.time_ns = made.time_ns;
+            seg.blocks.push_back({.address = address,
+                                  .size = observed.size,
+                                  .requested_size = observed.size,
+                                  .state = snapshot::block_state::active_allocated,
+                                  .stack = seg.stack,
+                                  .time_ns = made.time_ns});
         }
         out.stats[d] = allocator.memory_stats();
 

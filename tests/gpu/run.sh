@@ -12,8 +12,11 @@
 #   4. PyTorch training on memtrail (tests/gpu/torch_training.py)
 #   5. torch.distributed with a snapshot per rank (tests/gpu/torch_distributed.py; two GPUs or more)
 #   6. fresh PyTorch parity traces (with ../shared/tools/torch_parity_traces.py, when present)
+#   7. `memtrail run` on unchanged programs, in cache and observe mode, timed against the program
+#      alone: a CUDA sample built with nvcc's defaults (static runtime), a cuBLAS sample (observe
+#      must show cuBLAS's workspace), and tests/gpu/torch_training.py's PyTorch-allocator child
 # Set SKIP_<PART>=1 (SKIP_TESTS, SKIP_SAMPLES, SKIP_BENCH, SKIP_TRAINING, SKIP_DISTRIBUTED,
-# SKIP_TRACES) to leave a part out, BENCH_ARGS to pass Google Benchmark flags.
+# SKIP_TRACES, SKIP_RUN) to leave a part out, BENCH_ARGS to pass Google Benchmark flags.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build-gpu}
@@ -132,6 +135,60 @@ if ! skip TRACES && [ -f "$shared/tools/torch_parity_traces.py" ]; then
     wait
   done
   note "- parity traces recorded: $(ls "$out/traces"/*.pickle 2>/dev/null | wc -l)"
+fi
+
+if ! skip RUN; then
+  mkdir -p "$out/run"
+  note ""
+  note "## memtrail run, against the program alone"
+  note ""
+  note "| program | alone | cache | observe | notes |"
+  note "|---|---|---|---|---|"
+  # Wall time of a command in seconds (milliseconds kept), its output in run/errors.log.
+  seconds() { local start=$(date +%s%N); "$@" > /dev/null 2>> "$out/run/errors.log"; local rc=$?;
+              local ms=$(( ($(date +%s%N) - start) / 1000000 )); printf '%d.%03d' $((ms / 1000)) $((ms % 1000));
+              return $rc; }
+  nvcc -O2 -g "$here/tests/gpu/run_static_sample.cu" -o "$out/run/static_sample" > "$out/run/build.log" 2>&1 &&
+    nvcc -O2 -g "$here/tests/gpu/run_cublas_sample.cu" -lcublas -o "$out/run/cublas_sample" >> "$out/run/build.log" 2>&1 ||
+    fail "building the memtrail run samples (see run/build.log)"
+  for sample in static_sample cublas_sample; do
+    [ -x "$out/run/$sample" ] || continue
+    alone=$(seconds "$out/run/$sample") || fail "$sample alone"
+    declare -A took=()
+    for mode in cache observe; do
+      snapshot="$out/run/$sample.$mode.memtrail"
+      took[$mode]=$(seconds "$build/bin/memtrail" run --mode "$mode" --dump "$snapshot" -- "$out/run/$sample") ||
+        fail "memtrail run --mode $mode $sample"
+      "$build/bin/memtrail" top "$snapshot" -n 20 > "$out/run/$sample.$mode.top.txt" 2>&1 ||
+        fail "memtrail top on $sample ($mode)"
+    done
+    notes=""
+    if [ "$sample" = cublas_sample ]; then
+      if grep -qi cublas "$out/run/$sample.observe.top.txt"; then
+        notes="observe shows cuBLAS's own allocations (its workspace; run/$sample.observe.top.txt)"
+      else
+        fail "observe mode does not show cuBLAS's workspace (run/$sample.observe.top.txt)"
+      fi
+    fi
+    note "| $sample | ${alone}s | ${took[cache]}s | ${took[observe]}s | $notes |"
+  done
+  if [ -n "$torch_dir" ]; then
+    # torch_training.py's child with PyTorch's allocator: unchanged, memtrail run makes it use
+    # memtrail's (cache) or records PyTorch's own (observe).
+    child() { PYTHONUNBUFFERED=1 "$@" "$python" "$here/tests/gpu/torch_training.py" --child torch \
+                "$build/lib/librecorder.so" "$out/run/unused.memtrail" | tail -1; }
+    step_ms() { "$python" -c 'import json, sys; print(json.loads(sys.stdin.read())["step_ms_median"])'; }
+    alone=$(child env | step_ms) || fail "torch_training.py child alone"
+    cache=$(child "$build/bin/memtrail" run --mode cache --dump "$out/run/torch.cache.memtrail" -- | step_ms) ||
+      fail "memtrail run python torch_training.py (cache)"
+    observe=$(child "$build/bin/memtrail" run --mode observe --dump "$out/run/torch.observe.memtrail" -- | step_ms) ||
+      fail "memtrail run python torch_training.py (observe)"
+    "$build/bin/memtrail" top "$out/run/torch.cache.memtrail" -n 5 --depth 200 > "$out/run/torch.cache.top.txt" 2>&1 ||
+      fail "memtrail top on the PyTorch run"
+    grep -q "torch_training.py:" "$out/run/torch.cache.top.txt" ||
+      fail "no Python frames in the PyTorch run's stacks (run/torch.cache.top.txt)"
+    note "| torch_training.py (median step) | ${alone} ms | ${cache} ms | ${observe} ms | snapshots in run/ |"
+  fi
 fi
 
 cat "$out/results.md"

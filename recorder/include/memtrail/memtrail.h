@@ -80,6 +80,14 @@ MEMTRAIL_API void* memtrail_malloc(ssize_t size, int device, void* stream);
  * A pointer memtrail does not hold is reported as MEMTRAIL_ERROR_UNKNOWN_POINTER. */
 MEMTRAIL_API void memtrail_free(void* ptr, ssize_t size, int device, void* stream);
 
+/* --- allocations the program makes itself (memtrail run --mode observe) ------------------- */
+
+/* Records a device allocation made outside memtrail (cudaMalloc, cuMemAlloc) with the calling
+ * stack, as a segment holding one allocated block; memtrail's allocator is not involved. */
+MEMTRAIL_API int memtrail_observe_malloc(void* ptr, size_t size, int device, void* stream);
+/* Records its free; -1 when `ptr` is not an observed allocation of `device`. */
+MEMTRAIL_API int memtrail_observe_free(void* ptr, int device);
+
 /* --- history ------------------------------------------------------------------------------ */
 
 /* As torch.cuda.memory._record_memory_history, for every device.
@@ -120,6 +128,9 @@ MEMTRAIL_API int memtrail_set_allocator_config(const char* config);
 /* PyTorch's memory_summary() table for `device`. The text stays valid until the calling thread's
  * next memtrail_memory_summary; NULL on failure. */
 MEMTRAIL_API const char* memtrail_memory_summary(int device);
+/* memtrail's view of `device`'s memory, as cudaMemGetInfo reports it: the device's free bytes
+ * plus what memtrail caches unused, and its total. */
+MEMTRAIL_API int memtrail_memory_info(int device, size_t* free_bytes, size_t* total_bytes);
 /* Number of devices memtrail manages, or -1 when it cannot start (see memtrail_last_error). */
 MEMTRAIL_API int memtrail_device_count(void);
 /* What went wrong in the calling thread's last memtrail call, "" if nothing did. */

@@ -148,6 +148,47 @@ extern "C" {
     }
 }
 
+[[gnu::noinline]] int memtrail_observe_malloc(void* ptr, size_t size, int device, void* stream) {
+    last_error[0] = '\0';
+    try {
+        runtime::get().history().observe_allocation(address_of(ptr), size, device,
+                                                    stream_of(stream), c_api_frames);
+        return 0;
+    } catch (...) {
+        return report_current_exception();
+    }
+}
+
+[[gnu::noinline]] int memtrail_observe_free(void* ptr, int device) {
+    last_error[0] = '\0';
+    try {
+        if (!runtime::get().history().observe_free(address_of(ptr), device, c_api_frames)) {
+            throw std::invalid_argument(
+                "memtrail_observe_free: " + std::to_string(address_of(ptr)) +
+                " is not an observed allocation of device " + std::to_string(device));
+        }
+        return 0;
+    } catch (...) {
+        return report_current_exception();
+    }
+}
+
+int memtrail_memory_info(int device, size_t* free_bytes, size_t* total_bytes) {
+    return guarded([&](runtime& r) {
+        if (free_bytes == nullptr || total_bytes == nullptr) {
+            throw std::invalid_argument("memtrail_memory_info: a result pointer is NULL");
+        }
+        memtrail::device_allocator& allocator = r.allocator().on(device);
+        const memtrail::memory_info info = allocator.get_device().get_memory_info();
+        const memtrail::device_stats stats = allocator.stats();
+        const auto aggregate = static_cast<size_t>(memtrail::stat_type::aggregate);
+        const int64_t cached =
+            stats.reserved_bytes[aggregate].current - stats.allocated_bytes[aggregate].current;
+        *free_bytes = info.free + static_cast<uint64_t>(cached > 0 ? cached : 0);
+        *total_bytes = info.total;
+    });
+}
+
 int memtrail_record_memory_history(const char* enabled, const char* context, const char* stacks,
                                    size_t max_entries) {
     return guarded([&](runtime& r) {

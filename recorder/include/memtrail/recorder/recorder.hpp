@@ -26,6 +26,10 @@
 
 namespace memtrail::recorder {
 
+namespace detail {
+class observed_allocations;
+}
+
 inline constexpr int all_devices = -1;
 
 class recorder final : public allocator_observer {
@@ -54,6 +58,15 @@ class recorder final : public allocator_observer {
               size_t wrapper_frames = 0);
     void empty_cache(int device = all_devices, size_t wrapper_frames = 0);
     caching_allocator& allocator() { return allocator_; }
+
+    // --- allocations the program makes itself (memtrail run --mode observe) -------------------
+    // Recorded, with the calling stack, as a segment holding one allocated block: the snapshot's
+    // state and trace show them as the allocator's own would be. The allocator is not involved.
+    /// @throws std::invalid_argument for a device that does not exist.
+    void observe_allocation(device_address address, uint64_t size, int device,
+                            stream_handle stream = 0, size_t wrapper_frames = 0);
+    // False (and nothing recorded) when `address` is not an observed allocation of `device`.
+    bool observe_free(device_address address, int device, size_t wrapper_frames = 0);
 
     // --- annotations, shown in every recording device's trace ----------------------------------
     void range_start(std::string_view name);
@@ -85,6 +98,7 @@ class recorder final : public allocator_observer {
     const int64_t epoch_ns_;
     stack_table stacks_;
     std::vector<std::unique_ptr<device_history>> devices_;
+    std::unique_ptr<detail::observed_allocations> observed_;
 };
 
 }  // namespace memtrail::recorder

@@ -1,0 +1,271 @@
+// memtrail run [OPTIONS] -- COMMAND [ARGS...] : runs a program with memtrail in it, unchanged.
+// The program gets libmemtrail_interpose.so preloaded (its CUDA allocation calls reach memtrail)
+// and, for Python, sitecustomize.py first on its path (PyTorch allocates from memtrail); the
+// options travel as librecorder's environment variables. This process waits for the program,
+// forwards the signals sent to it, reports the snapshot the program left and exits as it did.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "memtrail/analysis/size_text.hpp"
+#include "memtrail/core/allocator_config.hpp"
+
+namespace memtrail::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* default_dump = "memtrail-%p.memtrail";
+
+volatile sig_atomic_t child_pid = 0;
+
+// Signals another process sends to `memtrail run` go to the program; those from the terminal
+// (Ctrl-C) reached the program's process group already and are not sent twice.
+void forward_signal(int signal, siginfo_t* info, void*) {
+    const bool from_a_process =
+        info != nullptr && (info->si_code == SI_USER || info->si_code == SI_QUEUE);
+    if (child_pid > 0 && from_a_process) {
+        kill(child_pid, signal);
+    }
+}
+
+constexpr int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+void forward_signals() {
+    struct sigaction action {};
+    action.sa_sigaction = forward_signal;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (const int signal : forwarded_signals) {
+        sigaction(signal, &action, nullptr);
+    }
+}
+
+// Installed beside this executable: bin/memtrail, lib/libmemtrail_interpose.so,
+// lib/memtrail/python/sitecustomize.py, bin/memtrail-viewer.
+fs::path executable_dir() {
+    return fs::read_symlink("/proc/self/exe").parent_path();
+}
+
+std::string checked_choice(const parsed_arguments& args, const std::string& option,
+                           const std::string& fallback, const std::vector<std::string>& choices) {
+    const std::string value = args.value(option).value_or(fallback);
+    std::string accepted;
+    for (const std::string& choice : choices) {
+        if (value == choice) {
+            return value;
+        }
+        accepted += (accepted.empty() ? "" : ", ") + choice;
+    }
+    throw usage_error("memtrail run: " + option + " " + value + " is not one of " + accepted);
+}
+
+std::string checked_device(const parsed_arguments& args) {
+    const std::string device = args.value("--device").value_or("cuda");
+    if (device == "cuda" || device == "sim") {
+        return device;
+    }
+    if (!device.starts_with("sim:")) {
+        throw usage_error("memtrail run: --device " + device +
+                          " is not cuda or sim:SIZE (sim:16GiB)");
+    }
+    try {
+        parse_size_option("--device", device.substr(4));
+    } catch (const usage_error& error) {
+        throw usage_error("memtrail run: " + std::string(error.what()));
+    }
+    return device;
+}
+
+// "run.memtrail" -> "run-%t.memtrail": snapshots on SIGUSR1 keep the final one from replacing them.
+std::string signal_dump_pattern(const std::string& dump) {
+    const fs::path path(dump);
+    return (path.parent_path() / (path.stem().string() + "-signal-%t" + path.extension().string()))
+        .string();
+}
+
+void prepend_path(const char* variable, const std::string& entry, char separator) {
+    const char* old = std::getenv(variable);
+    const std::string value = old != nullptr && *old != '\0' ? entry + separator + old : entry;
+    setenv(variable, value.c_str(), 1);
+}
+
+// The program's environment: the interposer, Python's hook and librecorder's settings.
+void prepare_environment(const parsed_arguments& args, const fs::path& interposer,
+                         const std::string& dump) {
+    prepend_path("LD_PRELOAD", interposer.string(), ':');
+    prepend_path("PYTHONPATH", (interposer.parent_path() / "memtrail" / "python").string(), ':');
+    setenv("MEMTRAIL_DEVICE", checked_device(args).c_str(), 1);
+    setenv("MEMTRAIL_MODE", checked_choice(args, "--mode", "cache", {"cache", "observe"}).c_str(),
+           1);
+    setenv("MEMTRAIL_RECORD",
+           checked_choice(args, "--record", "all", {"off", "state", "all"}).c_str(), 1);
+    setenv("MEMTRAIL_STACKS",
+           checked_choice(args, "--stacks", "all", {"native", "python", "all"}).c_str(), 1);
+    if (const auto entries = args.value("--max-entries")) {
+        setenv("MEMTRAIL_MAX_ENTRIES",
+               std::to_string(parse_count_option("--max-entries", *entries)).c_str(), 1);
+    }
+    if (const auto conf = args.value("--alloc-conf")) {
+        try {
+            allocator_config::parse(*conf);
+        } catch (const std::exception& error) {
+            throw usage_error("memtrail run: --alloc-conf: " + std::string(error.what()));
+        }
+        setenv("MEMTRAIL_ALLOC_CONF", conf->c_str(), 1);
+    }
+    if (const auto oom = args.value("--oom-dump")) {
+        setenv("MEMTRAIL_OOM_DUMP", oom->c_str(), 1);
+    }
+    setenv("MEMTRAIL_EXIT_DUMP", dump.c_str(), 1);
+    setenv("MEMTRAIL_SIGNAL_DUMP", signal_dump_pattern(dump).c_str(), 1);
+    setenv("MEMTRAIL_DUMP_SIGNAL", "SIGUSR1", 1);
+}
+
+struct finished_program {
+    pid_t pid = 0;
+    int status = 0;  // as waitpid reports it
+};
+
+finished_program run_and_wait(const std::vector<std::string>& command) {
+    std::vector<char*> argv;
+    for (const std::string& arg : command) {
+        argv.push_back(const_cast<char*>(arg.c_str()));
+    }
+    argv.push_back(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        throw std::runtime_error(std::string("cannot start a process: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+        execvp(argv[0], argv.data());
+        std::cerr << "memtrail: cannot run " << command[0] << ": " << std::strerror(errno) << "\n";
+        _exit(127);
+    }
+    child_pid = pid;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            throw std::runtime_error(std::string("waiting for the program: ") +
+                                     std::strerror(errno));
+        }
+    }
+    child_pid = 0;
+    return {pid, status};
+}
+
+std::string expand_pid(const std::string& pattern, pid_t pid) {
+    std::string path;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+        if (pattern[i] == '%' && i + 1 < pattern.size() &&
+            (pattern[i + 1] == 'p' || pattern[i + 1] == '%')) {
+            path += pattern[i + 1] == 'p' ? std::to_string(pid) : "%";
+            ++i;
+        } else {
+            path += pattern[i];
+        }
+    }
+    return path;
+}
+
+// "memtrail: snapshot written to PATH: peak allocated X, peak reserved Y, N out-of-memory errors"
+void report_snapshot(const std::string& path) {
+    const opened_file file = open_file(path, parsed_arguments{});
+    size_t ooms = 0;
+    for (const snapshot::device_trace& trace : file.model.source().traces) {
+        for (const snapshot::trace_entry& entry : trace.entries) {
+            ooms += entry.kind == snapshot::action::oom ? 1 : 0;
+        }
+    }
+    std::cerr << "memtrail: snapshot written to " << path << ": peak allocated "
+              << analysis::format_bytes(peak_bytes(file.model, analysis::series::allocated))
+              << ", peak reserved "
+              << analysis::format_bytes(peak_bytes(file.model, analysis::series::reserved)) << ", "
+              << ooms << " out-of-memory error" << (ooms == 1 ? "" : "s") << "\n";
+}
+
+int exit_code_of(int status) {
+    if (WIFEXITED(status)) {
+        return WEXITSTATUS(status);
+    }
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+}  // namespace
+
+command_spec run_spec() {
+    command_spec spec;
+    spec.name = "run";
+    spec.usage = "[OPTIONS] [--] COMMAND [ARGS...]";
+    spec.summary =
+        "Run a program with memtrail in it, unchanged, and write its snapshot when it exits";
+    spec.details =
+        "Native CUDA programs (shared or static CUDA runtime, driver API) get their device\n"
+        "allocations served by memtrail's caching allocator (--mode cache) or recorded as they\n"
+        "pass to CUDA (--mode observe); `memtrail run python script.py` makes PyTorch allocate\n"
+        "from memtrail. The snapshot is written when the program exits, on SIGUSR1 (to\n"
+        "NAME-signal-TIME.EXT beside it) and, with --oom-dump, on every out-of-memory error.\n"
+        "Signals sent to memtrail run go to the program; it exits with the program's status\n"
+        "(128 + N when signal N ended it). docs/cli.md describes what is recorded.";
+    spec.min_positional = 1;
+    spec.has_json = false;
+    spec.positional_ends_options = true;
+    spec.options = {
+        {"--device", "", "cuda|sim:SIZE",
+         "the device: the GPUs (default), or a simulated one (sim:16GiB) that needs none"},
+        {"--mode", "", "cache|observe",
+         "cache (default): memtrail's allocator serves the program; observe: CUDA does, recorded"},
+        {"--record", "", "off|state|all", "history recorded (default all)"},
+        {"--stacks", "", "native|python|all", "stacks recorded (default all)"},
+        {"--max-entries", "", "N", "trace entries kept per device (default 1000000)"},
+        {"--dump", "", "PATH",
+         "snapshot written at exit (default memtrail-%p.memtrail, %p the pid; .pickle: "
+         "PyTorch's)"},
+        {"--oom-dump", "", "PATTERN", "snapshot written on every out-of-memory (%p, %d, %t)"},
+        {"--alloc-conf", "", "CONF", "allocator settings, PYTORCH_CUDA_ALLOC_CONF syntax"},
+        {"--view", "", "", "open memtrail-viewer on the snapshot when the program ends"},
+    };
+    return spec;
+}
+
+int run_run(const parsed_arguments& args) {
+    const fs::path interposer = executable_dir().parent_path() / "lib" / "libmemtrail_interpose.so";
+    if (!fs::exists(interposer)) {
+        throw usage_error("memtrail run: " + interposer.string() +
+                          " is missing (it is built where the CUDA toolkit is found)");
+    }
+    const std::string dump = args.value("--dump").value_or(default_dump);
+    prepare_environment(args, interposer, dump);
+    forward_signals();
+
+    const finished_program program = run_and_wait(args.positional);
+    const std::string path = expand_pid(dump, program.pid);
+    if (!fs::exists(path)) {
+        std::cerr << "memtrail: no snapshot at " << path
+                  << " (the program made no device allocation, or did not exit normally)\n";
+        return exit_code_of(program.status);
+    }
+    try {
+        report_snapshot(path);
+    } catch (const std::exception& error) {
+        std::cerr << "memtrail: the snapshot " << path << " cannot be read: " << error.what()
+                  << "\n";
+    }
+    if (args.has("--view")) {
+        run_and_wait({(executable_dir() / "memtrail-viewer").string(), path});
+    }
+    return exit_code_of(program.status);
+}
+
+}  // namespace memtrail::cli

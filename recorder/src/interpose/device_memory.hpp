@@ -1,0 +1,76 @@
+#pragma once
+// What the runtime's and the driver's allocation hooks share: memtrail's allocator for
+// --mode cache, the record of the program's own allocations for --mode observe, and how a
+// failure inside memtrail is reported (on stderr, "memtrail: ..."; the program goes on).
+//
+// The calls into librecorder are inlined into the hooks: the stacks memtrail records then show
+// one frame of the interposer, the hook named for the CUDA call, above the program's own.
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "memtrail/memtrail.h"
+
+#define MEMTRAIL_INLINE [[gnu::always_inline]] inline
+
+namespace memtrail::interpose {
+
+enum class memory_result { ok, out_of_memory, failed };
+
+// Prints "memtrail: CALL: what went wrong" (librecorder's last error) on stderr.
+void report_failure(const char* call);
+
+// Whether any program allocation has reached memtrail (so that there is a snapshot to write).
+bool reached_memtrail();
+void note_reached_memtrail();
+
+// cache: a block from memtrail's allocator. A failure other than out of memory is reported.
+MEMTRAIL_INLINE memory_result cache_allocate(void** out, size_t size, int device, void* stream,
+                                             const char* call) {
+    note_reached_memtrail();
+    *out = memtrail_malloc(static_cast<ssize_t>(size), device, stream);
+    if (*out != nullptr || size == 0) {
+        return memory_result::ok;
+    }
+    // The allocator's out-of-memory error is the program's to handle, as CUDA's would be.
+    if (std::strstr(memtrail_last_error(), "out of memory") != nullptr) {
+        return memory_result::out_of_memory;
+    }
+    report_failure(call);
+    return memory_result::failed;
+}
+
+// cache: gives `pointer` back to memtrail's allocator, after the work queued on `stream`; false
+// when memtrail did not hand it out (it came from a call memtrail does not take over).
+MEMTRAIL_INLINE bool cache_free(void* pointer, void* stream) {
+    if (stream != nullptr && memtrail_record_stream(pointer, stream) != 0) {
+        return false;
+    }
+    memtrail_free(pointer, 0, -1, stream);
+    return memtrail_last_error()[0] == '\0';
+}
+
+// observe: records an allocation CUDA made for the program, and its free (before CUDA frees it,
+// so that the address cannot be handed out again before the record is gone).
+MEMTRAIL_INLINE void observe_allocated(void* pointer, size_t size, int device, void* stream,
+                                       const char* call) {
+    note_reached_memtrail();
+    if (memtrail_observe_malloc(pointer, size, device, stream) != 0) {
+        report_failure(call);
+    }
+}
+
+MEMTRAIL_INLINE void observe_freeing(void* pointer, int device, const char* call) {
+    // A pointer allocated by a call memtrail does not watch is no error.
+    if (memtrail_observe_free(pointer, device) != 0 &&
+        std::strstr(memtrail_last_error(), "not an observed allocation") == nullptr) {
+        report_failure(call);
+    }
+}
+
+// memtrail's view of `device`: its free bytes (what memtrail caches counts as free) and total.
+bool memory_info(int device, size_t* free_bytes, size_t* total_bytes, const char* call);
+
+}  // namespace memtrail::interpose

@@ -1,0 +1,68 @@
+#include "simulated_memory.hpp"
+
+#include <cstdlib>
+#include <iterator>
+
+namespace memtrail::interpose {
+
+bool simulated_memory::back(uint64_t address, size_t size) {
+    void* host = std::calloc(1, size != 0 ? size : 1);
+    if (host == nullptr) {
+        return false;
+    }
+    std::lock_guard lock(mutex_);
+    ranges_[address] = {size, host, true};
+    used_ += size;
+    return true;
+}
+
+void simulated_memory::adopt(void* host, size_t size) {
+    std::lock_guard lock(mutex_);
+    ranges_[reinterpret_cast<uint64_t>(host)] = {size, host, false};
+    used_ += size;
+}
+
+bool simulated_memory::release(uint64_t address) {
+    range released;
+    {
+        std::lock_guard lock(mutex_);
+        const auto it = ranges_.find(address);
+        if (it == ranges_.end()) {
+            return false;
+        }
+        released = it->second;
+        used_ -= released.size;
+        ranges_.erase(it);
+    }
+    if (released.owned) {
+        std::free(released.host);
+    }
+    return true;
+}
+
+void* simulated_memory::host_address(uint64_t address, size_t length) const {
+    std::lock_guard lock(mutex_);
+    auto it = ranges_.upper_bound(address);
+    if (it == ranges_.begin()) {
+        return nullptr;
+    }
+    it = std::prev(it);
+    const uint64_t offset = address - it->first;
+    if (offset > it->second.size || length > it->second.size - offset) {
+        return nullptr;
+    }
+    return static_cast<char*>(it->second.host) + offset;
+}
+
+size_t simulated_memory::used() const {
+    std::lock_guard lock(mutex_);
+    return used_;
+}
+
+simulated_memory& simulated_memory::get() {
+    // Never destroyed: the program may free device memory from its own static destructors.
+    static simulated_memory* instance = new simulated_memory();
+    return *instance;
+}
+
+}  // namespace memtrail::interpose
