@@ -64,6 +64,11 @@ endif()
 set_target_properties(${memtrail_programs} PROPERTIES
   INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 install(TARGETS ${memtrail_programs} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# `memtrail run python ...` puts this folder first on PYTHONPATH (beside the interposer).
+if(TARGET memtrail_interpose)
+  install(FILES ${PROJECT_SOURCE_DIR}/recorder/src/interpose/sitecustomize.py
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/memtrail/python)
+endif()
 
 # The CMake package: memtrail-targets.cmake from the export, a config that finds the libraries'
 # own dependencies first, and a version file (0.x: a new minor version may change the API).
