@@ -45,8 +45,8 @@ std::map<device_address, observed_allocation> observed_allocations::live(int dev
     history(device);
     const context_handle context = capture_context(device, false, wrapper_frames);
     observed_->add(device, address, {size, stream, context});
-    allocator_event event{
-        allocator_action::segment_alloc, device, address, size, size, stream, context};
+    allocator_event event{allocator_action::segment_alloc, device, address, size, size, stream,
+                          context, pool_id{}};
     on_event(event);
     event.action = allocator_action::alloc;
     on_event(event);
@@ -67,7 +67,8 @@ std::map<device_address, observed_allocation> observed_allocations::live(int dev
                           allocation->size,
                           allocation->size,
                           allocation->stream,
-                          context};
+                          context,
+                          pool_id{}};
     on_event(event);
     event.action = allocator_action::free_completed;
     on_event(event);
