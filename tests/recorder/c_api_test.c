@@ -230,6 +230,8 @@ int main(int argc, char** argv) {
     CHECK(memtrail_set_signal_dump(0, NULL) == 0);
     CHECK(memtrail_set_signal_dump(-1, "x.memtrail") == -1);
     CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT);
+    CHECK(memtrail_set_signal_dump(SIGSEGV, "x.memtrail") == -1);
+    CHECK(strstr(memtrail_last_error(), "SIGUSR1, SIGUSR2 or a real-time signal") != NULL);
 
     CHECK(memtrail_clear_memory_history() == 0);
     CHECK(memtrail_record_memory_history(NULL, NULL, NULL, 0) == 0);

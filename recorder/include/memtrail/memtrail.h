@@ -127,8 +127,9 @@ MEMTRAIL_API int memtrail_reset_accumulated_memory_stats(int device);
 /* After every out-of-memory, a snapshot is written to `pattern` (as MEMTRAIL_OOM_DUMP; NULL or
  * "" for none), replacing what was set before. */
 MEMTRAIL_API int memtrail_set_oom_dump(const char* pattern);
-/* When the process receives `signal`, a snapshot is written to `pattern` (as
- * MEMTRAIL_SIGNAL_DUMP; NULL, "" or signal 0 for none), replacing what was set before. */
+/* When the process receives `signal` (SIGUSR1, SIGUSR2 or a real-time signal), a snapshot is
+ * written to `pattern` (as MEMTRAIL_SIGNAL_DUMP; NULL, "" or signal 0 for none), replacing what
+ * was set before. */
 MEMTRAIL_API int memtrail_set_signal_dump(int signal, const char* pattern);
 
 /* --- garbage collection by memory pressure -------------------------------------------------- */

@@ -307,9 +307,13 @@ int memtrail_set_oom_dump(const char* pattern) {
 
 int memtrail_set_signal_dump(int signal, const char* pattern) {
     return guarded([&](runtime& r) {
-        if (signal < 0 || signal >= NSIG) {
-            throw std::invalid_argument("memtrail_set_signal_dump: no signal " +
-                                        std::to_string(signal));
+        // The signals a program can spare: the user signals and the real-time ones.
+        const bool spare =
+            signal == SIGUSR1 || signal == SIGUSR2 || (signal >= SIGRTMIN && signal <= SIGRTMAX);
+        if (signal != 0 && !spare) {
+            throw std::invalid_argument("memtrail_set_signal_dump: signal " +
+                                        std::to_string(signal) +
+                                        " is not SIGUSR1, SIGUSR2 or a real-time signal");
         }
         r.set_signal_dump(signal, std::string(text_or(pattern, "")));
     });
