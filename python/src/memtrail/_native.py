@@ -71,9 +71,7 @@ def cli_path() -> Path:
 def _load() -> ctypes.CDLL:
     path = library_path()
     try:
-        # CDLL releases the GIL around every call, so no thread ever holds the GIL while it waits
-        # for the allocator: the garbage-collection callback may take the GIL under the
-        # allocator's lock without a deadlock.
+        # CDLL lets the GIL go around every call: other Python threads run while one allocates.
         library = ctypes.CDLL(str(path))
     except OSError as error:
         raise NotStartedError(

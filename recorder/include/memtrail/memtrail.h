@@ -146,9 +146,8 @@ typedef int (*memtrail_collect_callback)(int device, int pressure, void* user_da
 /* Makes `callback` the collector (NULL: none): called when the allocator would ask the device for
  * more memory while the device is under pressure, and once more, at MEMTRAIL_PRESSURE_FULL,
  * before memtrail_malloc fails for want of memory (the allocation is then tried again; the
- * out-of-memory stays recorded). It runs on the allocating thread, under the device's lock for
- * the first kind of call: it may free (and allocate) through memtrail on that thread, and must
- * not wait for another thread that allocates. */
+ * out-of-memory stays recorded). It runs on the allocating thread without the device's lock, so
+ * it may free and allocate through memtrail, and wait for threads that do (a GIL). */
 MEMTRAIL_API int memtrail_set_collect_callback(memtrail_collect_callback callback,
                                                void* user_data);
 
