@@ -33,9 +33,9 @@ def device_index(device: Device) -> int:
         if kind != "cuda" or (index and not index.isdigit()):
             raise ValueError(f"memtrail: a device is an int, \"cuda\" or \"cuda:N\", not {device!r}")
         return int(index) if index else current_device()
-    index = getattr(device, "index", None)  # torch.device
+    torch_index = getattr(device, "index", None)  # torch.device
     if getattr(device, "type", None) == "cuda":
-        return current_device() if index is None else int(index)
+        return current_device() if torch_index is None else int(torch_index)
     raise ValueError(f"memtrail: a device is an int, \"cuda\" or \"cuda:N\", not {device!r}")
 
 

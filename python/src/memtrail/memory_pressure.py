@@ -64,7 +64,7 @@ def _collect(device: int, pressure: int, _user_data: Optional[int]) -> int:
 
 # Kept alive as long as librecorder may call it; _NO_CALLBACK is a NULL function pointer.
 _callback = _native.COLLECT_CALLBACK(_collect)
-_NO_CALLBACK = _native.COLLECT_CALLBACK()
+_NO_CALLBACK = _native.COLLECT_CALLBACK(0)
 
 
 def _set(enabled: bool) -> None:
