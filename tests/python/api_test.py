@@ -43,6 +43,15 @@ class PackageTest(unittest.TestCase):
         self.assertNotIn("cupy", sys.modules)
         self.assertTrue((Path(memtrail.__file__).parent / "py.typed").exists())
 
+    def test_a_librecorder_the_process_has_loaded_is_the_one_used(self) -> None:
+        preloaded = os.environ["MEMTRAIL_LIBRARY"]
+        environment = {k: v for k, v in os.environ.items() if k != "MEMTRAIL_LIBRARY"}
+        environment["LD_PRELOAD"] = preloaded  # as a launcher would
+        done = subprocess.run(
+            [sys.executable, "-c", "import memtrail; print(memtrail.library_path())"],
+            env=environment, capture_output=True, text=True, check=True)
+        self.assertEqual(Path(done.stdout.strip()).resolve(), Path(preloaded).resolve())
+
     def test_version_is_the_librecorders(self) -> None:
         self.assertRegex(memtrail.version(), r"^\d+\.\d+\.\d+$")
         self.assertEqual(memtrail.device_count(), 1)

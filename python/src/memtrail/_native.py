@@ -1,9 +1,10 @@
 """librecorder, found and loaded once, with every C function of memtrail.h declared once.
 
 Where librecorder comes from: MEMTRAIL_LIBRARY (a path to a librecorder.so, for a build tree
-or an installed prefix), else the copy this package carries (memtrail/_native, put there when
-the package was built). Loading starts nothing: memtrail starts its device at the first call
-that needs it."""
+or an installed prefix), else a librecorder the process has loaded already (a launcher's
+LD_PRELOAD), else the copy this package carries (memtrail/_native, put there when the package
+was built). Loading starts nothing: memtrail starts its device at the first call that needs
+it."""
 
 from __future__ import annotations
 
@@ -56,10 +57,27 @@ _lock = threading.Lock()
 _library: Optional[ctypes.CDLL] = None
 
 
+def _loaded_librecorder() -> Optional[Path]:
+    """A librecorder the process has loaded already (preloaded by a launcher, or loaded by a
+    program before importing memtrail): one process, one allocator."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and Path(fields[5].strip()).name.startswith("librecorder.so"):
+                    return Path(fields[5].strip())
+    except OSError:
+        pass
+    return None
+
+
 def library_path() -> Path:
-    """The librecorder this package uses (MEMTRAIL_LIBRARY, else the carried copy)."""
+    """The librecorder this package uses: MEMTRAIL_LIBRARY, else the one the process has loaded
+    already, else the carried copy."""
     chosen = os.environ.get(LIBRARY_VARIABLE)
-    return Path(chosen) if chosen else _CARRIED / "librecorder.so.0"
+    if chosen:
+        return Path(chosen)
+    return _loaded_librecorder() or _CARRIED / "librecorder.so.0"
 
 
 def cli_path() -> Path:
