@@ -1,12 +1,15 @@
 """The memtrail Python package on a GPU, with PyTorch (and CuPy where it is installed).
 
-    python3 tests/gpu/python_package.py OUTDIR     (with the package installed: see run.sh)
+    python3 tests/gpu/python_package.py OUTDIR [MEMTRAIL]   (with the package installed: see run.sh)
+
+MEMTRAIL is the memtrail command whose `run` starts the memtrail_run part (a build's
+bin/memtrail, which finds the interposer beside it); without it that part is left out.
 
 Each part runs in a fresh process (an allocator is chosen once per process):
   torch        a training loop on PyTorch's own allocator: torch.cuda.memory_stats()
   memtrail     the same loop after `import memtrail; memtrail.torch.use()`, recording with
                Python stacks and a range per step: memtrail.memory_stats(), a snapshot
-  memtrail_run the same loop, unchanged, under `memtrail run python` (when that command exists)
+  memtrail_run the same loop, unchanged, under `MEMTRAIL run -- python` (when MEMTRAIL has `run`)
   late         memtrail.torch.use() after CUDA started: must raise AllocatorSwitchError
   gc_cycle     a reference cycle holding a large tensor, then another one, with the device
                limited to 1.5 times the tensor: no OOM thanks to gc.collect on memory pressure
@@ -149,21 +152,18 @@ PARTS = {"torch": part_torch, "memtrail": part_memtrail, "memtrail_run": part_me
 
 def run_part(name: str, out: Path, prefix: list) -> dict:
     done = subprocess.run([*prefix, sys.executable, os.path.abspath(__file__), str(out), name],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, cwd=out)
     (out / f"python_package_{name}.log").write_text(done.stdout + done.stderr)
     if done.returncode != 0:
         return {"error": (done.stderr or done.stdout).strip().splitlines()[-1:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main(out: Path) -> int:
-    import memtrail
-
+def main(out: Path, launcher: str) -> int:
     out.mkdir(parents=True, exist_ok=True)
     results = {name: run_part(name, out, []) for name in ("torch", "memtrail", "late", "gc_cycle")}
-    cli = str(memtrail.cli_path())
-    if subprocess.run([cli, "run", "--help"], capture_output=True).returncode == 0:
-        results["memtrail_run"] = run_part("memtrail_run", out, [cli, "run"])
+    if launcher and subprocess.run([launcher, "run", "--help"], capture_output=True).returncode == 0:
+        results["memtrail_run"] = run_part("memtrail_run", out, [launcher, "run", "--"])
     if subprocess.run([sys.executable, "-c", "import cupy"], capture_output=True).returncode == 0:
         results["cupy"] = run_part("cupy", out, [])
 
@@ -190,7 +190,7 @@ def main(out: Path) -> int:
     for name, result in results.items():
         print(f"{name:13} {json.dumps(result)}")
     if "memtrail_run" not in results:
-        print("memtrail_run  left out: no `memtrail run` command")
+        print("memtrail_run  left out: no memtrail command with `run` given")
     if "cupy" not in results:
         print("cupy          left out: CuPy is not installed")
     for failure in failures:
@@ -199,9 +199,9 @@ def main(out: Path) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3:
+    if len(sys.argv) == 3 and sys.argv[2] in PARTS:
         print(json.dumps(PARTS[sys.argv[2]](Path(sys.argv[1]))))
-    elif len(sys.argv) == 2:
-        sys.exit(main(Path(sys.argv[1])))
+    elif len(sys.argv) in (2, 3):
+        sys.exit(main(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) == 3 else ""))
     else:
         sys.exit(__doc__)

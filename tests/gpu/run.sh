@@ -147,7 +147,8 @@ if ! skip PYTHON_PACKAGE; then
     MEMTRAIL_BUILD_DIR="$build" "$out/python-venv/bin/pip" install --no-index --no-build-isolation \
       "$out/python-package" >> "$out/python_package_install.log" 2>&1; then
     PYTHONUNBUFFERED=1 "$out/python-venv/bin/python" "$here/tests/gpu/python_package.py" \
-      "$out/python_package" > "$out/python_package.log" 2>&1 || fail "python_package.py"
+      "$out/python_package" "$build/bin/memtrail" > "$out/python_package.log" 2>&1 ||
+      fail "python_package.py"
     note ""
     note "## The Python package (pip install, memtrail.torch.use())"
     note '```'
