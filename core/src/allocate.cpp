@@ -105,10 +105,22 @@ bool device_allocator_impl::trigger_free_memory_callbacks() {
          (reserved > 0 && allocated_now / reserved >= config.callback_allocated_reserved_rate))
             ? memory_pressure::full
             : memory_pressure::light;
+    // The callbacks run without the device's lock: a host runtime's collector takes its own
+    // lock first (Python's GIL), and a thread that holds that one while it frees here would
+    // wait for this thread while this thread waits for it. A copy, since the list may change
+    // meanwhile; get_free_block searches again after.
+    const std::vector<free_memory_callback> callbacks = free_memory_callbacks;
+    mutex.unlock();
     bool freed = false;
-    for (const auto& callback : free_memory_callbacks) {
-        freed |= callback(device_index_, pressure);
+    try {
+        for (const auto& callback : callbacks) {
+            freed |= callback(device_index_, pressure);
+        }
+    } catch (...) {
+        mutex.lock();
+        throw;
     }
+    mutex.lock();
     return freed;
 }
 

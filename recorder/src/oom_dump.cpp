@@ -7,6 +7,10 @@
 namespace memtrail::recorder {
 
 void dump_on_out_of_memory(recorder& history, std::string pattern) {
+    dump_on_out_of_memory(history, [pattern = std::move(pattern)] { return pattern; });
+}
+
+void dump_on_out_of_memory(recorder& history, std::function<std::string()> pattern) {
     caching_allocator& allocator = history.allocator();
     for (int d = 0; d < allocator.device_count(); ++d) {
         allocator.on(d).add_oom_observer([&history, pattern](int device, uint64_t, uint64_t,
@@ -14,9 +18,13 @@ void dump_on_out_of_memory(recorder& history, std::string pattern) {
             // The allocation is failing already: whatever happens here must not replace its
             // out_of_memory_error, so nothing escapes.
             try {
+                const std::string current = pattern();
+                if (current.empty()) {
+                    return;
+                }
                 const auto now = std::chrono::system_clock::now().time_since_epoch();
                 const std::string path = expand_dump_path(
-                    pattern, device,
+                    current, device,
                     std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
                 history.dump_snapshot(path);
                 std::fprintf(stderr,

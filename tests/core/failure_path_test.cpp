@@ -203,5 +203,40 @@ TEST(FailurePath, LightPressureWhenMostReservedMemoryIsFree) {
     EXPECT_EQ(pressures[0], memory_pressure::light);
 }
 
+TEST(FailurePath, FreeMemoryCallbacksRunWithoutTheDevicesLock) {
+    simulated_device dev(gib_device());
+    device_allocator a(dev);
+    device_address held = a.allocate(300 * MiB);
+    // A runtime whose collector waits for another thread that frees (Python: a thread that
+    // holds the GIL and frees a tensor): with the device's lock held, that thread would wait
+    // for ever.
+    std::atomic<bool> freed_elsewhere{false};
+    a.add_free_memory_callback([&](int, memory_pressure) {
+        if (held == 0) {
+            return false;
+        }
+        std::thread other([&] {
+            a.free(held);
+            freed_elsewhere = true;
+        });
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!freed_elsewhere && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (!freed_elsewhere) {
+            other.detach();  // still waiting for the lock: the test fails below
+            return false;
+        }
+        other.join();
+        held = 0;
+        return true;
+    });
+    const device_address reused = a.allocate(300 * MiB);
+    EXPECT_TRUE(freed_elsewhere);
+    EXPECT_EQ(dev.used_bytes(), 300 * MiB);  // the freed block, not a new segment
+    a.free(reused);
+    EXPECT_EQ(a.check_consistency(), "");
+}
+
 }  // namespace
 }  // namespace memtrail

@@ -15,8 +15,12 @@
 #   7. `memtrail run` on unchanged programs, in cache and observe mode, timed against the program
 #      alone: a CUDA sample built with nvcc's defaults (static runtime), a cuBLAS sample (observe
 #      must show cuBLAS's workspace), and tests/gpu/torch_training.py's PyTorch-allocator child
+#   8. the Python package (python/), pip-installed into a virtual environment: a training loop
+#      after memtrail.torch.use() against PyTorch's allocator, gc.collect on memory pressure,
+#      CuPy through the package where CuPy is installed (tests/gpu/python_package.py)
 # Set SKIP_<PART>=1 (SKIP_TESTS, SKIP_SAMPLES, SKIP_BENCH, SKIP_TRAINING, SKIP_DISTRIBUTED,
-# SKIP_TRACES, SKIP_RUN) to leave a part out, BENCH_ARGS to pass Google Benchmark flags.
+# SKIP_TRACES, SKIP_RUN, SKIP_PYTHON_PACKAGE) to leave a part out, BENCH_ARGS to pass Google
+# Benchmark flags.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build-gpu}
@@ -188,6 +192,28 @@ if ! skip RUN; then
     grep -q "torch_training.py:" "$out/run/torch.cache.top.txt" ||
       fail "no Python frames in the PyTorch run's stacks (run/torch.cache.top.txt)"
     note "| torch_training.py (median step) | ${alone} ms | ${cache} ms | ${observe} ms | snapshots in run/ |"
+  fi
+fi
+
+if ! skip PYTHON_PACKAGE; then
+  # pip builds in the folder it is given: a copy, so that the source tree stays clean. The
+  # virtual environment sees the system's packages (torch, cupy, setuptools, wheel).
+  rm -rf "$out/python-package" "$out/python-venv"
+  cp -r "$here/python" "$out/python-package"
+  rm -rf "$out/python-package/build" "$out/python-package/src/"*.egg-info
+  if "$python" -m venv --system-site-packages "$out/python-venv" > "$out/python_package_install.log" 2>&1 &&
+    MEMTRAIL_BUILD_DIR="$build" "$out/python-venv/bin/pip" install --no-index --no-build-isolation \
+      "$out/python-package" >> "$out/python_package_install.log" 2>&1; then
+    PYTHONUNBUFFERED=1 "$out/python-venv/bin/python" "$here/tests/gpu/python_package.py" \
+      "$out/python_package" "$build/bin/memtrail" > "$out/python_package.log" 2>&1 ||
+      fail "python_package.py"
+    note ""
+    note "## The Python package (pip install, memtrail.torch.use())"
+    note '```'
+    cat "$out/python_package.log" >> "$out/results.md"
+    note '```'
+  else
+    fail "pip install of the Python package (see python_package_install.log)"
   fi
 fi
 

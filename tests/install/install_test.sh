@@ -56,12 +56,18 @@ case "${1:-}" in
     if [ -e "$MEMTRAIL_BUILD_DIR/bin/memtrail-viewer" ]; then
       [ -x "$prefix/bin/memtrail-viewer" ] || fail "bin/memtrail-viewer is not installed"
     fi
-    # librecorder: a SONAME with the ABI's version, its symbols in the versioned node.
-    readelf -d "$prefix/lib/librecorder.so" | grep -q "Library soname: \[librecorder.so.0\]" \
+    # librecorder: a SONAME with the ABI's version, its symbols in the versioned nodes. (grep
+    # reads a here-string: `readelf | grep -q` fails under pipefail when grep stops reading
+    # before readelf is done.)
+    dynamic=$(readelf -d "$prefix/lib/librecorder.so")
+    grep -q "Library soname: \[librecorder.so.0\]" <<<"$dynamic" \
       || fail "librecorder.so has no SONAME librecorder.so.0"
-    readelf --dyn-syms -W "$prefix/lib/librecorder.so" | grep -q " memtrail_malloc@@MEMTRAIL_0.1$" \
+    symbols=$(readelf --dyn-syms -W "$prefix/lib/librecorder.so")
+    grep -q " memtrail_malloc@@MEMTRAIL_0.1$" <<<"$symbols" \
       || fail "memtrail_malloc is not in librecorder's MEMTRAIL_0.1 symbol node"
-    readelf -d "$prefix/bin/memtrail" | grep -q 'R.*PATH.*\[\$ORIGIN/../lib\]' \
+    grep -q " memtrail_memory_stats_json@@MEMTRAIL_0.2$" <<<"$symbols" \
+      || fail "memtrail_memory_stats_json is not in librecorder's MEMTRAIL_0.2 symbol node"
+    grep -q 'R.*PATH.*\[\$ORIGIN/../lib\]' <<<"$(readelf -d "$prefix/bin/memtrail")" \
       || fail "bin/memtrail has no run path to the installed libraries"
     "$prefix/bin/memtrail" --version
     ;;

@@ -1,5 +1,6 @@
-/* The C API from C: every call, its error reporting (codes and text), its version, and the
- * environment switches (MEMTRAIL_DEVICE, MEMTRAIL_OOM_DUMP, MEMTRAIL_SIGNAL_DUMP).
+/* The C API from C: every call, its error reporting (codes and text), its version, the
+ * environment switches (MEMTRAIL_DEVICE, MEMTRAIL_OOM_DUMP, MEMTRAIL_SIGNAL_DUMP) and the calls
+ * that change them later, and a host garbage collector.
  * Usage: test_recorder_c_api FOLDER */
 #define _POSIX_C_SOURCE 200809L
 
@@ -33,6 +34,24 @@ static int wait_for_file(const char* path) {
         nanosleep(&pause, NULL);
     }
     return file_exists(path);
+}
+
+/* A host garbage collector that owns one block: it frees it when asked, once. */
+static void* held_by_collector = NULL;
+static int collections_by_pressure[3] = {0, 0, 0};
+static int collector_token = 0;
+
+static int collect(int device, int pressure, void* user_data) {
+    if (user_data != &collector_token || device != 0 || pressure < 1 || pressure > 2) {
+        return 0;
+    }
+    ++collections_by_pressure[pressure];
+    if (held_by_collector == NULL) {
+        return 0;
+    }
+    memtrail_free(held_by_collector, 0, device, NULL);
+    held_by_collector = NULL;
+    return 1;
 }
 
 int main(int argc, char** argv) {
@@ -157,6 +176,62 @@ int main(int argc, char** argv) {
     CHECK(raise(SIGUSR1) == 0);
     snprintf(path, sizeof path, "%s/c-signal-%d.memtrail", folder, (int)getpid());
     CHECK(wait_for_file(path));
+
+    /* Statistics with PyTorch's names, as JSON; their resets. */
+    const char* stats = memtrail_memory_stats_json(0);
+    CHECK(stats != NULL && stats[0] == '{');
+    CHECK(strstr(stats, "\"allocated_bytes.all.current\": 512,") != NULL);
+    CHECK(strstr(stats, "\"num_ooms\": 1,") != NULL);
+    CHECK(memtrail_reset_peak_memory_stats(-1) == 0);
+    CHECK(memtrail_reset_accumulated_memory_stats(0) == 0);
+    stats = memtrail_memory_stats_json(0);
+    CHECK(strstr(stats, "\"allocated_bytes.all.allocated\": 0,") != NULL);
+    CHECK(strstr(stats, "\"allocated_bytes.all.peak\": 512,") != NULL);
+    CHECK(memtrail_memory_stats_json(4) == NULL);
+    CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT);
+    CHECK(memtrail_reset_peak_memory_stats(4) == -1);
+
+    /* The garbage collector: on pressure (reserved 59% of the device, all of it allocated: a
+     * full collection), then once more before an allocation would fail. No OOM dumps now. */
+    snprintf(path, sizeof path, "%s/c-oom-%d-0.memtrail", folder, (int)getpid());
+    CHECK(unlink(path) == 0);
+    CHECK(memtrail_set_oom_dump(NULL) == 0);
+    CHECK(memtrail_set_allocator_config("") == 0);
+    CHECK(memtrail_set_memory_fraction(1.0, 0) == 0);
+    CHECK(memtrail_set_collect_callback(collect, &collector_token) == 0);
+    held_by_collector = memtrail_malloc((ssize_t)600 << 20, 0, NULL);
+    CHECK(held_by_collector != NULL);
+    CHECK(collections_by_pressure[MEMTRAIL_PRESSURE_FULL] == 0);
+    void* large = memtrail_malloc((ssize_t)600 << 20, 0, NULL);
+    CHECK(large != NULL);
+    CHECK(collections_by_pressure[MEMTRAIL_PRESSURE_FULL] == 1);
+    CHECK(collections_by_pressure[MEMTRAIL_PRESSURE_LIGHT] == 0);
+    CHECK(memtrail_set_allocator_config("callback_reserved_rate:1") == 0); /* never on pressure */
+    held_by_collector = memtrail_malloc((ssize_t)300 << 20, 0, NULL);
+    CHECK(held_by_collector != NULL);
+    void* last_chance = memtrail_malloc((ssize_t)300 << 20, 0, NULL);
+    CHECK(last_chance != NULL);
+    CHECK(collections_by_pressure[MEMTRAIL_PRESSURE_FULL] == 2);
+    CHECK(strstr(memtrail_memory_stats_json(0), "\"num_ooms\": 1,") != NULL); /* since the reset */
+    CHECK(!file_exists(path));
+    CHECK(memtrail_set_collect_callback(NULL, NULL) == 0);
+    CHECK(memtrail_malloc((ssize_t)300 << 20, 0, NULL) == NULL);
+    CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_OUT_OF_MEMORY);
+    CHECK(collections_by_pressure[MEMTRAIL_PRESSURE_FULL] == 2);
+    memtrail_free(large, 0, 0, NULL);
+    memtrail_free(last_chance, 0, 0, NULL);
+
+    /* The signal dump, moved to another signal, then switched off. */
+    snprintf(path, sizeof path, "%s/c-signal2-%%p.memtrail", folder);
+    CHECK(memtrail_set_signal_dump(SIGUSR2, path) == 0);
+    CHECK(raise(SIGUSR2) == 0);
+    snprintf(path, sizeof path, "%s/c-signal2-%d.memtrail", folder, (int)getpid());
+    CHECK(wait_for_file(path));
+    CHECK(memtrail_set_signal_dump(0, NULL) == 0);
+    CHECK(memtrail_set_signal_dump(-1, "x.memtrail") == -1);
+    CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT);
+    CHECK(memtrail_set_signal_dump(SIGSEGV, "x.memtrail") == -1);
+    CHECK(strstr(memtrail_last_error(), "SIGUSR1, SIGUSR2 or a real-time signal") != NULL);
 
     CHECK(memtrail_clear_memory_history() == 0);
     CHECK(memtrail_record_memory_history(NULL, NULL, NULL, 0) == 0);

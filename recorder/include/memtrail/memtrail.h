@@ -123,6 +123,47 @@ MEMTRAIL_API int memtrail_set_memory_fraction(double fraction, int device);
 /* Replaces the allocator settings of every device (PYTORCH_CUDA_ALLOC_CONF syntax). */
 MEMTRAIL_API int memtrail_set_allocator_config(const char* config);
 
+/* --- statistics ---------------------------------------------------------------------------- */
+
+/* torch.cuda.memory_stats(device) as a JSON object, with PyTorch's names and meanings
+ * ({"active.all.current": 2, "allocated_bytes.all.peak": 1048576, ...}). The text stays valid
+ * until the calling thread's next memtrail_memory_stats_json; NULL on failure. */
+MEMTRAIL_API const char* memtrail_memory_stats_json(int device);
+/* The "peak" of every statistic of `device` becomes its "current" (-1: every device). */
+MEMTRAIL_API int memtrail_reset_peak_memory_stats(int device);
+/* The "allocated" and "freed" sums of every statistic of `device` restart at 0 (-1: every
+ * device). */
+MEMTRAIL_API int memtrail_reset_accumulated_memory_stats(int device);
+
+/* --- post-mortem --------------------------------------------------------------------------- */
+
+/* After every out-of-memory, a snapshot is written to `pattern` (as MEMTRAIL_OOM_DUMP; NULL or
+ * "" for none), replacing what was set before. */
+MEMTRAIL_API int memtrail_set_oom_dump(const char* pattern);
+/* When the process receives `signal` (SIGUSR1, SIGUSR2 or a real-time signal), a snapshot is
+ * written to `pattern` (as MEMTRAIL_SIGNAL_DUMP; NULL, "" or signal 0 for none), replacing what
+ * was set before. */
+MEMTRAIL_API int memtrail_set_signal_dump(int signal, const char* pattern);
+
+/* --- garbage collection by memory pressure -------------------------------------------------- */
+
+/* How hard a collector should try: the allocator picks it from how full the device is, with the
+ * callback_* allocator settings (docs/configuration.md). */
+typedef enum memtrail_memory_pressure {
+    MEMTRAIL_PRESSURE_LIGHT = 1,
+    MEMTRAIL_PRESSURE_FULL = 2
+} memtrail_memory_pressure;
+/* A host runtime's garbage collector (Python's gc, R's gc): frees what it can at `pressure` and
+ * returns nonzero if it may have freed device memory. */
+typedef int (*memtrail_collect_callback)(int device, int pressure, void* user_data);
+/* Makes `callback` the collector (NULL: none): called when the allocator would ask the device for
+ * more memory while the device is under pressure, and once more, at MEMTRAIL_PRESSURE_FULL,
+ * before memtrail_malloc fails for want of memory (the allocation is then tried again; the
+ * out-of-memory stays recorded). It runs on the allocating thread without the device's lock, so
+ * it may free and allocate through memtrail, and wait for threads that do (a GIL). */
+MEMTRAIL_API int memtrail_set_collect_callback(memtrail_collect_callback callback,
+                                               void* user_data);
+
 /* --- information --------------------------------------------------------------------------- */
 
 /* PyTorch's memory_summary() table for `device`. The text stays valid until the calling thread's

@@ -2,6 +2,7 @@
 // into C, Python or R. Errors become return codes and the thread's last error (its code, from
 // the exception's class, and its text).
 
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -114,6 +115,18 @@ std::string_view text_or(const char* text, std::string_view fallback) {
     return text != nullptr ? std::string_view(text) : fallback;
 }
 
+// Runs `body` on `device`'s allocator, or on every device's for -1.
+template <typename Body>
+void for_devices(runtime& r, int device, Body&& body) {
+    if (device != memtrail::recorder::all_devices) {
+        body(r.allocator().on(device));
+        return;
+    }
+    for (int d = 0; d < r.allocator().device_count(); ++d) {
+        body(r.allocator().on(d));
+    }
+}
+
 }  // namespace
 
 extern "C" {
@@ -127,8 +140,19 @@ extern "C" {
         if (size == 0) {
             return nullptr;
         }
-        const memtrail::device_address address = started().history().allocate(
-            static_cast<uint64_t>(size), device, stream_of(stream), c_api_frames);
+        runtime& r = started();
+        memtrail::device_address address = 0;
+        try {
+            address = r.history().allocate(static_cast<uint64_t>(size), device, stream_of(stream),
+                                           c_api_frames);
+        } catch (const memtrail::out_of_memory_error&) {
+            // The host's garbage collector gets one last chance, outside the device's lock.
+            if (!r.collect(device, memtrail::memory_pressure::full)) {
+                throw;
+            }
+            address = r.history().allocate(static_cast<uint64_t>(size), device, stream_of(stream),
+                                           c_api_frames);
+        }
         return reinterpret_cast<void*>(address);
     } catch (...) {
         report_current_exception();
@@ -288,6 +312,66 @@ const char* memtrail_memory_summary(int device) {
     const int status =
         guarded([&](runtime& r) { summary = r.allocator().on(device).memory_summary(); });
     return status == 0 ? summary.c_str() : nullptr;
+}
+
+const char* memtrail_memory_stats_json(int device) {
+    thread_local std::string json;
+    const int status = guarded([&](runtime& r) {
+        json = "{";
+        for (const auto& [name, value] : r.allocator().on(device).memory_stats()) {
+            if (json.size() > 1) {
+                json += ", ";
+            }
+            // PyTorch's names are plain ASCII: no escaping needed.
+            json += '"' + name + "\": " + std::to_string(value);
+        }
+        json += "}";
+    });
+    return status == 0 ? json.c_str() : nullptr;
+}
+
+int memtrail_reset_peak_memory_stats(int device) {
+    return guarded([&](runtime& r) {
+        for_devices(r, device, [](memtrail::device_allocator& a) { a.reset_peak_stats(); });
+    });
+}
+
+int memtrail_reset_accumulated_memory_stats(int device) {
+    return guarded([&](runtime& r) {
+        for_devices(r, device, [](memtrail::device_allocator& a) { a.reset_accumulated_stats(); });
+    });
+}
+
+int memtrail_set_oom_dump(const char* pattern) {
+    return guarded([&](runtime& r) { r.set_oom_dump_pattern(std::string(text_or(pattern, ""))); });
+}
+
+int memtrail_set_signal_dump(int signal, const char* pattern) {
+    return guarded([&](runtime& r) {
+        // The signals a program can spare: the user signals and the real-time ones.
+        const bool spare =
+            signal == SIGUSR1 || signal == SIGUSR2 || (signal >= SIGRTMIN && signal <= SIGRTMAX);
+        if (signal != 0 && !spare) {
+            throw std::invalid_argument("memtrail_set_signal_dump: signal " +
+                                        std::to_string(signal) +
+                                        " is not SIGUSR1, SIGUSR2 or a real-time signal");
+        }
+        r.set_signal_dump(signal, std::string(text_or(pattern, "")));
+    });
+}
+
+int memtrail_set_collect_callback(memtrail_collect_callback callback, void* user_data) {
+    return guarded([&](runtime& r) {
+        if (callback == nullptr) {
+            r.set_collector({});
+            return;
+        }
+        r.set_collector([callback, user_data](int device, memtrail::memory_pressure pressure) {
+            const int level = pressure == memtrail::memory_pressure::full ? MEMTRAIL_PRESSURE_FULL
+                                                                          : MEMTRAIL_PRESSURE_LIGHT;
+            return callback(device, level, user_data) != 0;
+        });
+    });
 }
 
 int memtrail_device_count(void) {

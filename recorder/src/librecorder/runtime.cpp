@@ -67,19 +67,63 @@ runtime::runtime() {
     recorder_ = std::make_unique<recorder>(*allocator_);
     default_max_entries_ = settings.history.max_entries;
     recorder_->record_memory_history(settings.history);
-    if (!settings.oom_dump_pattern.empty()) {
-        dump_on_out_of_memory(*recorder_, settings.oom_dump_pattern);
-    }
-    if (!settings.signal_dump_pattern.empty()) {
+    oom_dump_pattern_ = settings.oom_dump_pattern;
+    dump_on_out_of_memory(*recorder_, [this] {
+        std::lock_guard<std::mutex> lock(triggers_mutex_);
+        return oom_dump_pattern_;
+    });
+    set_signal_dump(settings.dump_signal, settings.signal_dump_pattern);
+}
+
+void runtime::set_oom_dump_pattern(std::string pattern) {
+    std::lock_guard<std::mutex> lock(triggers_mutex_);
+    oom_dump_pattern_ = std::move(pattern);
+}
+
+void runtime::set_signal_dump(int signal, std::string pattern) {
+    std::lock_guard<std::mutex> lock(triggers_mutex_);
+    signal_dump_.reset();  // one per process: the old one goes first
+    if (signal != 0 && !pattern.empty()) {
         signal_dump_ = std::make_unique<signal_dump>(
-            settings.dump_signal, [this, pattern = settings.signal_dump_pattern] {
-                const auto now = std::chrono::system_clock::now().time_since_epoch();
-                const std::string path = expand_dump_path(
-                    pattern, -1, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
-                recorder_->dump_snapshot(path);
-                std::fprintf(stderr, "memtrail: snapshot written to %s\n", path.c_str());
-            });
+            signal, [this, pattern = std::move(pattern)] { write_signal_dump(pattern); });
     }
+}
+
+void runtime::write_signal_dump(const std::string& pattern) {
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const std::string path = expand_dump_path(
+        pattern, -1, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+    recorder_->dump_snapshot(path);
+    std::fprintf(stderr, "memtrail: snapshot written to %s\n", path.c_str());
+}
+
+void runtime::set_collector(collector collector_function) {
+    auto next = collector_function
+                    ? std::make_shared<const collector>(std::move(collector_function))
+                    : nullptr;
+    if (next) {
+        // The allocator's callbacks cannot be removed: they are added once, with the first
+        // collector, and forward to whichever is set (none: they free nothing, as if absent).
+        std::call_once(collector_installed_, [this] {
+            for (int d = 0; d < allocator_->device_count(); ++d) {
+                allocator_->on(d).add_free_memory_callback(
+                    [this](int device, memory_pressure pressure) {
+                        return this->collect(device, pressure);
+                    });
+            }
+        });
+    }
+    std::lock_guard<std::mutex> lock(triggers_mutex_);
+    collector_ = std::move(next);
+}
+
+bool runtime::collect(int device, memory_pressure pressure) {
+    std::shared_ptr<const collector> current;
+    {
+        std::lock_guard<std::mutex> lock(triggers_mutex_);
+        current = collector_;
+    }
+    return current && (*current)(device, pressure);
 }
 
 }  // namespace memtrail::recorder::librecorder

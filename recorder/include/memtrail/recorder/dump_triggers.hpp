@@ -21,6 +21,9 @@ std::string expand_dump_path(std::string_view pattern, int device, int64_t time_
 // allocator's lock, before the allocation fails; a failure to write is reported on stderr and
 // never thrown into the failing allocation. `history` must outlive its allocator's use.
 void dump_on_out_of_memory(recorder& history, std::string pattern);
+// The same with the pattern asked for at each out-of-memory ("" writes nothing), for a pattern
+// that changes while the program runs.
+void dump_on_out_of_memory(recorder& history, std::function<std::string()> pattern);
 
 // While it exists, `signal` makes `dump` run. The handler only wakes a helper thread, which does
 // the work: writing a file is not async-signal-safe. One instance per process.

@@ -1,0 +1,150 @@
+"""torch.cuda's memory API on memtrail's allocator: statistics with PyTorch's names, the
+summary table, the cache, the memory fraction, the allocator settings, and raw allocations
+(caching_allocator_alloc / caching_allocator_delete) to drive the allocator without a framework."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Optional, Union
+
+from . import _native
+
+# What names a device: an index, "cuda:1", a torch.device, or None for the current one.
+Device = Union[int, str, Any, None]
+
+
+def current_device() -> int:
+    """PyTorch's current CUDA device when PyTorch runs CUDA in this process, else 0."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return int(torch.cuda.current_device())
+    return 0
+
+
+def device_index(device: Device) -> int:
+    """The index of `device` (int, "cuda:N", "cuda", torch.device or None)."""
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        kind, _, index = device.partition(":")
+        if kind != "cuda" or (index and not index.isdigit()):
+            raise ValueError(f"memtrail: a device is an int, \"cuda\" or \"cuda:N\", not {device!r}")
+        return int(index) if index else current_device()
+    torch_index = getattr(device, "index", None)  # torch.device
+    if getattr(device, "type", None) == "cuda":
+        return current_device() if torch_index is None else int(torch_index)
+    raise ValueError(f"memtrail: a device is an int, \"cuda\" or \"cuda:N\", not {device!r}")
+
+
+def stream_handle(stream: Any) -> Optional[int]:
+    """A cudaStream_t from None (the default stream), an int, or a torch/CuPy stream object."""
+    if stream is None or isinstance(stream, int):
+        return stream or None
+    for attribute in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
+        handle = getattr(stream, attribute, None)
+        if isinstance(handle, int):
+            return handle or None
+    raise TypeError(f"memtrail: a stream is None, an int or a CUDA stream object, not {stream!r}")
+
+
+def device_count() -> int:
+    """How many devices memtrail manages."""
+    lib = _native.started()
+    count = lib.memtrail_device_count()
+    if count < 0:
+        _native.raise_last_error()
+    return int(count)
+
+
+def memory_stats(device: Device = None) -> dict[str, int]:
+    """torch.cuda.memory_stats(): the same keys ("allocated_bytes.all.peak", "num_ooms", ...),
+    the same meanings, sorted by name."""
+    text = _native.started().memtrail_memory_stats_json(device_index(device))
+    if text is None:
+        _native.raise_last_error()
+    return dict(json.loads(text))
+
+
+def memory_summary(device: Device = None) -> str:
+    """torch.cuda.memory_summary()'s table."""
+    text = _native.started().memtrail_memory_summary(device_index(device))
+    if text is None:
+        _native.raise_last_error()
+    return str(text.decode())
+
+
+def memory_allocated(device: Device = None) -> int:
+    """Bytes in blocks handed out now."""
+    return memory_stats(device)["allocated_bytes.all.current"]
+
+
+def max_memory_allocated(device: Device = None) -> int:
+    """The peak of memory_allocated() since the start or reset_peak_memory_stats()."""
+    return memory_stats(device)["allocated_bytes.all.peak"]
+
+
+def memory_reserved(device: Device = None) -> int:
+    """Bytes the allocator holds from the device (its segments)."""
+    return memory_stats(device)["reserved_bytes.all.current"]
+
+
+def max_memory_reserved(device: Device = None) -> int:
+    """The peak of memory_reserved() since the start or reset_peak_memory_stats()."""
+    return memory_stats(device)["reserved_bytes.all.peak"]
+
+
+def reset_peak_memory_stats(device: Device = None) -> None:
+    """Every peak becomes the current value."""
+    _native.check(_native.started().memtrail_reset_peak_memory_stats(device_index(device)))
+
+
+def reset_accumulated_memory_stats(device: Device = None) -> None:
+    """The allocated and freed sums restart at 0."""
+    _native.check(_native.started().memtrail_reset_accumulated_memory_stats(device_index(device)))
+
+
+def empty_cache() -> None:
+    """Returns the cached, unused memory of every device to the device."""
+    _native.check(_native.started().memtrail_empty_cache(-1))
+
+
+def set_per_process_memory_fraction(fraction: float, device: Device = None) -> None:
+    """Limits `device` to fraction * its total memory (0 to 1)."""
+    _native.check(_native.started().memtrail_set_memory_fraction(float(fraction),
+                                                                 device_index(device)))
+
+
+def set_allocator_config(config: str) -> None:
+    """Replaces the allocator settings of every device (PYTORCH_CUDA_ALLOC_CONF's syntax,
+    "expandable_segments:True,max_split_size_mb:64"; docs/configuration.md). Raises ConfigError."""
+    _native.check(_native.started().memtrail_set_allocator_config(_native.text(config)))
+
+
+def caching_allocator_alloc(size: int, device: Device = None, stream: Any = None) -> int:
+    """A block of at least `size` bytes on `device`, usable on `stream`; its address.
+    Raises OutOfMemoryError, BadArgumentError."""
+    lib = _native.started()
+    address = lib.memtrail_malloc(int(size), device_index(device), stream_handle(stream))
+    if address is None:
+        if size == 0:
+            return 0
+        _native.raise_last_error()
+    return int(address)
+
+
+def caching_allocator_delete(ptr: int) -> None:
+    """Returns a block from caching_allocator_alloc. Raises UnknownPointerError for an address
+    memtrail does not hold."""
+    if not ptr:
+        return
+    lib = _native.started()
+    lib.memtrail_free(ptr, 0, -1, None)
+    _native.check_last_call()
+
+
+def record_stream(ptr: int, stream: Any) -> None:
+    """The block at `ptr` is in use on `stream` until the work queued there so far is done."""
+    _native.check(_native.started().memtrail_record_stream(ptr, stream_handle(stream)))

@@ -1,0 +1,24 @@
+"""Snapshots written when something happens rather than when asked: on out-of-memory, and when
+the process receives a signal. Paths are patterns: %p the pid, %d the device, %t the time (ns
+since the epoch), %% a percent sign."""
+
+from __future__ import annotations
+
+import signal as signals
+from typing import Optional, Union
+
+from . import _native
+
+
+def on_oom(dump: Optional[str] = "oom-%p.memtrail") -> None:
+    """After every out-of-memory, writes a snapshot to `dump` (".pickle": PyTorch's format) and
+    names it on stderr; None switches it off. Replaces MEMTRAIL_OOM_DUMP and earlier calls."""
+    _native.check(_native.started().memtrail_set_oom_dump(_native.text(dump or "")))
+
+
+def dump_on_signal(dump: Optional[str] = "memtrail-%p-%t.memtrail",
+                   signal: Union[int, signals.Signals] = signals.SIGUSR1) -> None:
+    """Whenever the process receives `signal` (`kill -USR1 PID`), writes a snapshot to `dump`
+    from a helper thread, so a long run can be looked at while it runs; None switches it off.
+    Replaces MEMTRAIL_SIGNAL_DUMP and earlier calls."""
+    _native.check(_native.started().memtrail_set_signal_dump(int(signal), _native.text(dump or "")))

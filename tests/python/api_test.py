@@ -1,0 +1,253 @@
+"""The memtrail package on the simulated device, without PyTorch: torch.cuda's memory API, the
+exceptions, history and annotations as the dumped snapshot shows them (read back by the memtrail
+command), and the post-mortem dumps.
+Run by ctest with MEMTRAIL_DEVICE=sim:2GiB, MEMTRAIL_LIBRARY, MEMTRAIL_CLI and PYTHONPATH set;
+argument: a folder for the files it writes."""
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+import unittest
+from pathlib import Path
+
+import memtrail
+
+OUTPUT = Path(sys.argv.pop(1)) / "python_api"
+MiB = 1 << 20
+
+
+def read_snapshot(path: Path) -> dict:
+    """A snapshot as the memtrail command reads it, converted to PyTorch's pickle."""
+    converted = path.with_suffix(".converted.pickle")
+    subprocess.run([str(memtrail.cli_path()), "export", str(path), "--format", "torch-pickle",
+                    "-o", str(converted)], check=True, capture_output=True)
+    with open(converted, "rb") as f:
+        return pickle.load(f)
+
+
+def wait_for(path: Path, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists() and path.stat().st_size > 0:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class PackageTest(unittest.TestCase):
+    def test_imports_without_pytorch_or_cupy(self) -> None:
+        self.assertNotIn("torch", sys.modules)
+        self.assertNotIn("cupy", sys.modules)
+        self.assertTrue((Path(memtrail.__file__).parent / "py.typed").exists())
+
+    def test_a_librecorder_the_process_has_loaded_is_the_one_used(self) -> None:
+        preloaded = os.environ["MEMTRAIL_LIBRARY"]
+        environment = {k: v for k, v in os.environ.items() if k != "MEMTRAIL_LIBRARY"}
+        environment["LD_PRELOAD"] = preloaded  # as a launcher would
+        done = subprocess.run(
+            [sys.executable, "-c", "import memtrail; print(memtrail.library_path())"],
+            env=environment, capture_output=True, text=True, check=True)
+        self.assertEqual(Path(done.stdout.strip()).resolve(), Path(preloaded).resolve())
+
+    def test_version_is_the_librecorders(self) -> None:
+        self.assertRegex(memtrail.version(), r"^\d+\.\d+\.\d+$")
+        self.assertEqual(memtrail.device_count(), 1)
+
+
+class MemoryApiTest(unittest.TestCase):
+    def tearDown(self) -> None:
+        memtrail.empty_cache()
+
+    def test_stats_follow_allocations_with_pytorchs_names(self) -> None:
+        memtrail.empty_cache()
+        memtrail.reset_peak_memory_stats()
+        before = memtrail.memory_stats()
+        for name in ("allocated_bytes.all.current", "reserved_bytes.large_pool.peak",
+                     "requested_bytes.small_pool.freed", "active.all.allocated", "num_ooms",
+                     "num_alloc_retries", "num_device_alloc", "oversize_allocations.current"):
+            self.assertIn(name, before)
+        self.assertEqual(list(before), sorted(before))
+        block = memtrail.caching_allocator_alloc(30 * MiB, device=0)
+        self.assertEqual(memtrail.memory_allocated(), before["allocated_bytes.all.current"] + 30 * MiB)
+        self.assertGreaterEqual(memtrail.memory_reserved("cuda:0"), 30 * MiB)
+        memtrail.caching_allocator_delete(block)
+        self.assertEqual(memtrail.memory_allocated(), before["allocated_bytes.all.current"])
+        self.assertEqual(memtrail.max_memory_allocated(), before["allocated_bytes.all.current"] + 30 * MiB)
+        peak_reserved = memtrail.max_memory_reserved()
+        memtrail.empty_cache()
+        self.assertEqual(memtrail.memory_reserved(), 0)
+        self.assertEqual(memtrail.max_memory_reserved(), peak_reserved)
+        memtrail.reset_peak_memory_stats()
+        self.assertEqual(memtrail.max_memory_allocated(), 0)
+        self.assertEqual(memtrail.max_memory_reserved(), 0)
+        memtrail.reset_accumulated_memory_stats()
+        self.assertEqual(memtrail.memory_stats()["allocated_bytes.all.allocated"], 0)
+
+    def test_summary_is_pytorchs_table(self) -> None:
+        self.assertIn("PyTorch CUDA memory summary, device ID 0", memtrail.memory_summary(0))
+
+    def test_streams_are_kept_apart(self) -> None:
+        first = memtrail.caching_allocator_alloc(MiB, stream=None)
+        memtrail.caching_allocator_delete(first)
+        on_stream = memtrail.caching_allocator_alloc(MiB, stream=0x1234)
+        self.assertNotEqual(on_stream, first)  # a block cached for stream 0 is not reused there
+        memtrail.record_stream(on_stream, 0x5678)
+        memtrail.caching_allocator_delete(on_stream)
+
+    def test_memory_fraction_limits_the_device(self) -> None:
+        memtrail.set_per_process_memory_fraction(0.1)
+        try:
+            with self.assertRaises(memtrail.OutOfMemoryError):
+                memtrail.caching_allocator_alloc(500 * MiB)
+        finally:
+            memtrail.set_per_process_memory_fraction(1.0)
+        memtrail.caching_allocator_delete(memtrail.caching_allocator_alloc(500 * MiB))
+
+    def test_allocator_config_applies(self) -> None:
+        memtrail.set_allocator_config("expandable_segments:True")
+        try:
+            block = memtrail.caching_allocator_alloc(3 * MiB)
+            memtrail.caching_allocator_delete(block)
+        finally:
+            memtrail.set_allocator_config("")
+
+
+class ErrorTest(unittest.TestCase):
+    def assert_error(self, cls: type, code: memtrail.ErrorCode, context) -> None:
+        error = context.exception
+        self.assertIsInstance(error, memtrail.MemtrailError)
+        self.assertIsInstance(error, cls)
+        self.assertEqual(error.code, code)
+        self.assertTrue(error.message)
+        self.assertEqual(str(error), error.message)
+
+    def test_out_of_memory(self) -> None:
+        with self.assertRaises(memtrail.OutOfMemoryError) as context:
+            memtrail.caching_allocator_alloc(3 << 30)
+        self.assert_error(memtrail.OutOfMemoryError, memtrail.ErrorCode.OUT_OF_MEMORY, context)
+        self.assertIn("Tried to allocate 3.00 GiB", context.exception.message)
+        self.assertGreaterEqual(memtrail.memory_stats()["num_ooms"], 1)
+
+    def test_unknown_pointer(self) -> None:
+        block = memtrail.caching_allocator_alloc(MiB)
+        memtrail.caching_allocator_delete(block)
+        with self.assertRaises(memtrail.UnknownPointerError) as context:
+            memtrail.caching_allocator_delete(block)
+        self.assert_error(memtrail.UnknownPointerError, memtrail.ErrorCode.UNKNOWN_POINTER, context)
+
+    def test_bad_config(self) -> None:
+        with self.assertRaises(memtrail.ConfigError) as context:
+            memtrail.set_allocator_config("max_split_size_mb:-3")
+        self.assert_error(memtrail.ConfigError, memtrail.ErrorCode.BAD_CONFIG, context)
+
+    def test_bad_arguments(self) -> None:
+        with self.assertRaises(memtrail.BadArgumentError) as context:
+            memtrail.memory_stats(device=5)
+        self.assert_error(memtrail.BadArgumentError, memtrail.ErrorCode.BAD_ARGUMENT, context)
+        self.assertIn("memtrail: device 5 does not exist", context.exception.message)
+        with self.assertRaises(memtrail.BadArgumentError):
+            memtrail.caching_allocator_alloc(-1)
+        with self.assertRaises(memtrail.BadArgumentError):
+            memtrail.record_memory_history(enabled="sometimes")
+        with self.assertRaises(memtrail.BadArgumentError):
+            memtrail.set_per_process_memory_fraction(1.5)
+        with self.assertRaises(ValueError):
+            memtrail.memory_stats(device="cpu")
+
+    def test_unwritable_snapshot(self) -> None:
+        with self.assertRaises(memtrail.SnapshotWriteError) as context:
+            memtrail.dump_snapshot(OUTPUT / "no such folder" / "x.memtrail")
+        self.assert_error(memtrail.SnapshotWriteError, memtrail.ErrorCode.IO, context)
+
+    def test_the_thread_error_is_cleared_by_a_good_call(self) -> None:
+        with self.assertRaises(memtrail.OutOfMemoryError):
+            memtrail.caching_allocator_alloc(3 << 30)
+        memtrail.caching_allocator_delete(memtrail.caching_allocator_alloc(MiB))
+
+
+class HistoryTest(unittest.TestCase):
+    def test_annotations_show_in_the_snapshot(self) -> None:
+        memtrail.record_memory_history(enabled="all", context="all", stacks="all")
+        memtrail.clear_memory_history()
+
+        @memtrail.range("decorated")
+        def step() -> int:
+            return memtrail.caching_allocator_alloc(2 * MiB)
+
+        memtrail.set_thread_metadata("step 7")
+        with memtrail.range("forward"):
+            block = memtrail.caching_allocator_alloc(MiB)
+        memtrail.set_thread_metadata(None)
+        memtrail.marker("checkpoint")
+        other = step()
+        memtrail.caching_allocator_delete(block)
+        memtrail.caching_allocator_delete(other)
+
+        path = OUTPUT / "annotations.memtrail"
+        memtrail.dump_snapshot(path)
+        trace = read_snapshot(path)["device_traces"][0]
+        labelled = [(entry["action"], entry.get("name")) for entry in trace
+                    if entry["action"].startswith("user_")]
+        self.assertEqual(labelled, [("user_start", "forward"), ("user_end", "forward"),
+                                    ("user_marker", "checkpoint"), ("user_start", "decorated"),
+                                    ("user_end", "decorated")])
+        allocations = [entry for entry in trace if entry["action"] == "alloc"]
+        self.assertEqual(allocations[0]["user_metadata"], "step 7")
+        self.assertEqual(allocations[1]["user_metadata"], "")
+        python_frames = [frame["name"] for frame in allocations[1]["frames"]
+                         if frame["filename"] == __file__]
+        self.assertIn("step", python_frames)
+
+        pickled = OUTPUT / "annotations.pickle"
+        memtrail.dump_snapshot(pickled)
+        with open(pickled, "rb") as f:
+            stages = [(a["stage"], a["name"]) for a in pickle.load(f)["external_annotations"]]
+        self.assertIn(("START", "forward"), stages)
+        self.assertIn(("END", "decorated"), stages)
+
+    def test_recording_off_keeps_no_trace(self) -> None:
+        memtrail.record_memory_history(enabled=None)
+        memtrail.clear_memory_history()
+        try:
+            memtrail.caching_allocator_delete(memtrail.caching_allocator_alloc(MiB))
+            path = OUTPUT / "off.memtrail"
+            memtrail.dump_snapshot(path)
+            self.assertEqual(read_snapshot(path)["device_traces"][0], [])
+        finally:
+            memtrail.record_memory_history()
+
+
+class PostMortemTest(unittest.TestCase):
+    def test_on_oom_writes_a_snapshot_until_switched_off(self) -> None:
+        memtrail.on_oom(str(OUTPUT / "oom-%p.memtrail"))
+        expected = OUTPUT / f"oom-{os.getpid()}.memtrail"
+        try:
+            with self.assertRaises(memtrail.OutOfMemoryError):
+                memtrail.caching_allocator_alloc(3 << 30)
+        finally:
+            memtrail.on_oom(None)
+        self.assertTrue(expected.exists())
+        trace = read_snapshot(expected)["device_traces"][0]
+        self.assertIn("oom", [entry["action"] for entry in trace])
+        expected.unlink()
+        with self.assertRaises(memtrail.OutOfMemoryError):
+            memtrail.caching_allocator_alloc(3 << 30)
+        self.assertFalse(expected.exists())
+
+    def test_dump_on_signal(self) -> None:
+        memtrail.dump_on_signal(str(OUTPUT / "signal-%p.memtrail"), signal.SIGUSR2)
+        try:
+            os.kill(os.getpid(), signal.SIGUSR2)
+            self.assertTrue(wait_for(OUTPUT / f"signal-{os.getpid()}.memtrail"))
+        finally:
+            memtrail.dump_on_signal(None)
+        with self.assertRaises(memtrail.BadArgumentError):
+            memtrail.dump_on_signal("x.memtrail", 100000)
+
+
+if __name__ == "__main__":
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    unittest.main(verbosity=2)
