@@ -280,7 +280,7 @@ int run_export(const parsed_arguments& args) {
     if (*format == "torch-pickle") {
         if (out_path == standard_stream_path) {
             const std::vector<uint8_t> bytes = snapshot::write_torch_pickle(file.model.source());
-            write_output(out_path, [&](std::ostream& out) {
+            write_output(out_path, output_content::binary, [&](std::ostream& out) {
                 out.write(reinterpret_cast<const char*>(bytes.data()),
                           static_cast<std::streamsize>(bytes.size()));
             });
@@ -303,7 +303,7 @@ int run_export(const parsed_arguments& args) {
                               std::to_string(file.model.device()) + " at " + at.label +
                               "; no file written");
         }
-        write_output(out_path, [&](std::ostream& out) { out << folded; });
+        write_output(out_path, output_content::text, [&](std::ostream& out) { out << folded; });
     } else {
         const entry_range range = range_of(file.model, args);
         if (range.empty()) {
@@ -316,7 +316,7 @@ int run_export(const parsed_arguments& args) {
                            args.value("--to").value_or("end") + ")") +
                 "; no file written");
         }
-        write_output(out_path, [&](std::ostream& out) {
+        write_output(out_path, output_content::text, [&](std::ostream& out) {
             if (*format == "perfetto") {
                 write_perfetto(file.model, range, out);
             } else {

@@ -213,7 +213,7 @@ int run_replay_command(const parsed_arguments& args) {
     try {
         if (snapshot_on_stdout) {
             const std::vector<uint8_t> bytes = snapshot::write_snapshot(result.final_state);
-            write_output(standard_stream_path, [&](std::ostream& out) {
+            write_output(standard_stream_path, output_content::binary, [&](std::ostream& out) {
                 out.write(reinterpret_cast<const char*>(bytes.data()),
                           static_cast<std::streamsize>(bytes.size()));
             });

@@ -64,7 +64,14 @@ snapshot::loaded_snapshot load_input(const std::string& path) {
     return snapshot::load_snapshot_from_stream(STDIN_FILENO, input_name(path));
 }
 
-void write_output(const std::string& path, const std::function<void(std::ostream&)>& write) {
+void write_output(const std::string& path, output_content content,
+                  const std::function<void(std::ostream&)>& write) {
+    if (path == standard_stream_path && content == output_content::binary &&
+        ::isatty(STDOUT_FILENO) != 0) {
+        throw usage_error(
+            "-o - would write binary data to a terminal; redirect standard output to a file or "
+            "a pipe");
+    }
     const progress_line progress(
         "writing " + (path == standard_stream_path ? std::string("standard output") : path));
     if (path == standard_stream_path) {

@@ -43,8 +43,11 @@ snapshot::loaded_snapshot load_input(const std::string& path);
 std::string input_name(const std::string& path);
 
 // Writes what `write` puts on the stream to `path`, or to standard output when it is "-";
-// progress on a terminal. Throws snapshot::load_error ("PATH: cannot open for writing").
-void write_output(const std::string& path, const std::function<void(std::ostream&)>& write);
+// progress on a terminal. Binary content (a snapshot, a pickle) is refused on a terminal with a
+// usage_error. Throws snapshot::load_error ("PATH: cannot open for writing").
+enum class output_content { text, binary };
+void write_output(const std::string& path, output_content content,
+                  const std::function<void(std::ostream&)>& write);
 
 struct opened_file {
     std::string path;

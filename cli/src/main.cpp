@@ -1,6 +1,6 @@
 // memtrail: reports on allocator snapshots (memtrail's own files and PyTorch pickles).
 // Exit codes: 0 ok, 1 a check failed, 2 bad usage or a file that cannot be used. Every error
-// is one line on stderr that starts with "memtrail: ".
+// goes to stderr and starts with "memtrail: ".
 
 #include <exception>
 #include <iostream>

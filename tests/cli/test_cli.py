@@ -664,15 +664,19 @@ def run_bytes(*args, stdin=None):
     return result.returncode, result.stdout, result.stderr.decode()
 
 
-def stderr_on_a_terminal(*args):
-    """Runs memtrail with its standard error on a pseudo-terminal; returns what it wrote there."""
+def on_a_terminal(stream, *args):
+    """Runs memtrail with `stream` ("stdin", "stdout" or "stderr") on a pseudo-terminal and the
+    others on pipes (stdin empty); returns (exit code, what it wrote on the terminal, stderr when
+    that is a pipe)."""
     import pty
     primary, secondary = pty.openpty()
-    process = subprocess.Popen([MEMTRAIL, *map(str, args)], stdout=subprocess.DEVNULL,
-                               stderr=secondary)
+    streams = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
+               "stderr": subprocess.PIPE}
+    streams[stream] = secondary
+    process = subprocess.Popen([MEMTRAIL, *map(str, args)], **streams)
     os.close(secondary)
     seen = b""
-    while True:
+    while stream != "stdin":
         try:
             chunk = os.read(primary, 4096)
         except OSError:  # EIO: the child closed the terminal
@@ -680,9 +684,13 @@ def stderr_on_a_terminal(*args):
         if not chunk:
             break
         seen += chunk
+    err = ""
+    if process.stderr:
+        err = process.stderr.read().decode()
+        process.stderr.close()
     process.wait()
     os.close(primary)
-    return process.returncode, seen.decode(errors="replace")
+    return process.returncode, seen.decode(errors="replace"), err
 
 
 class Conventions(unittest.TestCase):
@@ -746,6 +754,20 @@ class Conventions(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("only once", err)
 
+    def test_no_snapshot_is_read_from_or_written_to_a_terminal(self):
+        code, _, err = on_a_terminal("stdin", "summary", "-")
+        self.assertEqual(code, 2)
+        self.assertTrue(err.startswith("memtrail: summary: '-' reads a snapshot from standard "
+                                       "input, which is a terminal"), err)
+        for args in [["replay", self.pickle], ["export", self.pickle, "--format", "torch-pickle"]]:
+            code, seen, err = on_a_terminal("stdout", *args, "-o", "-")
+            self.assertEqual(code, 2)
+            self.assertEqual(seen, "")
+            self.assertIn("binary data to a terminal", err)
+        code, seen, _ = on_a_terminal("stdout", "export", self.pickle, "--format", "csv", "-o", "-")
+        self.assertEqual(code, 0)
+        self.assertTrue(seen.startswith("index,time_ns,action"), seen[:40])
+
     def test_replay_to_standard_output_reports_on_standard_error(self):
         file = self.dir / "replayed.memtrail"
         self.assertEqual(run("replay", self.pickle, "-o", file)[0], 0)
@@ -793,8 +815,8 @@ class Conventions(unittest.TestCase):
             self.assertFalse(empty.exists())
 
     def test_progress_shows_on_a_terminal_and_nowhere_else(self):
-        code, seen = stderr_on_a_terminal("whatif", self.pickle, "--alloc-conf",
-                                          "expandable_segments:True")
+        code, seen, _ = on_a_terminal("stderr", "whatif", self.pickle, "--alloc-conf",
+                                      "expandable_segments:True")
         self.assertEqual(code, 0)
         self.assertIn(f"memtrail: loading {self.pickle}", seen)
         self.assertIn("replaying under 'expandable_segments:True' (1 of 1)", seen)
