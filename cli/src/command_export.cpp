@@ -216,7 +216,7 @@ void write_csv(const analysis::device_model& model, const entry_range& range, st
 
 command_spec export_spec() {
     return {"export",
-            "FILE|- --format torch-pickle|folded|perfetto|csv -o OUT|- [--at EVENT|peak|end] "
+            "FILE --format torch-pickle|folded|perfetto|csv -o OUT [--at EVENT|peak|end] "
             "[--from EVENT] [--to EVENT] [--pending] [--device N] [--all-frames]",
             "Writes the snapshot for other tools: a PyTorch snapshot pickle (for "
             "torch.cuda._memory_viz and pytorch.org/memory_viz), folded stacks of the live bytes "

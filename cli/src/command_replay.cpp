@@ -132,7 +132,7 @@ void write_stats_json(const std::map<std::string, int64_t>& stats, const std::st
 
 command_spec replay_spec() {
     return {"replay",
-            "TRACE|- [--alloc-conf CONF] [--device-memory BYTES] [--memory-fraction F] [-o OUT] "
+            "TRACE [--alloc-conf CONF] [--device-memory BYTES] [--memory-fraction F] [-o OUT] "
             "[--torch-pickle OUT.pickle] [--stats-json OUT.json] [--expect-stats JSON] "
             "[--device N] [--json]",
             "Runs a recorded trace (memtrail snapshot or PyTorch pickle) through memtrail's "
@@ -289,7 +289,7 @@ int run_replay_command(const parsed_arguments& args) {
 
 command_spec whatif_spec() {
     return {"whatif",
-            "FILE|- --alloc-conf CONF [--alloc-conf CONF2 ...] [--device-memory BYTES] "
+            "FILE --alloc-conf CONF [--alloc-conf CONF2 ...] [--device-memory BYTES] "
             "[--memory-fraction F] [--device N] [--json]",
             "Replays the trace under other allocator settings and compares peak reserved "
             "memory, device allocations, fragmentation and whether the OOM would still happen, "

@@ -25,6 +25,7 @@ void print_overview(std::ostream& out) {
     }
     out << "\nSizes are printed and accepted like 1.5GiB (also plain bytes, KiB/MiB/GiB/TiB and "
            "KB/MB/GB/TB).\n"
+           "A FILE of '-' is read from standard input; '-o -' writes standard output.\n"
            "Exit codes: 0 ok, 1 a check failed, 2 bad usage or a bad file.\n"
            "'memtrail COMMAND --help' describes a command.\n";
 }
