@@ -23,8 +23,8 @@ using snapshot::action;
 struct entry_range {
     size_t first = 0;
     size_t end = 0;
+    bool whole = true;  // no --from/--to: everything, annotations from before the trace too
     bool empty() const { return first >= end; }
-    bool contains(size_t index) const { return index >= first && index < end; }
 };
 
 // --from A --to B: the entries from the one that brings moment A (entry A itself; start is the
@@ -32,7 +32,7 @@ struct entry_range {
 entry_range range_of(const analysis::device_model& model, const parsed_arguments& args) {
     const auto from = args.value("--from");
     const auto to = args.value("--to");
-    entry_range range{0, model.event_count()};
+    entry_range range{0, model.event_count(), !from && !to};
     if (from) {
         const size_t position = resolve_at(model, from, "--from").position;
         range.first = position == 0 ? 0 : position - 1;
@@ -145,7 +145,8 @@ void write_perfetto(const analysis::device_model& model, const entry_range& rang
     const int64_t range_start_ns = model.time_at(range.first);
     const int64_t range_end_ns = model.time_at(range.end);
     for (const auto& a : source.annotations) {
-        if (a.device == pid && a.time_ns >= range_start_ns && a.time_ns <= range_end_ns) {
+        if (a.device == pid &&
+            (range.whole || (a.time_ns >= range_start_ns && a.time_ns <= range_end_ns))) {
             annotation(a.is_start ? "B" : "E", source.string_at(a.name), a.time_ns);
         }
     }

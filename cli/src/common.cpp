@@ -113,6 +113,8 @@ opened_file open_file(const std::string& path, const parsed_arguments& args,
     } else if (!devices.empty()) {
         device = devices.front();
     }
+    const progress_line progress("indexing " + input_name(path) + ", device " +
+                                 std::to_string(device));
     return opened_file{input_name(path), loaded.kind,
                        analysis::device_model::build(loaded.snapshot, device)};
 }
