@@ -1,5 +1,6 @@
 #include "memtrail/analysis/rank_overview.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <set>
@@ -77,6 +78,72 @@ std::optional<int> rank_in_path(std::string_view path) {
         }
     }
     return found;
+}
+
+namespace {
+
+// The devices a snapshot lists, by what they are rather than their numbers.
+std::vector<std::pair<std::string, uint64_t>> device_kinds(const snapshot::snapshot& s) {
+    std::vector<std::pair<std::string, uint64_t>> kinds;
+    for (const auto& d : s.info.devices) {
+        kinds.emplace_back(d.name, d.total_memory);
+    }
+    std::sort(kinds.begin(), kinds.end());
+    return kinds;
+}
+
+// From the first trace entry (or the snapshot's time without one) to when it was taken; nullopt
+// when the snapshot holds no times. Entries are oldest first, so only the ends are looked at
+// (the Ranks view asks every frame).
+std::optional<std::pair<int64_t, int64_t>> time_span(const snapshot::snapshot& s) {
+    int64_t first = s.info.time_ns;
+    int64_t last = s.info.time_ns;
+    const auto timed = [](const snapshot::trace_entry& e) { return e.time_ns != 0; };
+    for (const auto& trace : s.traces) {
+        const auto oldest = std::find_if(trace.entries.begin(), trace.entries.end(), timed);
+        if (oldest == trace.entries.end()) {
+            continue;
+        }
+        const auto newest = std::find_if(trace.entries.rbegin(), trace.entries.rend(), timed);
+        first = first == 0 ? oldest->time_ns : std::min(first, oldest->time_ns);
+        last = std::max(last, newest->time_ns);
+    }
+    if (first == 0 && last == 0) {
+        return std::nullopt;
+    }
+    return std::pair{first, last};
+}
+
+}  // namespace
+
+std::optional<std::string> why_not_one_job(const snapshot::snapshot& a,
+                                           const snapshot::snapshot& b) {
+    if (a.info.producer != b.info.producer) {
+        return "written by '" + a.info.producer + "', not '" + b.info.producer + "'";
+    }
+    if (device_kinds(a) != device_kinds(b)) {
+        return "other devices (" + std::to_string(a.info.devices.size()) + " against " +
+               std::to_string(b.info.devices.size()) + ", or of other names or memory)";
+    }
+    if (a.settings != b.settings) {
+        return "other allocator settings ('" + a.settings.conf + "' against '" + b.settings.conf +
+               "')";
+    }
+    if (a.info.pid != 0 && a.info.pid == b.info.pid && a.info.host == b.info.host) {
+        return "the same process (" + a.info.host + ", pid " + std::to_string(a.info.pid) +
+               "): two moments of one rank";
+    }
+    const auto span_a = time_span(a);
+    const auto span_b = time_span(b);
+    if (span_a && span_b) {
+        const int64_t gap =
+            std::max(span_a->first, span_b->first) - std::min(span_a->second, span_b->second);
+        if (gap > job_time_gap_ns) {
+            return "recorded " + std::to_string(gap / 60'000'000'000) +
+                   " minutes apart, more than an hour";
+        }
+    }
+    return std::nullopt;
 }
 
 std::vector<int> ranks_of_paths(const std::vector<std::string>& paths) {

@@ -39,7 +39,6 @@ const std::vector<std::string>& parsed_arguments::values(std::string_view name) 
 
 parsed_arguments parse_arguments(const command_spec& spec, const std::vector<std::string>& args) {
     parsed_arguments parsed;
-    const std::string where = "memtrail " + spec.name + ": ";
     bool only_positional = false;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
@@ -69,16 +68,16 @@ parsed_arguments parse_arguments(const command_spec& spec, const std::vector<std
         }
         const option_spec* option = find_option(spec, name);
         if (option == nullptr) {
-            throw usage_error(where + "unknown option " + name + " (see memtrail " + spec.name +
+            throw usage_error("unknown option " + name + " (see memtrail " + spec.name +
                               " --help)");
         }
         auto& slot = parsed.values_[option->name];
         if (!slot.empty() && !option->repeatable) {
-            throw usage_error(where + option->name + " given more than once");
+            throw usage_error(option->name + " given more than once");
         }
         if (option->value_name.empty()) {
             if (inline_value) {
-                throw usage_error(where + option->name + " takes no value");
+                throw usage_error(option->name + " takes no value");
             }
             slot.emplace_back();
             continue;
@@ -88,18 +87,17 @@ parsed_arguments parse_arguments(const command_spec& spec, const std::vector<std
         } else if (i + 1 < args.size()) {
             slot.push_back(args[++i]);
         } else {
-            throw usage_error(where + option->name + " needs a value (" + option->value_name + ")");
+            throw usage_error(option->name + " needs a value (" + option->value_name + ")");
         }
     }
     if (parsed.help_requested) {
         return parsed;
     }
     if (parsed.positional.size() < spec.min_positional) {
-        throw usage_error(where + "missing arguments; usage: memtrail " + spec.name + " " +
-                          spec.usage);
+        throw usage_error("missing arguments; usage: memtrail " + spec.name + " " + spec.usage);
     }
     if (parsed.positional.size() > spec.max_positional) {
-        throw usage_error(where + "too many arguments (unexpected '" +
+        throw usage_error("too many arguments (unexpected '" +
                           parsed.positional[spec.max_positional] + "'); usage: memtrail " +
                           spec.name + " " + spec.usage);
     }

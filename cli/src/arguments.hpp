@@ -12,7 +12,8 @@
 
 namespace memtrail::cli {
 
-// Bad usage: exit code 2, message on stderr.
+// Bad usage: exit code 2. The message says what is wrong ("--at: 'x' is not ..."); main prints
+// it as "memtrail: COMMAND: message".
 class usage_error : public std::runtime_error {
   public:
     using std::runtime_error::runtime_error;

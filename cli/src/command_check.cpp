@@ -71,7 +71,7 @@ int run_check(const parsed_arguments& args) {
     const auto max_fragmentation = args.value("--max-fragmentation");
     if (!max_reserved && !max_allocated && !max_fragmentation && !args.has("--no-oom")) {
         throw usage_error(
-            "memtrail check: give at least one limit (--max-peak-reserved, --max-peak-allocated, "
+            "give at least one limit (--max-peak-reserved, --max-peak-allocated, "
             "--max-fragmentation, --no-oom)");
     }
     // Unset limits stay at their largest value and are not checked.

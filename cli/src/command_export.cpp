@@ -1,6 +1,6 @@
-// memtrail export FILE --format F -o OUT : the snapshot in other tools' formats.
+// memtrail export FILE --format F -o OUT : the snapshot in other tools' formats, whole or a range
+// of its trace.
 
-#include <fstream>
 #include <iostream>
 
 #include "commands.hpp"
@@ -10,6 +10,7 @@
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
+#include "progress.hpp"
 #include "report_json.hpp"
 
 namespace memtrail::cli {
@@ -17,12 +18,29 @@ namespace {
 
 using snapshot::action;
 
-std::ofstream open_output(const std::string& path) {
-    std::ofstream out(path, std::ios::binary);
-    if (!out) {
-        throw snapshot::load_error(path + ": cannot open for writing");
+// The trace entries an export covers, [first, end) by index: positions first (the state before
+// the range) to end (the state after its last entry).
+struct entry_range {
+    size_t first = 0;
+    size_t end = 0;
+    bool whole = true;  // no --from/--to: everything, annotations from before the trace too
+    bool empty() const { return first >= end; }
+};
+
+// --from A --to B: the entries from the one that brings moment A (entry A itself; start is the
+// first entry) to the one that brings moment B, both included; the whole trace by default.
+entry_range range_of(const analysis::device_model& model, const parsed_arguments& args) {
+    const auto from = args.value("--from");
+    const auto to = args.value("--to");
+    entry_range range{0, model.event_count(), !from && !to};
+    if (from) {
+        const size_t position = resolve_at(model, from, "--from").position;
+        range.first = position == 0 ? 0 : position - 1;
     }
-    return out;
+    if (to) {
+        range.end = resolve_at(model, to, "--to").position;
+    }
+    return range;
 }
 
 double micros(int64_t time_ns) {
@@ -32,7 +50,8 @@ double micros(int64_t time_ns) {
 // Chrome trace-event JSON (Perfetto and chrome://tracing read it): counters for allocated,
 // active and reserved bytes, one async slice per allocation, annotations as slices and markers,
 // OOMs as instants.
-void write_perfetto(const analysis::device_model& model, std::ostream& out) {
+void write_perfetto(const analysis::device_model& model, const entry_range& range,
+                    std::ostream& out) {
     const snapshot::snapshot& source = model.source();
     const int pid = model.device();
     json_writer json(out);
@@ -55,8 +74,8 @@ void write_perfetto(const analysis::device_model& model, std::ostream& out) {
     const auto& allocated = model.values(analysis::series::allocated);
     const auto& active = model.values(analysis::series::active);
     const auto& reserved = model.values(analysis::series::reserved);
-    for (size_t p = 0; p < allocated.size(); ++p) {
-        if (p > 0 && allocated[p] == allocated[p - 1] && active[p] == active[p - 1] &&
+    for (size_t p = range.first; p <= range.end; ++p) {
+        if (p > range.first && allocated[p] == allocated[p - 1] && active[p] == active[p - 1] &&
             reserved[p] == reserved[p - 1]) {
             continue;
         }
@@ -78,6 +97,9 @@ void write_perfetto(const analysis::device_model& model, std::ostream& out) {
     const auto& lifetimes = model.lifetimes();
     for (size_t i = 0; i < lifetimes.size(); ++i) {
         const auto& life = lifetimes[i];
+        if (life.begin > range.end || life.end <= range.first) {
+            continue;  // not alive during the range
+        }
         const std::string name =
             analysis::format_bytes(life.size) + " " + innermost_frame(source, life.stack);
         json.begin_object()
@@ -120,12 +142,15 @@ void write_perfetto(const analysis::device_model& model, std::ostream& out) {
         }
         json.end_object();
     };
+    const int64_t range_start_ns = model.time_at(range.first);
+    const int64_t range_end_ns = model.time_at(range.end);
     for (const auto& a : source.annotations) {
-        if (a.device == pid) {
+        if (a.device == pid &&
+            (range.whole || (a.time_ns >= range_start_ns && a.time_ns <= range_end_ns))) {
             annotation(a.is_start ? "B" : "E", source.string_at(a.name), a.time_ns);
         }
     }
-    for (size_t i = 0; i < model.event_count(); ++i) {
+    for (size_t i = range.first; i < range.end; ++i) {
         const snapshot::trace_entry& e = model.entry(i);
         switch (e.kind) {
             case action::annotation_start:
@@ -165,14 +190,14 @@ std::string csv_field(const std::string& text) {
     return quoted + "\"";
 }
 
-void write_csv(const analysis::device_model& model, std::ostream& out) {
+void write_csv(const analysis::device_model& model, const entry_range& range, std::ostream& out) {
     const snapshot::snapshot& source = model.source();
     out << "index,time_ns,action,address,size,requested_size,stream,allocated,active,reserved,"
            "frame\n";
     const auto& allocated = model.values(analysis::series::allocated);
     const auto& active = model.values(analysis::series::active);
     const auto& reserved = model.values(analysis::series::reserved);
-    for (size_t i = 0; i < model.event_count(); ++i) {
+    for (size_t i = range.first; i < range.end; ++i) {
         const snapshot::trace_entry& e = model.entry(i);
         const bool annotated = e.kind == action::annotation_start ||
                                e.kind == action::annotation_end ||
@@ -193,24 +218,32 @@ void write_csv(const analysis::device_model& model, std::ostream& out) {
 command_spec export_spec() {
     return {"export",
             "FILE --format torch-pickle|folded|perfetto|csv -o OUT [--at EVENT|peak|end] "
-            "[--pending] [--device N] [--all-frames]",
+            "[--from EVENT] [--to EVENT] [--pending] [--device N] [--all-frames]",
             "Writes the snapshot for other tools: a PyTorch snapshot pickle (for "
             "torch.cuda._memory_viz and pytorch.org/memory_viz), folded stacks of the live bytes "
             "at one moment (flamegraph.pl, speedscope), a Chrome/Perfetto trace (ui.perfetto.dev) "
             "or a CSV of the trace entries.",
             "folded: one line per stack, 'outer;...;inner BYTES', the live bytes at --at.\n"
             "perfetto: counters for allocated, active and reserved bytes, one slice per "
-            "allocation, annotations and OOMs.\n"
+            "allocation, annotations and OOMs; with --from/--to the entries of the range and the "
+            "allocations alive during it.\n"
             "csv: one row per trace entry: index, time_ns, action, address, size, "
             "requested_size, stream, allocated, active, reserved, frame; the memory columns hold "
-            "the state after the entry.\n",
+            "the state after the entry.\n"
+            "--from and --to take what --at takes and include both ends: --from 100 --to 200 is "
+            "entries 100 to 200. A selection with nothing in it (no entries, no live stack) is an "
+            "error and no file is written.\n",
             1,
             1,
             {at_option(),
              device_option(),
              all_frames_option(),
+             {"--from", "", "EVENT",
+              "perfetto, csv: the first trace entry to export (default: start)", false},
+             {"--to", "", "EVENT", "perfetto, csv: the last trace entry to export (default: end)",
+              false},
              {"--format", "", "FORMAT", "torch-pickle, folded, perfetto or csv", false},
-             {"--output", "-o", "OUT", "the file to write", false},
+             {"--output", "-o", "OUT", "the file to write; '-' writes standard output", false},
              {"--pending", "", "", "folded: count blocks waiting for other streams too", false}},
             false};
 }
@@ -219,42 +252,82 @@ int run_export(const parsed_arguments& args) {
     const auto format = args.value("--format");
     const auto output = args.value("--output");
     if (!format) {
-        throw usage_error(
-            "memtrail export: --format is required (torch-pickle, folded, "
-            "perfetto or csv)");
+        throw usage_error("--format is required (torch-pickle, folded, perfetto or csv)");
     }
     if (!output) {
-        throw usage_error("memtrail export: -o OUT is required");
+        throw usage_error("-o OUT is required ('-o -' writes standard output)");
     }
     if (*format != "torch-pickle" && *format != "folded" && *format != "perfetto" &&
         *format != "csv") {
-        throw usage_error("memtrail export: unknown format '" + *format +
+        throw usage_error("unknown format '" + *format +
                           "' (torch-pickle, folded, perfetto or csv)");
+    }
+    const bool ranged = args.has("--from") || args.has("--to");
+    if (ranged && (*format == "torch-pickle" || *format == "folded")) {
+        throw usage_error("--from/--to select trace entries for perfetto and csv; " + *format +
+                          (*format == "folded"
+                               ? " shows the live bytes at one moment (--at)"
+                               : " holds the whole snapshot, as PyTorch's tools rebuild the "
+                                 "past from its final segments and its whole trace"));
+    }
+    if (args.has("--at") && (*format == "perfetto" || *format == "csv")) {
+        throw usage_error("--at is for folded; " + *format + " takes a range (--from/--to)");
     }
     // A PyTorch pickle is a conversion: it keeps every frame.
     const opened_file file = open_file(
         args.positional[0], args,
         *format == "torch-pickle" ? analysis::frame_visibility::all_frames : frames_shown(args));
+    const std::string& out_path = *output;
     if (*format == "torch-pickle") {
-        try {
-            snapshot::write_torch_pickle(file.model.source(), *output);
-        } catch (const std::system_error& e) {
-            throw snapshot::load_error(*output + ": " + e.what());
+        if (out_path == standard_stream_path) {
+            const std::vector<uint8_t> bytes = snapshot::write_torch_pickle(file.model.source());
+            write_output(out_path, output_content::binary, [&](std::ostream& out) {
+                out.write(reinterpret_cast<const char*>(bytes.data()),
+                          static_cast<std::streamsize>(bytes.size()));
+            });
+        } else {
+            try {
+                const progress_line progress("writing " + out_path);
+                snapshot::write_torch_pickle(file.model.source(), out_path);
+            } catch (const std::system_error& e) {
+                throw snapshot::load_error(out_path + ": " + e.what());
+            }
         }
     } else if (*format == "folded") {
         const moment at = resolve_at(file.model, args.value("--at"));
         const auto measure = args.has("--pending") ? analysis::live_measure::active
                                                    : analysis::live_measure::allocated;
-        open_output(*output) << analysis::to_folded(
-            analysis::flame_at(file.model, at.position, measure));
-    } else if (*format == "perfetto") {
-        std::ofstream out = open_output(*output);
-        write_perfetto(file.model, out);
+        const std::string folded =
+            analysis::to_folded(analysis::flame_at(file.model, at.position, measure));
+        if (folded.empty()) {
+            throw usage_error("nothing to export: no live allocations on device " +
+                              std::to_string(file.model.device()) + " at " + at.label +
+                              "; no file written");
+        }
+        write_output(out_path, output_content::text, [&](std::ostream& out) { out << folded; });
     } else {
-        std::ofstream out = open_output(*output);
-        write_csv(file.model, out);
+        const entry_range range = range_of(file.model, args);
+        if (range.empty()) {
+            throw usage_error(
+                "nothing to export: " +
+                (file.model.event_count() == 0
+                     ? "device " + std::to_string(file.model.device()) + " has no trace entries"
+                     : "the range selects no trace entries (--from " +
+                           args.value("--from").value_or("start") + " --to " +
+                           args.value("--to").value_or("end") + ")") +
+                "; no file written");
+        }
+        write_output(out_path, output_content::text, [&](std::ostream& out) {
+            if (*format == "perfetto") {
+                write_perfetto(file.model, range, out);
+            } else {
+                write_csv(file.model, range, out);
+            }
+        });
     }
-    std::cerr << "memtrail export: wrote " << *output << "\n";
+    if (out_path != standard_stream_path) {
+        std::cerr << "memtrail export: wrote " << out_path << "\n";
+    }
     return exit_ok;
 }
 

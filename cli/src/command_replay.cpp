@@ -17,6 +17,7 @@
 #include "memtrail/replay/trace_metadata.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
+#include "progress.hpp"
 #include "report_json.hpp"
 #include "text_table.hpp"
 
@@ -151,15 +152,18 @@ command_spec replay_spec() {
               "else 80GiB)",
               false},
              {"--memory-fraction", "", "F", "per-process fraction of the capacity", false},
-             {"--output", "-o", "OUT", "write the replay as a memtrail snapshot", false},
+             {"--output", "-o", "OUT",
+              "write the replay as a memtrail snapshot ('-': standard output, the report then "
+              "goes to standard error)",
+              false},
              {"--torch-pickle", "", "OUT.pickle", "write the replay as a PyTorch pickle", false},
              {"--stats-json", "", "OUT.json", "write memory_stats() of the replay", false},
              {"--expect-stats", "", "JSON", "compare the counters with these", false}}};
 }
 
 int run_replay_command(const parsed_arguments& args) {
-    const std::string& path = args.positional[0];
-    const snapshot::loaded_snapshot loaded = snapshot::load_snapshot(path);
+    const std::string path = input_name(args.positional[0]);
+    const snapshot::loaded_snapshot loaded = load_input(args.positional[0]);
     const snapshot::snapshot& input = *loaded.snapshot;
 
     std::optional<replay::trace_metadata> expected;
@@ -194,14 +198,27 @@ int run_replay_command(const parsed_arguments& args) {
     if (compared && expected) {
         options.expected_stats = &expected->stats;  // settles what the trace leaves ambiguous
     }
-    const replay::replay_result result = run_replay(input, options, path);
+    const replay::replay_result result = [&] {
+        const progress_line progress("replaying " + path + " under '" + conf + "'");
+        return run_replay(input, options, path);
+    }();
     replay::parity_report parity;
     if (compared) {
         parity = replay::compare_with_original(input, result, expected ? &expected->stats : nullptr,
                                                options.device);
     }
+    // With -o -, the snapshot is standard output and the report goes to standard error.
+    const bool snapshot_on_stdout = args.value("--output") == standard_stream_path;
+    std::ostream& report = snapshot_on_stdout ? std::cerr : std::cout;
     try {
-        if (const auto out = args.value("--output")) {
+        if (snapshot_on_stdout) {
+            const std::vector<uint8_t> bytes = snapshot::write_snapshot(result.final_state);
+            write_output(standard_stream_path, output_content::binary, [&](std::ostream& out) {
+                out.write(reinterpret_cast<const char*>(bytes.data()),
+                          static_cast<std::streamsize>(bytes.size()));
+            });
+        } else if (const auto out = args.value("--output")) {
+            const progress_line progress("writing " + *out);
             snapshot::write_snapshot(result.final_state, std::filesystem::path(*out));
         }
         if (const auto out = args.value("--torch-pickle")) {
@@ -215,7 +232,7 @@ int run_replay_command(const parsed_arguments& args) {
     }
 
     if (args.json) {
-        json_writer json(std::cout);
+        json_writer json(report);
         json.begin_object()
             .field("path", path)
             .field("alloc_conf", conf)
@@ -238,8 +255,8 @@ int run_replay_command(const parsed_arguments& args) {
         }
         json.end_object();
     } else {
-        std::cout << path << ": replayed " << result.allocations << " allocations under '" << conf
-                  << "'\n\n";
+        report << path << ": replayed " << result.allocations << " allocations under '" << conf
+               << "'\n\n";
         text_table table({"<", ""});
         table.add_row({"peak reserved", format_bytes(result.peak_reserved)});
         table.add_row({"peak allocated", format_bytes(result.peak_allocated)});
@@ -250,20 +267,20 @@ int run_replay_command(const parsed_arguments& args) {
                               ? " (first at entry " + std::to_string(*result.first_oom_entry) + ")"
                               : "")});
         table.add_row({"unmatched frees", std::to_string(result.unmatched_frees)});
-        table.print(std::cout, "  ");
+        table.print(report, "  ");
         if (!compared) {
-            std::cout << "\nnot compared with the original: it was recorded under '"
-                      << recorded_conf << "'\n";
+            report << "\nnot compared with the original: it was recorded under '" << recorded_conf
+                   << "'\n";
         } else {
-            std::cout << "\nparity with the original: " << (parity.ok() ? "identical" : "DIFFERS")
-                      << "\n  trace:    " << (parity.trace_equal ? "equal" : "different")
-                      << "\n  segments: " << (parity.segments_equal ? "equal" : "different")
-                      << "\n  counters: "
-                      << (expected ? (parity.stats_equal ? "equal" : "different")
-                                   : "not compared (no --expect-stats)")
-                      << "\n";
+            report << "\nparity with the original: " << (parity.ok() ? "identical" : "DIFFERS")
+                   << "\n  trace:    " << (parity.trace_equal ? "equal" : "different")
+                   << "\n  segments: " << (parity.segments_equal ? "equal" : "different")
+                   << "\n  counters: "
+                   << (expected ? (parity.stats_equal ? "equal" : "different")
+                                : "not compared (no --expect-stats)")
+                   << "\n";
             if (!parity.first_difference.empty()) {
-                std::cout << "  first difference: " << parity.first_difference << "\n";
+                report << "  first difference: " << parity.first_difference << "\n";
             }
         }
     }
@@ -295,7 +312,7 @@ command_spec whatif_spec() {
 int run_whatif(const parsed_arguments& args) {
     const auto& confs = args.values("--alloc-conf");
     if (confs.empty()) {
-        throw usage_error("memtrail whatif: give at least one --alloc-conf");
+        throw usage_error("give at least one --alloc-conf");
     }
     std::vector<allocator_config> configs;
     for (const auto& conf : confs) {
@@ -318,11 +335,17 @@ int run_whatif(const parsed_arguments& args) {
     std::vector<outcome_row> rows = {recorded_row(file.model)};
     for (size_t i = 0; i < confs.size(); ++i) {
         options.config = configs[i];
+        const progress_line progress("replaying under '" + confs[i] + "' (" +
+                                     std::to_string(i + 1) + " of " + std::to_string(confs.size()) +
+                                     ")");
         rows.push_back(replayed_row("'" + confs[i] + "'", run_replay(input, options, file.path),
                                     options.device));
     }
-    rows.push_back(baseline_row(analysis::simulate_cuda_malloc(file.model, capacity)));
-    rows.push_back(baseline_row(analysis::simulate_buddy(file.model, capacity)));
+    {
+        const progress_line progress("simulating the cudaMalloc and buddy baselines");
+        rows.push_back(baseline_row(analysis::simulate_cuda_malloc(file.model, capacity)));
+        rows.push_back(baseline_row(analysis::simulate_buddy(file.model, capacity)));
+    }
 
     if (args.json) {
         json_writer json(std::cout);

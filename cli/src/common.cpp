@@ -1,9 +1,16 @@
 #include "common.hpp"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 
 #include "memtrail/analysis/frame_text.hpp"
+#include "memtrail/analysis/size_text.hpp"
+#include "progress.hpp"
 
 namespace memtrail::cli {
 
@@ -30,9 +37,65 @@ analysis::frame_visibility frames_shown(const parsed_arguments& args) {
                                     : analysis::frame_visibility::user_frames;
 }
 
+std::string input_name(const std::string& path) {
+    return path == standard_stream_path ? "standard input" : path;
+}
+
+snapshot::loaded_snapshot load_input(const std::string& path) {
+    if (path != standard_stream_path) {
+        std::error_code ignored;
+        const auto size = std::filesystem::file_size(path, ignored);
+        const progress_line progress(
+            "loading " + path +
+            (size == static_cast<uintmax_t>(-1) ? "" : " (" + analysis::format_bytes(size) + ")"));
+        return snapshot::load_snapshot(path);
+    }
+    static bool standard_input_read = false;
+    if (standard_input_read) {
+        throw usage_error("'-' (standard input) given twice; it can be read only once");
+    }
+    standard_input_read = true;
+    if (::isatty(STDIN_FILENO) != 0) {
+        throw usage_error(
+            "'-' reads a snapshot from standard input, which is a terminal; pipe or redirect one "
+            "into it (memtrail summary - < run.memtrail)");
+    }
+    const progress_line progress("loading standard input");
+    return snapshot::load_snapshot_from_stream(STDIN_FILENO, input_name(path));
+}
+
+void write_output(const std::string& path, output_content content,
+                  const std::function<void(std::ostream&)>& write) {
+    if (path == standard_stream_path && content == output_content::binary &&
+        ::isatty(STDOUT_FILENO) != 0) {
+        throw usage_error(
+            "-o - would write binary data to a terminal; redirect standard output to a file or "
+            "a pipe");
+    }
+    const progress_line progress(
+        "writing " + (path == standard_stream_path ? std::string("standard output") : path));
+    if (path == standard_stream_path) {
+        write(std::cout);
+        std::cout.flush();
+        if (!std::cout) {
+            throw snapshot::load_error("standard output: cannot write");
+        }
+        return;
+    }
+    std::ofstream out(path, std::ios::binary);
+    if (!out) {
+        throw snapshot::load_error(path + ": cannot open for writing");
+    }
+    write(out);
+    out.flush();
+    if (!out) {
+        throw snapshot::load_error(path + ": cannot write");
+    }
+}
+
 opened_file open_file(const std::string& path, const parsed_arguments& args,
                       analysis::frame_visibility frames) {
-    snapshot::loaded_snapshot loaded = snapshot::load_snapshot(path);
+    snapshot::loaded_snapshot loaded = load_input(path);
     loaded.snapshot = analysis::with_frame_visibility(std::move(loaded.snapshot), frames);
     const std::vector<int> devices = analysis::devices_of(*loaded.snapshot);
     int device = 0;
@@ -44,20 +107,24 @@ opened_file open_file(const std::string& path, const parsed_arguments& args,
             for (const int d : devices) {
                 known += (known.empty() ? "" : ", ") + std::to_string(d);
             }
-            throw snapshot::load_error(path + ": has no trace or segments for device " +
+            throw snapshot::load_error(input_name(path) + ": has no trace or segments for device " +
                                        std::to_string(device) + " (it has: " + known + ")");
         }
     } else if (!devices.empty()) {
         device = devices.front();
     }
-    return opened_file{path, loaded.kind, analysis::device_model::build(loaded.snapshot, device)};
+    const progress_line progress("indexing " + input_name(path) + ", device " +
+                                 std::to_string(device));
+    return opened_file{input_name(path), loaded.kind,
+                       analysis::device_model::build(loaded.snapshot, device)};
 }
 
 std::string position_label(size_t position) {
     return position == 0 ? "start" : "entry " + std::to_string(position - 1);
 }
 
-moment resolve_at(const analysis::device_model& model, const std::optional<std::string>& at) {
+moment resolve_at(const analysis::device_model& model, const std::optional<std::string>& at,
+                  std::string_view option) {
     const size_t count = model.event_count();
     if (!at || *at == "end") {
         return {count, "end"};
@@ -76,12 +143,12 @@ moment resolve_at(const analysis::device_model& model, const std::optional<std::
     size_t entry = 0;
     const auto [end, error] = std::from_chars(at->data(), at->data() + at->size(), entry);
     if (error != std::errc() || end != at->data() + at->size()) {
-        throw usage_error("--at: '" + *at +
+        throw usage_error(std::string(option) + ": '" + *at +
                           "' is not an entry index, start, end, peak or peak-reserved");
     }
     if (entry >= count) {
-        throw usage_error("--at: entry " + *at + " is past the trace, which has " +
-                          std::to_string(count) + " entries" +
+        throw usage_error(std::string(option) + ": entry " + *at +
+                          " is past the trace, which has " + std::to_string(count) + " entries" +
                           (count > 0 ? " (0.." + std::to_string(count - 1) + ")" : ""));
     }
     return {entry + 1, "entry " + *at};

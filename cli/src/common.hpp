@@ -1,11 +1,14 @@
 #pragma once
-// What the subcommands share: exit codes, opening files, the --at and --device options, stack
-// and number formatting.
+// What the subcommands share: exit codes, opening files (and "-" for standard input and output),
+// the --at and --device options, stack and number formatting.
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "arguments.hpp"
@@ -27,6 +30,25 @@ option_spec all_frames_option();
 // interpreter's own frames hidden.
 analysis::frame_visibility frames_shown(const parsed_arguments& args);
 
+// The path that stands for standard input (a snapshot read from it) and for standard output
+// (-o -).
+inline constexpr const char* standard_stream_path = "-";
+
+// Loads the snapshot at `path`, or from standard input when it is "-" (once per run, never from
+// a terminal, at most snapshot::stream_read_limit bytes), showing progress on a terminal.
+// Throws snapshot::load_error or usage_error.
+snapshot::loaded_snapshot load_input(const std::string& path);
+
+// The name messages and reports give `path`: "standard input" for "-".
+std::string input_name(const std::string& path);
+
+// Writes what `write` puts on the stream to `path`, or to standard output when it is "-";
+// progress on a terminal. Binary content (a snapshot, a pickle) is refused on a terminal with a
+// usage_error. Throws snapshot::load_error ("PATH: cannot open for writing").
+enum class output_content { text, binary };
+void write_output(const std::string& path, output_content content,
+                  const std::function<void(std::ostream&)>& write);
+
 struct opened_file {
     std::string path;
     snapshot::file_kind kind = snapshot::file_kind::memtrail;
@@ -45,7 +67,9 @@ struct moment {
     size_t position = 0;
     std::string label;  // "end", "peak (entry 123)", "entry 42"
 };
-moment resolve_at(const analysis::device_model& model, const std::optional<std::string>& at);
+// `option` names the option in errors (--at, or export's --from and --to, which take the same).
+moment resolve_at(const analysis::device_model& model, const std::optional<std::string>& at,
+                  std::string_view option = "--at");
 
 // "entry N" for position N + 1, "start" for position 0.
 std::string position_label(size_t position);

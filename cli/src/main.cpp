@@ -1,5 +1,6 @@
 // memtrail: reports on allocator snapshots (memtrail's own files and PyTorch pickles).
-// Exit codes: 0 ok, 1 a check failed, 2 bad usage or a file that cannot be used.
+// Exit codes: 0 ok, 1 a check failed, 2 bad usage or a file that cannot be used. Every error
+// goes to stderr and starts with "memtrail: ".
 
 #include <exception>
 #include <iostream>
@@ -8,7 +9,6 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "memtrail/snapshot/load.hpp"
 
 namespace memtrail::cli {
 namespace {
@@ -25,12 +25,14 @@ void print_overview(std::ostream& out) {
     }
     out << "\nSizes are printed and accepted like 1.5GiB (also plain bytes, KiB/MiB/GiB/TiB and "
            "KB/MB/GB/TB).\n"
+           "A FILE of '-' is read from standard input; '-o -' writes standard output.\n"
            "Exit codes: 0 ok, 1 a check failed, 2 bad usage or a bad file.\n"
            "'memtrail COMMAND --help' describes a command.\n";
 }
 
 int run(const std::vector<std::string>& argv) {
     if (argv.empty()) {
+        std::cerr << "memtrail: no command given\n\n";
         print_overview(std::cerr);
         return exit_bad_input;
     }
@@ -51,13 +53,19 @@ int run(const std::vector<std::string>& argv) {
             continue;
         }
         const command_spec spec = cmd.spec();
-        const parsed_arguments args =
-            parse_arguments(spec, std::vector<std::string>(argv.begin() + 1, argv.end()));
-        if (args.help_requested) {
-            std::cout << help_text(spec);
-            return exit_ok;
+        try {
+            const parsed_arguments args =
+                parse_arguments(spec, std::vector<std::string>(argv.begin() + 1, argv.end()));
+            if (args.help_requested) {
+                std::cout << help_text(spec);
+                return exit_ok;
+            }
+            return cmd.run(args);
+        } catch (const usage_error& e) {
+            // Usage errors name what was wrong; the command they belong to is added here.
+            std::cerr << "memtrail: " << name << ": " << e.what() << "\n";
+            return exit_bad_input;
         }
-        return cmd.run(args);
     }
     std::cerr << "memtrail: unknown command '" << name << "' (see memtrail --help)\n";
     return exit_bad_input;
@@ -70,12 +78,11 @@ int main(int argc, char** argv) {
     using namespace memtrail;
     try {
         return cli::run(std::vector<std::string>(argv + 1, argv + argc));
-    } catch (const cli::usage_error& e) {
-        std::cerr << e.what() << "\n";
-    } catch (const snapshot::load_error& e) {
-        std::cerr << "memtrail: " << e.what() << "\n";
     } catch (const std::exception& e) {
+        // Every error line starts with "memtrail: "; load errors go on with the path.
         std::cerr << "memtrail: " << e.what() << "\n";
+    } catch (...) {
+        std::cerr << "memtrail: an unexpected error that names no reason\n";
     }
     return cli::exit_bad_input;
 }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <string>
@@ -113,6 +114,36 @@ file_bytes::~file_bytes() {
     if (mapping_ != nullptr) {
         ::munmap(mapping_, bytes_.size());
     }
+}
+
+std::vector<uint8_t> read_stream(int fd, const std::string& name, size_t limit) {
+    constexpr size_t first_chunk = size_t{1} << 20;
+    std::vector<uint8_t> bytes;
+    size_t done = 0;
+    for (;;) {
+        if (done == bytes.size()) {
+            if (done > limit) {
+                throw load_error(name + ": more than " + std::to_string(limit) +
+                                 " bytes, the most read from a stream; save it to a file and "
+                                 "open the file instead");
+            }
+            // One byte past the limit tells a stream of exactly `limit` bytes from a longer one.
+            bytes.resize(std::min(limit + 1, std::max(first_chunk, done * 2)));
+        }
+        const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            throw std::system_error(errno, std::generic_category(), name + ": cannot read");
+        }
+        if (n == 0) {
+            break;
+        }
+        done += static_cast<size_t>(n);
+    }
+    bytes.resize(done);
+    return bytes;
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::span<const uint8_t> bytes) {

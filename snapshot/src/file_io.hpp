@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace memtrail::snapshot::detail {
@@ -37,6 +38,11 @@ class file_bytes {
 inline file_bytes read_whole_file(const std::filesystem::path& path) {
     return file_bytes(path);
 }
+
+// Everything left on the descriptor `fd` (a pipe, standard input) read to its end, refused with
+// load_error ("NAME: ...") once it passes `limit` bytes: a stream has no size to check first, so
+// memory stays bounded by the limit. Throws std::system_error ("NAME: cannot read: reason").
+std::vector<uint8_t> read_stream(int fd, const std::string& name, size_t limit);
 
 // Writes to a temporary file in the same folder, fsyncs it and renames it over `path`, so a reader
 // sees the old file or the complete new one, never a part. Throws std::system_error.

@@ -33,26 +33,48 @@ snapshot load_snapshot(std::span<const uint8_t> bytes) {
         "zstd) nor a PyTorch pickle (protocol 2 or later)");
 }
 
+namespace {
+
+// The snapshot in `bytes`, read from what `name` names; format errors name it too.
+loaded_snapshot load_named(std::span<const uint8_t> bytes, const std::string& name) {
+    if (bytes.empty()) {
+        throw load_error(name + ": the file is empty");
+    }
+    loaded_snapshot loaded;
+    loaded.kind = detect_file_kind(bytes);
+    if (loaded.kind == file_kind::unknown) {
+        throw load_error(name +
+                         ": not a memtrail snapshot (plain or zstd) nor a PyTorch snapshot "
+                         "pickle (protocol 2 or later)");
+    }
+    try {
+        loaded.snapshot = std::make_shared<snapshot>(load_snapshot(bytes));
+    } catch (const format_error& e) {
+        throw load_error(name + ": " + e.what());
+    }
+    return loaded;
+}
+
+}  // namespace
+
 loaded_snapshot load_snapshot(const std::filesystem::path& path) {
     try {
         const detail::file_bytes file(path);
-        const std::span<const uint8_t> bytes(file);
-        if (bytes.empty()) {
-            throw load_error(path.string() + ": the file is empty");
-        }
-        loaded_snapshot loaded;
-        loaded.kind = detect_file_kind(bytes);
-        if (loaded.kind == file_kind::unknown) {
-            throw load_error(path.string() +
-                             ": not a memtrail snapshot (plain or zstd) nor a PyTorch snapshot "
-                             "pickle (protocol 2 or later)");
-        }
-        loaded.snapshot = std::make_shared<snapshot>(load_snapshot(bytes));
-        return loaded;
-    } catch (const format_error& e) {
-        throw load_error(path.string() + ": " + e.what());
+        return load_named(std::span<const uint8_t>(file), path.string());
     } catch (const std::system_error& e) {
         throw load_error(e.what());  // already "PATH: what: reason"
+    }
+}
+
+loaded_snapshot load_snapshot_from_stream(int fd, const std::string& name, size_t limit) {
+    try {
+        const std::vector<uint8_t> bytes = detail::read_stream(fd, name, limit);
+        if (bytes.empty()) {
+            throw load_error(name + ": is empty (nothing came before its end)");
+        }
+        return load_named(bytes, name);
+    } catch (const std::system_error& e) {
+        throw load_error(e.what());
     }
 }
 

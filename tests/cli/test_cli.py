@@ -657,5 +657,173 @@ class Frames(unittest.TestCase):
         self.assertEqual(len(again["device_traces"][0][0]["frames"]), 10)
 
 
+def run_bytes(*args, stdin=None):
+    """Runs memtrail with `stdin` (bytes) on its standard input; returns (code, stdout bytes,
+    stderr text)."""
+    result = subprocess.run([MEMTRAIL, *map(str, args)], input=stdin, capture_output=True)
+    return result.returncode, result.stdout, result.stderr.decode()
+
+
+def on_a_terminal(stream, *args):
+    """Runs memtrail with `stream` ("stdin", "stdout" or "stderr") on a pseudo-terminal and the
+    others on pipes (stdin empty); returns (exit code, what it wrote on the terminal, stderr when
+    that is a pipe)."""
+    import pty
+    primary, secondary = pty.openpty()
+    streams = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
+               "stderr": subprocess.PIPE}
+    streams[stream] = secondary
+    process = subprocess.Popen([MEMTRAIL, *map(str, args)], **streams)
+    os.close(secondary)
+    seen = b""
+    while stream != "stdin":
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    err = ""
+    if process.stderr:
+        err = process.stderr.read().decode()
+        process.stderr.close()
+    process.wait()
+    os.close(primary)
+    return process.returncode, seen.decode(errors="replace"), err
+
+
+class Conventions(unittest.TestCase):
+    """Command-line conventions: '-' for standard input and output, progress only on a terminal,
+    export ranges that refuse to write nothing, every error starting with 'memtrail:'."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+        self.pickle = anchors()[0]
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_every_error_starts_with_memtrail(self):
+        missing = self.dir / "missing.pickle"
+        text = self.dir / "notes.txt"
+        text.write_text("hello")
+        bad = [
+            [], ["frobnicate"], ["summary"], ["summary", self.pickle, "--frobnicate"],
+            ["summary", self.pickle, "--at"], ["summary", self.pickle, "--at", "nowhere"],
+            ["summary", self.pickle, "--at", "999999999"], ["summary", missing],
+            ["summary", text], ["summary", self.pickle, "--device", "7"],
+            ["summary", self.pickle, "--json=yes"], ["segments", self.pickle, self.pickle],
+            ["top", self.pickle, "-n", "many"], ["oom", self.pickle, "--entry", "0"],
+            ["diff", self.pickle], ["check", self.pickle],
+            ["check", self.pickle, "--max-peak-reserved", "lots"],
+            ["export", self.pickle], ["export", self.pickle, "--format", "csv"],
+            ["export", self.pickle, "--format", "svg", "-o", self.dir / "x"],
+            ["export", self.pickle, "--format", "csv", "-o", self.dir / "no" / "such" / "dir"],
+            ["export", self.pickle, "--format", "folded", "--from", "3", "-o", self.dir / "x"],
+            ["export", self.pickle, "--format", "csv", "--to", "-1", "-o", self.dir / "x"],
+            ["replay", self.pickle, "--alloc-conf", "bogus_key:1"],
+            ["replay", self.pickle, "--memory-fraction", "2"],
+            ["replay", self.pickle, "--expect-stats", missing],
+            ["whatif", self.pickle], ["whatif", self.pickle, "--alloc-conf", "bogus_key:1"],
+            ["ranks", self.pickle, missing], ["summary", "-", "-"],
+        ]
+        for args in bad:
+            code, out, err = run_bytes(*args, stdin=b"")
+            with self.subTest(args=" ".join(map(str, args))):
+                self.assertNotEqual(code, 0)
+                self.assertTrue(err.startswith("memtrail: "), err)
+                self.assertEqual(err.count("\n"), 1 if args else err.count("\n"), err)
+                self.assertEqual(out, b"")
+
+    def test_a_snapshot_or_a_pickle_on_standard_input(self):
+        code, snapshot, _ = run_bytes("replay", self.pickle, "-o", "-")
+        self.assertEqual(code, 0)
+        self.assertTrue(snapshot.startswith(b"MEMTRAIL"), snapshot[:16])
+        for content in [self.pickle.read_bytes(), snapshot]:
+            code, out, err = run_bytes("summary", "-", "--json", stdin=content)
+            self.assertEqual(code, 0, err)
+            report = json.loads(out)["ranks"][0]
+            self.assertEqual(report["path"], "standard input")
+            self.assertEqual(report["totals"], run_json("summary", self.pickle)["ranks"][0]["totals"])
+        code, _, err = run_bytes("summary", "-", stdin=b"")
+        self.assertEqual((code, err), (2, "memtrail: standard input: is empty (nothing came "
+                                          "before its end)\n"))
+        code, _, err = run_bytes("diff", "-", "-", stdin=self.pickle.read_bytes())
+        self.assertEqual(code, 2)
+        self.assertIn("only once", err)
+
+    def test_no_snapshot_is_read_from_or_written_to_a_terminal(self):
+        code, _, err = on_a_terminal("stdin", "summary", "-")
+        self.assertEqual(code, 2)
+        self.assertTrue(err.startswith("memtrail: summary: '-' reads a snapshot from standard "
+                                       "input, which is a terminal"), err)
+        for args in [["replay", self.pickle], ["export", self.pickle, "--format", "torch-pickle"]]:
+            code, seen, err = on_a_terminal("stdout", *args, "-o", "-")
+            self.assertEqual(code, 2)
+            self.assertEqual(seen, "")
+            self.assertIn("binary data to a terminal", err)
+        code, seen, _ = on_a_terminal("stdout", "export", self.pickle, "--format", "csv", "-o", "-")
+        self.assertEqual(code, 0)
+        self.assertTrue(seen.startswith("index,time_ns,action"), seen[:40])
+
+    def test_replay_to_standard_output_reports_on_standard_error(self):
+        file = self.dir / "replayed.memtrail"
+        self.assertEqual(run("replay", self.pickle, "-o", file)[0], 0)
+        code, out, err = run_bytes("replay", "-", "-o", "-", stdin=self.pickle.read_bytes())
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out, file.read_bytes())
+        self.assertIn("parity with the original: identical", err)
+
+    def test_export_to_standard_output_writes_what_a_file_gets(self):
+        for format in ["torch-pickle", "folded", "perfetto", "csv"]:
+            file = self.dir / ("out." + format)
+            code, _, err = run_bytes("export", self.pickle, "--format", format, "-o", file)
+            self.assertEqual(code, 0, err)
+            self.assertEqual(err, f"memtrail export: wrote {file}\n")
+            code, out, err = run_bytes("export", self.pickle, "--format", format, "-o", "-")
+            self.assertEqual((code, err), (0, ""))
+            self.assertEqual(out, file.read_bytes(), format)
+
+    def test_export_ranges_include_both_ends_and_refuse_to_write_nothing(self):
+        import csv
+        whole = self.dir / "whole.csv"
+        part = self.dir / "part.csv"
+        self.assertEqual(run("export", self.pickle, "--format", "csv", "-o", whole)[0], 0)
+        rows = list(csv.DictReader(whole.read_text().splitlines()))
+        self.assertEqual(run("export", self.pickle, "--format", "csv", "--from", "10", "--to",
+                             "19", "-o", part)[0], 0)
+        self.assertEqual(list(csv.DictReader(part.read_text().splitlines())), rows[10:20])
+        self.assertEqual(run("export", self.pickle, "--format", "csv", "--from", "peak", "-o",
+                             part)[0], 0)
+        peak = max(range(len(rows)), key=lambda i: (int(rows[i]["allocated"]), -i))
+        self.assertEqual(list(csv.DictReader(part.read_text().splitlines())), rows[peak:])
+
+        trace = json.loads(run_bytes("export", self.pickle, "--format", "perfetto", "--from",
+                                     "10", "--to", "19", "-o", "-")[1])
+        counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
+        self.assertEqual(counters[-1]["args"]["allocated"], int(rows[19]["allocated"]))
+        self.assertLessEqual(len(counters), 11)
+
+        empty = self.dir / "empty.csv"
+        for args in [["--from", "20", "--to", "10"], ["--to", "start"]]:
+            code, _, err = run("export", self.pickle, "--format", "csv", *args, "-o", empty)
+            self.assertEqual(code, 2)
+            self.assertTrue(err.startswith("memtrail: export: nothing to export"), err)
+            self.assertIn("no file written", err)
+            self.assertFalse(empty.exists())
+
+    def test_progress_shows_on_a_terminal_and_nowhere_else(self):
+        code, seen, _ = on_a_terminal("stderr", "whatif", self.pickle, "--alloc-conf",
+                                      "expandable_segments:True")
+        self.assertEqual(code, 0)
+        self.assertIn(f"memtrail: loading {self.pickle}", seen)
+        self.assertIn("replaying under 'expandable_segments:True' (1 of 1)", seen)
+        self.assertTrue(seen.endswith("\r\x1b[K"), repr(seen[-40:]))  # erased when done
+        code, _, err = run("whatif", self.pickle, "--alloc-conf", "expandable_segments:True")
+        self.assertEqual((code, err), (0, ""))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,5 +1,6 @@
-// Only regular files are read (issue 13): a FIFO blocked `open` forever, /dev/zero behind a symlink
-// grew memory until std::bad_alloc. Each is refused at once, naming the path and what is accepted.
+// Only regular files are opened by path (issue 13): a FIFO blocked `open` forever, /dev/zero behind
+// a symlink grew memory until std::bad_alloc. Each is refused at once, naming the path and what is
+// accepted.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -11,10 +12,13 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
+#include "sample_snapshot.hpp"
 
 namespace ms = memtrail::snapshot;
 namespace fs = std::filesystem;
@@ -108,4 +112,71 @@ TEST(NonRegularFiles, AnEmptyOrMissingFileNamesThePath) {
     const fs::path missing = temporary("missing.memtrail");
     EXPECT_EQ(load_error_of(missing).rfind(missing.string() + ": cannot open: ", 0), 0u);
     fs::remove(empty);
+}
+
+// A stream (standard input, a pipe) is read to its end into memory, up to a cap: it has no size to
+// check first. Past the cap it is refused, naming the stream and what to do instead.
+namespace {
+
+// What load_snapshot_from_stream makes of `bytes` written into a pipe by another thread.
+std::string stream_result(const std::vector<uint8_t>& bytes, size_t limit) {
+    int channel[2];
+    if (::pipe(channel) != 0) {
+        return "pipe failed";
+    }
+    std::thread writer([&] {
+        size_t done = 0;
+        while (done < bytes.size()) {
+            const ssize_t n = ::write(channel[1], bytes.data() + done, bytes.size() - done);
+            if (n <= 0) {
+                break;  // the reader gave up (past its cap) and closed its end
+            }
+            done += static_cast<size_t>(n);
+        }
+        ::close(channel[1]);
+    });
+    std::string result;
+    try {
+        const ms::loaded_snapshot loaded =
+            ms::load_snapshot_from_stream(channel[0], "standard input", limit);
+        result = loaded.kind == ms::file_kind::memtrail ? "memtrail" : "pickle";
+        result += " with " + std::to_string(loaded.snapshot->segments.size()) + " segments";
+    } catch (const ms::load_error& e) {
+        result = e.what();
+    }
+    ::close(channel[0]);
+    writer.join();
+    return result;
+}
+
+}  // namespace
+
+TEST(Streams, ASnapshotOrAPickleIsReadFromAPipeWhateverItsSize) {
+    const ms::snapshot sample = ms::test::make_sample_snapshot();
+    const std::string expected = " with " + std::to_string(sample.segments.size()) + " segments";
+    EXPECT_EQ(stream_result(ms::write_snapshot(sample), ms::stream_read_limit),
+              "memtrail" + expected);
+    EXPECT_EQ(stream_result(ms::write_torch_pickle(sample), ms::stream_read_limit),
+              "pickle" + expected);
+}
+
+TEST(Streams, PastTheCapAStreamIsRefusedNamingIt) {
+    ::signal(SIGPIPE, SIG_IGN);  // the writer sees EPIPE once the reader stops
+    const std::vector<uint8_t> bytes = ms::write_snapshot(ms::test::make_sample_snapshot());
+    EXPECT_EQ(stream_result(bytes, bytes.size()).rfind("memtrail", 0), 0u) << "exactly the cap";
+    const std::string error = stream_result(bytes, bytes.size() - 1);
+    EXPECT_EQ(
+        error.rfind("standard input: more than " + std::to_string(bytes.size() - 1) + " bytes", 0),
+        0u)
+        << error;
+    EXPECT_NE(error.find("open the file instead"), std::string::npos) << error;
+    std::vector<uint8_t> long_stream(3u << 20, 0x80);  // past a first chunk, still refused
+    EXPECT_NE(stream_result(long_stream, 2u << 20).find("more than 2097152 bytes"),
+              std::string::npos);
+}
+
+TEST(Streams, AnEmptyOrForeignStreamSaysSo) {
+    EXPECT_EQ(stream_result({}, 100), "standard input: is empty (nothing came before its end)");
+    const std::string text = "hello";
+    EXPECT_EQ(stream_result({text.begin(), text.end()}, 100).rfind("standard input: not a", 0), 0u);
 }

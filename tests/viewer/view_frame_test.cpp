@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "../../viewer/src/file_dialog.hpp"
 #include "../../viewer/src/format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
 #include "memtrail/viewer/document.hpp"
@@ -321,6 +322,17 @@ TEST(format, entry_context_names_the_compile_context_and_the_metadata) {
     EXPECT_EQ(format_entry_context(s, e), "compile 0/1, step 3");
 }
 
+TEST(file_dialog, lists_snapshot_files_by_their_names) {
+    for (const char* name :
+         {"run.memtrail", "run.memtrail.zst", "rank0.pickle", "OLD.PKL", "a.b.Pickle"}) {
+        EXPECT_TRUE(is_snapshot_file_name(name)) << name;
+    }
+    for (const char* name :
+         {"notes.txt", "run.zst", "memtrail", "run.pickle.bak", ".pkl.txt", "memtrail.json", ""}) {
+        EXPECT_FALSE(is_snapshot_file_name(name)) << name;
+    }
+}
+
 TEST(rank_table, rows_report_each_models_peaks_in_rank_order) {
     // By position when the names give no ranks.
     const std::vector<rank_row> rows = rank_rows({memtrail_document(), torch_document()});
@@ -355,12 +367,32 @@ TEST(rank_table, rows_report_each_models_peaks_in_rank_order) {
     EXPECT_EQ(named[1].doc, first);
 }
 
-TEST(workspace, the_ranks_view_shows_every_snapshot_and_a_click_picks_one) {
+TEST(rank_table, only_snapshots_of_the_shown_ones_job_are_its_ranks) {
+    load_progress progress;
+    const auto rank1 = make_document(torch_document()->source, "run/rank1.pickle", progress);
+    const job_documents job =
+        documents_of_job(torch_document(), {memtrail_document(), torch_document(), rank1});
+    ASSERT_EQ(job.ranks.size(), 2u);
+    EXPECT_EQ(job.ranks[0], torch_document());
+    EXPECT_EQ(job.ranks[1], rank1);
+    ASSERT_EQ(job.others.size(), 1u);
+    EXPECT_EQ(job.others[0].first, memtrail_document());
+    EXPECT_NE(job.others[0].second.find("written by"), std::string::npos) << job.others[0].second;
+
+    // The shown snapshot is always its own job's rank, even when not among the open ones.
+    const job_documents alone = documents_of_job(memtrail_document(), {});
+    ASSERT_EQ(alone.ranks.size(), 1u);
+    EXPECT_EQ(alone.ranks[0], memtrail_document());
+}
+
+TEST(workspace, the_ranks_view_shows_the_jobs_snapshots_and_a_click_picks_one) {
     headless_frame frame(width, height);
     ImGuiIO& io = ImGui::GetIO();
     workspace ws;
-    view& first = ws.add(memtrail_document());
-    view& second = ws.add(torch_document());
+    load_progress progress;
+    view& first = ws.add(torch_document());
+    ws.add(memtrail_document());  // of another job: no row of its own
+    view& second = ws.add(make_document(torch_document()->source, "run/rank1.pickle", progress));
     first.show(view_kind::ranks);
     ws.select(first);
     auto draw = [&] {

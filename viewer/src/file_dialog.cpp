@@ -5,6 +5,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <system_error>
 
@@ -18,7 +19,24 @@ void copy_to_box(const std::string& text, char* box, size_t capacity) {
     std::snprintf(box, capacity, "%s", text.c_str());
 }
 
+bool ends_with_ignoring_case(std::string_view text, std::string_view suffix) {
+    return text.size() >= suffix.size() &&
+           std::equal(suffix.begin(), suffix.end(), text.end() - suffix.size(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) ==
+                      std::tolower(static_cast<unsigned char>(b));
+           });
+}
+
 }  // namespace
+
+bool is_snapshot_file_name(std::string_view file_name) {
+    for (const std::string_view suffix : {".memtrail", ".memtrail.zst", ".pickle", ".pkl"}) {
+        if (ends_with_ignoring_case(file_name, suffix)) {
+            return true;
+        }
+    }
+    return false;
+}
 
 void file_dialog::open() {
     open_requested_ = true;
@@ -40,6 +58,9 @@ void file_dialog::list_directory() {
         entry e;
         e.name = item.path().filename().string();
         e.is_directory = item.is_directory(ignored);
+        if (!e.is_directory && !show_all_files_ && !is_snapshot_file_name(e.name)) {
+            continue;
+        }
         e.size = e.is_directory ? 0 : item.file_size(ignored);
         entries_.push_back(std::move(e));
     }
@@ -82,7 +103,14 @@ bool file_dialog::draw(std::string& chosen) {
         choose(directory_.parent_path());
     }
     ImGui::SameLine();
-    ImGui::TextDisabled("%s", error_.empty() ? "double-click to open" : error_.c_str());
+    if (ImGui::Checkbox("All files", &show_all_files_)) {
+        list_directory();
+    }
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s", !error_.empty()   ? error_.c_str()
+                              : show_all_files_ ? "double-click to open"
+                                                : "snapshots (.memtrail, .memtrail.zst, .pickle, "
+                                                  ".pkl); double-click to open");
 
     // Acted on after the listing: choosing a directory replaces entries_ under the clipper.
     std::filesystem::path activated;

@@ -1,9 +1,30 @@
 #include "memtrail/viewer/rank_table.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace memtrail::viewer {
+
+job_documents documents_of_job(const std::shared_ptr<const document>& shown,
+                               const std::vector<std::shared_ptr<const document>>& open) {
+    job_documents job;
+    for (const auto& doc : open) {
+        std::optional<std::string> reason;
+        if (doc != shown) {
+            reason = analysis::why_not_one_job(*shown->source, *doc->source);
+        }
+        if (reason) {
+            job.others.emplace_back(doc, std::move(*reason));
+        } else {
+            job.ranks.push_back(doc);
+        }
+    }
+    if (std::find(job.ranks.begin(), job.ranks.end(), shown) == job.ranks.end()) {
+        job.ranks.insert(job.ranks.begin(), shown);
+    }
+    return job;
+}
 
 std::vector<rank_row> rank_rows(const std::vector<std::shared_ptr<const document>>& documents) {
     // A document made in memory has no path; its name stands in.

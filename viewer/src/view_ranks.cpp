@@ -1,6 +1,7 @@
-// Ranks: the open snapshots as the ranks of one distributed job, one file per rank. A table of
-// each rank's peaks and when, its end and its trace's counts (what `memtrail ranks` prints), and
-// the ranks' memory curves in one plot, one colour per rank. Clicking a rank makes its snapshot
+// Ranks: the open snapshots that are ranks of this snapshot's distributed job, one file per rank
+// (analysis::why_not_one_job tells the others apart; a note names them and why). A table of each
+// rank's peaks and when, its end and its trace's counts (what `memtrail ranks` prints), and the
+// ranks' memory curves in one plot, one colour per rank. Clicking a rank makes its snapshot
 // the active tab, so the other views show that rank.
 //
 // Index of this file:
@@ -98,8 +99,8 @@ void view::panels::ranks_state::rebuild(const std::vector<const device_document*
 
 void view::draw_ranks() {
     panels::ranks_state& r = panels_->ranks;
-    const std::vector<rank_row> rows = rank_rows(
-        candidates_.empty() ? std::vector<std::shared_ptr<const document>>{doc_} : candidates_);
+    const job_documents job = documents_of_job(doc_, candidates_);
+    const std::vector<rank_row> rows = rank_rows(job.ranks);
 
     ImGui::AlignTextToFramePadding();
     ImGui::Text("%zu %s", rows.size(), rows.size() == 1 ? "rank" : "ranks");
@@ -113,6 +114,18 @@ void view::draw_ranks() {
     r.by_time = by_time == 1;
     ImGui::SameLine();
     ImGui::Checkbox("reserved", &r.show_reserved);
+    if (!job.others.empty()) {
+        ImGui::TextDisabled(
+            "%zu other open %s not of this job, so not among its ranks (hover for why)",
+            job.others.size(), job.others.size() == 1 ? "snapshot is" : "snapshots are");
+        if (ImGui::IsItemHovered()) {
+            ImGui::BeginTooltip();
+            for (const auto& [other, reason] : job.others) {
+                ImGui::Text("%s: %s", other->name.c_str(), reason.c_str());
+            }
+            ImGui::EndTooltip();
+        }
+    }
     r.draw_table(*this, rows);
     r.draw_plot(*this, rows);
     r.draw_legend(*this, rows);

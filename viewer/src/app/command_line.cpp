@@ -25,6 +25,7 @@ int parse_int(std::string_view text, const char* what) {
 
 const char* usage() {
     return "usage: memtrail-viewer [--all-frames] [FILE...]\n"
+           "       memtrail-viewer --help | --version\n"
            "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end]\n"
            "                       [--size WxH] [--device N] [--all-frames] FILE [FILE2...]\n"
            "FILE: a memtrail snapshot (plain or zstd) or a PyTorch snapshot pickle; several\n"
@@ -47,6 +48,8 @@ options parse_command_line(int argc, char** argv) {
         };
         if (arg == "-h" || arg == "--help") {
             result.help = true;
+        } else if (arg == "--version") {
+            result.version = true;
         } else if (arg == "--screenshot") {
             result.screenshot = value("--screenshot");
         } else if (arg == "--view") {

@@ -1,5 +1,6 @@
 #pragma once
 // memtrail-viewer's command line:
+//   memtrail-viewer --help | --version
 //   memtrail-viewer [--all-frames] [FILE...]
 //   memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end] [--size WxH]
 //                   [--device N] [--all-frames] FILE [FILE2...]
@@ -19,6 +20,7 @@ struct options {
     int height = 900;
     bool all_frames = false;  // PyTorch's and the interpreter's own frames shown too
     bool help = false;
+    bool version = false;
 };
 
 // Throws std::invalid_argument with a message fit for the user.

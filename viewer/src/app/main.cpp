@@ -112,6 +112,10 @@ int main(int argc, char** argv) {
             std::fputs(memtrail::viewer::app::usage(), stdout);
             return 0;
         }
+        if (opts.version) {
+            std::puts("memtrail-viewer " MEMTRAIL_VERSION);
+            return 0;
+        }
         return opts.screenshot.empty() ? run_interactive(opts) : run_screenshot(opts);
     } catch (const std::invalid_argument& e) {
         std::fprintf(stderr, "memtrail-viewer: %s\n%s", e.what(), memtrail::viewer::app::usage());

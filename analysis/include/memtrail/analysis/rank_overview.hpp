@@ -60,6 +60,16 @@ void add_to(rank_totals& totals, const rank_overview& rank);
 // run/rank1/snapshot.pickle. nullopt when the path names none.
 std::optional<int> rank_in_path(std::string_view path);
 
+// Why snapshots `a` and `b` cannot be two ranks of one distributed job, from what snapshots hold
+// (no job id): written by another producer (tool and version), on other devices (their count,
+// names and memory, compared without their numbers, which differ by rank), under other allocator
+// settings, by the same process (same host and pid: two moments of one rank), or at times more
+// than job_time_gap apart (the spans from each one's first trace entry to when it was taken, as
+// ranks of one job run together). nullopt when nothing tells them apart.
+inline constexpr int64_t job_time_gap_ns = 3600'000'000'000;  // an hour
+std::optional<std::string> why_not_one_job(const snapshot::snapshot& a,
+                                           const snapshot::snapshot& b);
+
 // Ranks of files opened together: what their paths name when each names one and no two name the
 // same, else their positions 0, 1, 2, ...
 std::vector<int> ranks_of_paths(const std::vector<std::string>& paths);

@@ -2,13 +2,15 @@
 // The one way to open a snapshot file: any file memtrail understands, recognised by its first
 // bytes rather than its name: a memtrail snapshot ("MEMTRAIL", or a zstd frame around one) or a
 // PyTorch snapshot pickle (pickle protocol 2 or later starts with the PROTO opcode 0x80). Only
-// regular files are read; the CLI, the viewer, replay and the tests all open files through here.
+// regular files are opened by path, and a stream (standard input) is read up to a cap; the CLI, the
+// viewer, replay and the tests all open files through here.
 
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <string>
 
 #include "memtrail/snapshot/model.hpp"
 
@@ -37,5 +39,18 @@ struct loaded_snapshot {
 /// @throws load_error "PATH: reason" when the file cannot be opened, is not a regular file (a
 ///         FIFO or a device is refused without waiting on it), is empty, or is not a snapshot.
 loaded_snapshot load_snapshot(const std::filesystem::path& path);
+
+/// The most bytes load_snapshot_from_stream reads by default: 4 GiB. A stream has no size to
+/// check before reading, so it is read into memory up to this cap; a larger snapshot is opened as
+/// a file (mapped, not copied). The decompression limits apply after it as to any file.
+inline constexpr size_t stream_read_limit = size_t{4} << 30;
+
+/// Reads the snapshot on the open descriptor `fd` (standard input, a pipe) to its end, whichever
+/// its format, as load_snapshot(path) reads a file; `name` stands for the path in messages
+/// ("standard input"). The descriptor is not closed.
+/// @throws load_error "NAME: reason" past `limit` bytes, when it cannot be read, is empty or is
+///         not a snapshot.
+loaded_snapshot load_snapshot_from_stream(int fd, const std::string& name,
+                                          size_t limit = stream_read_limit);
 
 }  // namespace memtrail::snapshot

@@ -1,9 +1,11 @@
 #pragma once
-// The rows of the Ranks view: the open snapshots as the ranks of one distributed job, numbered
-// as `memtrail ranks` numbers them (by their paths, else by their order) and listed by rank.
+// The rows of the Ranks view: the open snapshots that are ranks of the shown snapshot's job,
+// numbered as `memtrail ranks` numbers them (by their paths, else by their order) and listed by
+// rank.
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "memtrail/viewer/document.hpp"
@@ -15,6 +17,15 @@ struct rank_row {
     std::shared_ptr<const document> doc;
     const device_document* device = nullptr;  // doc's main_device(): what the row reports
 };
+
+// The open documents split by whether they can be ranks of `shown`'s job (shown among them,
+// always), as analysis::why_not_one_job tells against `shown`; the others with the reason.
+struct job_documents {
+    std::vector<std::shared_ptr<const document>> ranks;  // in opening order
+    std::vector<std::pair<std::shared_ptr<const document>, std::string>> others;
+};
+job_documents documents_of_job(const std::shared_ptr<const document>& shown,
+                               const std::vector<std::shared_ptr<const document>>& open);
 
 // One row per document, in rank order.
 std::vector<rank_row> rank_rows(const std::vector<std::shared_ptr<const document>>& documents);
