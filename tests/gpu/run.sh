@@ -168,7 +168,7 @@ if ! skip RUN; then
     done
     notes=""
     if [ "$sample" = cublas_sample ]; then
-      if grep -qi cublas "$out/run/$sample.observe.top.txt"; then
+      if grep -q "libcublas" "$out/run/$sample.observe.top.txt"; then
         notes="observe shows cuBLAS's own allocations (its workspace; run/$sample.observe.top.txt)"
       else
         fail "observe mode does not show cuBLAS's workspace (run/$sample.observe.top.txt)"
@@ -179,13 +179,15 @@ if ! skip RUN; then
   if [ -n "$torch_dir" ]; then
     # torch_training.py's child with PyTorch's allocator: unchanged, memtrail run makes it use
     # memtrail's (cache) or records PyTorch's own (observe).
-    child() { PYTHONUNBUFFERED=1 "$@" "$python" "$here/tests/gpu/torch_training.py" --child torch \
-                "$build/lib/librecorder.so" "$out/run/unused.memtrail" | tail -1; }
+    child() { local log=$1; shift
+              PYTHONUNBUFFERED=1 "$@" "$python" "$here/tests/gpu/torch_training.py" --child torch \
+                "$build/lib/librecorder.so" "$out/run/unused.memtrail" 2>&1 | tee "$out/run/$log.log" |
+                grep '^{' | tail -1; }
     step_ms() { "$python" -c 'import json, sys; print(json.loads(sys.stdin.read())["step_ms_median"])'; }
-    alone=$(child env | step_ms) || fail "torch_training.py child alone"
-    cache=$(child "$build/bin/memtrail" run --mode cache --dump "$out/run/torch.cache.memtrail" -- | step_ms) ||
+    alone=$(child torch.alone env | step_ms) || fail "torch_training.py child alone"
+    cache=$(child torch.cache "$build/bin/memtrail" run --mode cache --dump "$out/run/torch.cache.memtrail" -- | step_ms) ||
       fail "memtrail run python torch_training.py (cache)"
-    observe=$(child "$build/bin/memtrail" run --mode observe --dump "$out/run/torch.observe.memtrail" -- | step_ms) ||
+    observe=$(child torch.observe "$build/bin/memtrail" run --mode observe --dump "$out/run/torch.observe.memtrail" -- | step_ms) ||
       fail "memtrail run python torch_training.py (observe)"
     "$build/bin/memtrail" top "$out/run/torch.cache.memtrail" -n 5 --depth 200 > "$out/run/torch.cache.top.txt" 2>&1 ||
       fail "memtrail top on the PyTorch run"
@@ -201,7 +203,11 @@ if ! skip PYTHON_PACKAGE; then
   rm -rf "$out/python-package" "$out/python-venv"
   cp -r "$here/python" "$out/python-package"
   rm -rf "$out/python-package/build" "$out/python-package/src/"*.egg-info
+  # Where python3 is itself a virtual environment (torch lives there), --system-site-packages
+  # reaches only the base interpreter's: a .pth file adds the environment's packages too.
   if "$python" -m venv --system-site-packages "$out/python-venv" > "$out/python_package_install.log" 2>&1 &&
+    "$python" -c 'import site; print("\n".join(site.getsitepackages()))' > \
+      "$("$out/python-venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')/parent_environment.pth" &&
     MEMTRAIL_BUILD_DIR="$build" "$out/python-venv/bin/pip" install --no-index --no-build-isolation \
       "$out/python-package" >> "$out/python_package_install.log" 2>&1; then
     PYTHONUNBUFFERED=1 "$out/python-venv/bin/python" "$here/tests/gpu/python_package.py" \

@@ -20,7 +20,9 @@ bool reached_memtrail() {
 }
 
 void note_reached_memtrail() {
-    reached.store(true, std::memory_order_relaxed);
+    if (!reached.exchange(true, std::memory_order_relaxed)) {
+        arm_exit_dump();
+    }
 }
 
 bool memory_info(int device, size_t* free_bytes, size_t* total_bytes, const char* call) {

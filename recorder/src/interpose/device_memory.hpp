@@ -24,13 +24,16 @@ void report_failure(const char* call);
 
 // Whether any program allocation has reached memtrail (so that there is a snapshot to write).
 bool reached_memtrail();
+// The first time, also arms the exit snapshot (exit_dump.cpp): registered after the CUDA runtimes
+// have started, it runs before their own exit handlers unload them.
 void note_reached_memtrail();
+void arm_exit_dump();
 
 // cache: a block from memtrail's allocator. A failure other than out of memory is reported.
 MEMTRAIL_INLINE memory_result cache_allocate(void** out, size_t size, int device, void* stream,
                                              const char* call) {
-    note_reached_memtrail();
     *out = memtrail_malloc(static_cast<ssize_t>(size), device, stream);
+    note_reached_memtrail();  // after the call: librecorder's CUDA runtime has started by now
     if (*out != nullptr || size == 0) {
         return memory_result::ok;
     }
@@ -56,10 +59,10 @@ MEMTRAIL_INLINE bool cache_free(void* pointer, void* stream) {
 // so that the address cannot be handed out again before the record is gone).
 MEMTRAIL_INLINE void observe_allocated(void* pointer, size_t size, int device, void* stream,
                                        const char* call) {
-    note_reached_memtrail();
     if (memtrail_observe_malloc(pointer, size, device, stream) != 0) {
         report_failure(call);
     }
+    note_reached_memtrail();
 }
 
 MEMTRAIL_INLINE void observe_freeing(void* pointer, int device, const char* call) {

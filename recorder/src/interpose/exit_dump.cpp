@@ -52,11 +52,11 @@ void dump_at_exit() {
     }
 }
 
+// Checks the settings before the program's main (the exit snapshot is armed at the first
+// allocation, see arm_exit_dump).
 [[gnu::constructor]] void start() {
     try {
-        if (!settings().exit_dump_pattern.empty()) {
-            std::atexit(dump_at_exit);
-        }
+        settings();
     } catch (const std::exception& error) {
         std::fprintf(stderr, "%s\n", error.what());
         _exit(2);
@@ -64,6 +64,15 @@ void dump_at_exit() {
 }
 
 }  // namespace
+
+// atexit handlers run newest first: registered after the program's first allocation has started
+// the CUDA runtimes (the program's and librecorder's), this one runs before they unload, while
+// the device can still be asked about.
+void arm_exit_dump() {
+    if (!settings().exit_dump_pattern.empty()) {
+        std::atexit(dump_at_exit);
+    }
+}
 
 }  // namespace memtrail::interpose
 
