@@ -1,0 +1,620 @@
+// Categories of allocations. The evidence is gathered in three passes: the frames of every stack
+// an allocation or free was recorded under (cached per stack), the training steps and their
+// phases (forward, backward, optimizer), then one rule per allocation, first match winning in
+// the order PyTorch's memory profiler assigns its own categories (gradients and temporaries
+// first, then parameters, optimizer state, activations and autograd's own tensors).
+
+#include "memtrail/analysis/categories.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "memtrail/analysis/size_text.hpp"
+
+namespace memtrail::analysis {
+
+using snapshot::action;
+
+namespace {
+
+constexpr size_t none = std::numeric_limits<size_t>::max();
+
+constexpr std::string_view category_names[memory_category_count] = {
+    "parameter", "optimizer_state", "gradient",        "activation",
+    "temporary", "input",           "autograd_detail", "unknown",
+};
+
+struct rule_text {
+    float confidence;
+    std::string_view description;
+};
+
+// Indexed by category_rule.
+constexpr rule_text rules[] = {
+    {0.95f, "allocated by autograd's AccumulateGrad"},
+    {0.95f, "made in backward and freed by zero_grad"},
+    {0.85f, "made in backward and still alive when the optimizer runs"},
+    {0.75f, "made in backward and freed before it ends"},
+    {0.7f,
+     "no stack in a Python-stack trace (autograd's worker thread) during backward, "
+     "alive when the optimizer runs"},
+    {0.6f, "no stack in a Python-stack trace (autograd's worker thread), freed during backward"},
+    {0.95f, "module construction or .to()/.cuda(), alive across training steps"},
+    {0.6f, "module construction or .to()/.cuda(), freed again"},
+    {0.95f, "the optimizer's state initialisation, alive across training steps"},
+    {0.85f, "made in optimizer.step(), alive across training steps"},
+    {0.9f, "made in optimizer.step() and freed within the same step"},
+    {0.7f, "freed by zero_grad"},
+    {0.8f, "freed under the stack that allocated it, in the same step (within one operation)"},
+    {0.85f, "made in forward and freed during backward"},
+    {0.7f, "made in forward and freed before backward began"},
+    {0.5f, "made in forward and alive past its training step"},
+    {0.6f, "made by the training loop before forward and used by it"},
+    {0.0f,
+     "made in forward or backward and never freed, unlike any parameter in size: "
+     "a cache such as a library's workspace"},
+    {0.0f, "no frame, thread or lifetime evidence"},
+};
+static_assert(std::size(rules) == static_cast<size_t>(category_rule::no_evidence) + 1);
+
+// What one stack says about the allocation or free recorded under it.
+enum stack_flag : uint16_t {
+    has_frames = 1 << 0,
+    has_python = 1 << 1,
+    module_setup = 1 << 2,
+    optimizer = 1 << 3,
+    optimizer_init = 1 << 4,
+    zero_grad = 1 << 5,
+    backward = 1 << 6,
+    accumulate_grad = 1 << 7,
+    forward = 1 << 8,
+    autograd_engine = 1 << 9,  // native frames of autograd's engine (its worker threads)
+};
+
+bool contains(std::string_view text, std::string_view part) {
+    return text.find(part) != std::string_view::npos;
+}
+
+bool is_one_of(std::string_view name, std::initializer_list<std::string_view> names) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+uint16_t python_frame_flags(std::string_view function, std::string_view file) {
+    uint16_t flags = has_python;
+    if (function == "forward") {
+        flags |= forward;
+    }
+    if (function == "zero_grad") {
+        flags |= zero_grad;
+    }
+    if (contains(file, "torch/nn/modules/")) {
+        if (is_one_of(function, {"_apply", "cuda", "to", "to_empty", "__init__", "reset_parameters",
+                                 "load_state_dict", "_load_from_state_dict"})) {
+            flags |= module_setup;
+        } else if (is_one_of(function, {"_call_impl", "_wrapped_call_impl"})) {
+            flags |= forward;
+        }
+    } else if (contains(file, "torch/optim/")) {
+        flags |= optimizer;
+        if (function == "_init_group") {
+            flags |= optimizer_init;
+        }
+    } else if (contains(file, "torch/autograd/") || contains(file, "torch/_tensor.py")) {
+        if (is_one_of(function, {"backward", "_engine_run_backward", "grad"})) {
+            flags |= backward;
+        }
+    }
+    return flags;
+}
+
+uint16_t native_frame_flags(std::string_view function) {
+    uint16_t flags = 0;
+    if (contains(function, "AccumulateGrad") || contains(function, "accumulate_grad")) {
+        flags |= accumulate_grad | backward;
+    }
+    if (contains(function, "torch::autograd::Engine") ||
+        contains(function, "torch::autograd::python::PythonEngine")) {
+        flags |= backward | autograd_engine;
+    }
+    if (contains(function, "torch::optim::")) {
+        flags |= optimizer;
+    }
+    if (contains(function, "zero_grad")) {
+        flags |= zero_grad;
+    }
+    if (contains(function, "torch::nn::")) {
+        if (contains(function, "::forward(")) {
+            flags |= forward;
+        } else if (contains(function, "Module::to(") || contains(function, "::reset(") ||
+                   contains(function, "::reset_parameters(") ||
+                   contains(function, "Module::register_parameter")) {
+            flags |= module_setup;
+        }
+    }
+    return flags;
+}
+
+class stack_flags {
+  public:
+    explicit stack_flags(const snapshot::snapshot& source)
+        : source_(source), cache_(source.stacks().size(), unknown) {}
+
+    uint16_t of(snapshot::stack_id id) {
+        if (id >= cache_.size()) {
+            return 0;
+        }
+        if (cache_[id] == unknown) {
+            cache_[id] = compute(id);
+        }
+        return cache_[id];
+    }
+
+  private:
+    static constexpr uint32_t unknown = std::numeric_limits<uint32_t>::max();
+
+    uint16_t compute(snapshot::stack_id id) const {
+        uint16_t flags = 0;
+        for (const snapshot::frame_id f : source_.stack_at(id)) {
+            const snapshot::frame& frame = source_.frame_at(f);
+            flags |= has_frames;
+            const std::string_view function = source_.string_at(frame.function);
+            flags |= frame.kind == snapshot::frame_kind::python
+                         ? python_frame_flags(function, source_.string_at(frame.filename))
+                         : native_frame_flags(function);
+        }
+        return flags;
+    }
+
+    const snapshot::snapshot& source_;
+    std::vector<uint32_t> cache_;
+};
+
+// Drops a trailing "#<digits>" so that "ProfilerStep#3" and "ProfilerStep#4" are one range.
+std::string_view range_family(std::string_view name) {
+    const size_t hash = name.rfind('#');
+    if (hash == std::string_view::npos || hash + 1 == name.size()) {
+        return name;
+    }
+    for (size_t i = hash + 1; i < name.size(); ++i) {
+        if (name[i] < '0' || name[i] > '9') {
+            return name;
+        }
+    }
+    return name.substr(0, hash);
+}
+
+std::vector<size_t> clean_boundaries(std::vector<size_t> boundaries, size_t count) {
+    std::sort(boundaries.begin(), boundaries.end());
+    boundaries.erase(std::unique(boundaries.begin(), boundaries.end()), boundaries.end());
+    std::erase_if(boundaries, [&](size_t b) { return b == 0 || b >= count; });
+    return boundaries;
+}
+
+// Steps from record_function ranges: the end of each Optimizer.step, else the start of each
+// range of the family that repeats and covers the most of the trace.
+std::vector<size_t> steps_from_annotations(const device_model& model) {
+    struct range_mark {
+        std::string name;
+        bool is_start = false;
+        size_t position = 0;
+    };
+    std::vector<range_mark> marks;
+    const auto& source = model.source();
+    for (const auto& a : source.annotations) {
+        if (a.device == model.device()) {
+            marks.push_back({std::string(range_family(source.string_at(a.name))), a.is_start,
+                             model.position_at_time(a.time_ns)});
+        }
+    }
+    for (size_t i = 0; i < model.event_count(); ++i) {
+        const auto& e = model.entry(i);
+        if (e.kind == action::annotation_start || e.kind == action::annotation_end) {
+            marks.push_back({std::string(range_family(source.string_at(e.name))),
+                             e.kind == action::annotation_start, i});
+        }
+    }
+    std::vector<size_t> optimizer_ends;
+    std::map<std::string, std::vector<std::pair<size_t, size_t>>> ranges;
+    std::map<std::string, size_t> open;
+    for (const auto& m : marks) {
+        if (m.name.starts_with("Optimizer.step") && !m.is_start) {
+            optimizer_ends.push_back(m.position);
+        }
+        if (m.is_start) {
+            open[m.name] = m.position;
+        } else if (const auto it = open.find(m.name); it != open.end()) {
+            ranges[m.name].emplace_back(it->second, m.position);
+            open.erase(it);
+        }
+    }
+    if (!optimizer_ends.empty()) {
+        return optimizer_ends;
+    }
+    const std::vector<std::pair<size_t, size_t>>* best = nullptr;
+    size_t best_cover = 0;
+    for (const auto& [name, list] : ranges) {
+        size_t cover = 0;
+        for (const auto& [first, last] : list) {
+            cover += last - first;
+        }
+        if (list.size() >= 2 && cover > best_cover) {
+            best = &list;
+            best_cover = cover;
+        }
+    }
+    std::vector<size_t> starts;
+    if (best != nullptr) {
+        for (const auto& [first, last] : *best) {
+            starts.push_back(first);
+        }
+    }
+    return starts;
+}
+
+// Steps from the optimizer's frames: a step ends after each run of entries under them, where
+// the next allocation outside the optimizer follows.
+std::vector<size_t> steps_from_optimizer(const device_model& model,
+                                         const std::vector<uint16_t>& entry_flags) {
+    std::vector<size_t> ends;
+    size_t last_optimizer = none;
+    for (size_t i = 0; i < model.event_count(); ++i) {
+        if ((entry_flags[i] & (optimizer | zero_grad)) != 0) {
+            last_optimizer = i;
+        } else if (last_optimizer != none && model.entry(i).kind == action::alloc) {
+            ends.push_back(last_optimizer + 1);
+            last_optimizer = none;
+        }
+    }
+    if (last_optimizer != none) {
+        ends.push_back(last_optimizer + 1);
+    }
+    return ends;
+}
+
+// Steps from periodicity: the smallest K >= 2 such that at least three allocation stacks recur
+// exactly K times, their i-th occurrences all coming before any of their (i+1)-th. Each such
+// group of i-th occurrences is one step (a finer period, a model's layers, recurs more often).
+std::vector<size_t> steps_from_periodicity(const device_model& model) {
+    std::unordered_map<snapshot::stack_id, std::vector<size_t>> occurrences;
+    for (size_t i = 0; i < model.event_count(); ++i) {
+        const auto& e = model.entry(i);
+        if (e.kind == action::alloc && e.stack != snapshot::no_id) {
+            occurrences[e.stack].push_back(i);
+        }
+    }
+    std::map<size_t, std::vector<const std::vector<size_t>*>> by_count;
+    for (const auto& [stack, list] : occurrences) {
+        if (list.size() >= 2) {
+            by_count[list.size()].push_back(&list);
+        }
+    }
+    for (const auto& [k, group] : by_count) {
+        if (group.size() < 3) {
+            continue;
+        }
+        std::vector<size_t> starts(k, none);
+        std::vector<size_t> finishes(k, 0);
+        for (const auto* list : group) {
+            for (size_t i = 0; i < k; ++i) {
+                starts[i] = std::min(starts[i], (*list)[i]);
+                finishes[i] = std::max(finishes[i], (*list)[i]);
+            }
+        }
+        bool interleaved = true;
+        for (size_t i = 0; i + 1 < k && interleaved; ++i) {
+            interleaved = finishes[i] < starts[i + 1];
+        }
+        if (interleaved) {
+            return std::vector<size_t>(starts.begin() + 1, starts.end());
+        }
+    }
+    return {};
+}
+
+// Where each step's phases begin (entry indices; `none` where a step has no such phase).
+struct step_phases {
+    size_t forward = none;
+    size_t backward = none;
+    size_t optimizer = none;
+};
+
+}  // namespace
+
+std::string_view category_name(memory_category c) {
+    return category_names[static_cast<size_t>(c)];
+}
+
+bool parse_category(std::string_view name, memory_category& out) {
+    for (size_t i = 0; i < memory_category_count; ++i) {
+        if (category_names[i] == name) {
+            out = static_cast<memory_category>(i);
+            return true;
+        }
+    }
+    return false;
+}
+
+float rule_confidence(category_rule rule) {
+    return rules[static_cast<size_t>(rule)].confidence;
+}
+
+std::string_view rule_description(category_rule rule) {
+    return rules[static_cast<size_t>(rule)].description;
+}
+
+std::string_view step_source_name(step_source s) {
+    switch (s) {
+        case step_source::none:
+            return "none";
+        case step_source::annotations:
+            return "annotations";
+        case step_source::optimizer_frames:
+            return "optimizer frames";
+        case step_source::periodicity:
+            return "periodicity";
+    }
+    return "none";
+}
+
+size_t training_steps::step_of(size_t position) const {
+    return static_cast<size_t>(std::upper_bound(boundaries.begin(), boundaries.end(), position) -
+                               boundaries.begin());
+}
+
+category_map category_map::build(const device_model& model) {
+    category_map map(model);
+    const auto& source = model.source();
+    const auto& lifetimes = model.lifetimes();
+    const size_t count = model.event_count();
+    stack_flags flags_of(source);
+
+    // Per entry: its stack's flags, and the threads autograd's engine runs on.
+    std::vector<uint16_t> entry_flags(count);
+    std::map<uint32_t, uint16_t> thread_flags;
+    size_t allocs = 0;
+    size_t python_allocs = 0;
+    for (size_t i = 0; i < count; ++i) {
+        const auto& e = model.entry(i);
+        entry_flags[i] = flags_of.of(e.stack);
+        thread_flags[e.thread] |= entry_flags[i];
+        if (e.kind == action::alloc) {
+            ++allocs;
+            python_allocs += (entry_flags[i] & has_python) != 0 ? 1 : 0;
+        }
+    }
+    // Only a thread that runs the engine and never a forward is autograd's worker: unstacked
+    // allocations there are backward's. In a trace with Python stacks, the worker runs no
+    // Python, so an allocation without any stack is most likely its.
+    auto on_worker = [&](uint32_t thread) {
+        const uint16_t f = thread_flags[thread];
+        return (f & autograd_engine) != 0 && (f & forward) == 0;
+    };
+    const bool python_trace = allocs != 0 && 2 * python_allocs >= allocs;
+
+    training_steps& steps = map.steps_;
+    if (auto b = clean_boundaries(steps_from_annotations(model), count); !b.empty()) {
+        steps = {step_source::annotations, std::move(b)};
+    } else if (b = clean_boundaries(steps_from_optimizer(model, entry_flags), count); !b.empty()) {
+        steps = {step_source::optimizer_frames, std::move(b)};
+    } else if (b = clean_boundaries(steps_from_periodicity(model), count); !b.empty()) {
+        steps = {step_source::periodicity, std::move(b)};
+    }
+
+    // Phases: an unstacked allocation in a Python-stack trace counts as backward only after
+    // its step's forward has begun.
+    std::vector<step_phases> phases(steps.boundaries.size() + 1);
+    std::vector<uint8_t> backward_entry(count);
+    for (size_t i = 0; i < count; ++i) {
+        const auto& e = model.entry(i);
+        step_phases& p = phases[steps.step_of(i)];
+        const uint16_t f = entry_flags[i];
+        // zero_grad may run before the next forward, outside the optimizer's step.
+        const bool in_step = (f & optimizer) != 0 && (f & zero_grad) == 0;
+        if (e.kind != action::alloc) {
+            if (in_step && p.optimizer == none) {
+                p.optimizer = i;
+            }
+            continue;
+        }
+        const bool unstacked_backward =
+            python_trace && (f & has_frames) == 0 && p.forward != none && p.optimizer == none;
+        backward_entry[i] = (f & backward) != 0 || ((f & has_frames) == 0 && on_worker(e.thread))
+                                ? 2
+                                : (unstacked_backward ? 1 : 0);
+        if ((f & forward) != 0 && p.forward == none) {
+            p.forward = i;
+        }
+        if (backward_entry[i] != 0 && p.backward == none) {
+            p.backward = i;
+        }
+        if (in_step && p.optimizer == none) {
+            p.optimizer = i;
+        }
+    }
+
+    // A gradient has its parameter's size: what tells a gradient kept across steps
+    // (zero_grad(set_to_none=False)) from a cache the backward pass made once.
+    std::unordered_set<uint64_t> parameter_sizes;
+    for (const auto& life : lifetimes) {
+        if ((flags_of.of(life.stack) & module_setup) != 0) {
+            parameter_sizes.insert(life.requested_size);
+        }
+    }
+
+    map.assignments_.resize(lifetimes.size());
+    map.freed_.resize(lifetimes.size());
+    for (size_t l = 0; l < lifetimes.size(); ++l) {
+        const allocation_lifetime& life = lifetimes[l];
+        // A free by the very last entry also ends at event_count(): tell it from never freed.
+        const bool freed =
+            life.end < count || (life.end == count && count != 0 && life.begin < count &&
+                                 (model.entry(count - 1).kind == action::free_requested ||
+                                  model.entry(count - 1).kind == action::free_completed) &&
+                                 model.entry(count - 1).address == life.address);
+        map.freed_[l] = freed ? 1 : 0;
+        const size_t alloc_entry = life.from_before_trace ? none : life.begin - 1;
+        const size_t free_entry = freed && life.end != 0 ? life.end - 1 : none;
+        const uint16_t a = flags_of.of(life.stack);
+        const uint16_t f = free_entry != none ? entry_flags[free_entry] : 0;
+        const size_t step = alloc_entry == none ? 0 : steps.step_of(alloc_entry);
+        const bool long_lived = !freed || (free_entry != none && steps.step_of(free_entry) > step);
+        const step_phases& p = phases[step];
+        const auto phase_at_or_after = [&](size_t phase) {
+            return free_entry == none || (phase != none && free_entry >= phase);
+        };
+        const uint8_t in_backward = alloc_entry == none ? 0 : backward_entry[alloc_entry];
+
+        category_rule rule = category_rule::no_evidence;
+        memory_category category = memory_category::unknown;
+        auto assign = [&](memory_category c, category_rule r) {
+            category = c;
+            rule = r;
+        };
+        if ((a & accumulate_grad) != 0) {
+            assign(memory_category::gradient, category_rule::accumulate_grad);
+        } else if (in_backward != 0) {
+            const bool framed = in_backward == 2;
+            if ((f & zero_grad) != 0) {
+                assign(memory_category::gradient, category_rule::backward_freed_by_zero_grad);
+            } else if (!freed && !parameter_sizes.contains(life.requested_size)) {
+                assign(memory_category::unknown, category_rule::kept_to_the_end);
+            } else if (long_lived || phase_at_or_after(p.optimizer)) {
+                assign(memory_category::gradient, framed
+                                                      ? category_rule::backward_outlives_backward
+                                                      : category_rule::unstacked_outlives_backward);
+            } else {
+                assign(memory_category::autograd_detail,
+                       framed ? category_rule::backward_freed_in_backward
+                              : category_rule::unstacked_freed_in_backward);
+            }
+        } else if ((a & module_setup) != 0) {
+            if (long_lived) {
+                assign(memory_category::parameter, category_rule::module_setup_long_lived);
+            } else {
+                assign(memory_category::temporary, category_rule::module_setup_freed);
+            }
+        } else if ((a & optimizer) != 0) {
+            if (!long_lived) {
+                assign(memory_category::temporary, category_rule::optimizer_freed_in_step);
+            } else if ((a & optimizer_init) != 0) {
+                assign(memory_category::optimizer_state, category_rule::optimizer_state_init);
+            } else {
+                assign(memory_category::optimizer_state, category_rule::optimizer_long_lived);
+            }
+        } else if ((f & zero_grad) != 0) {
+            assign(memory_category::gradient, category_rule::freed_by_zero_grad);
+        } else if ((a & has_frames) != 0 && !long_lived && free_entry != none &&
+                   model.entry(free_entry).stack == life.stack) {
+            assign(memory_category::temporary, category_rule::freed_by_its_own_call);
+        } else if ((a & has_frames) != 0 && alloc_entry != none &&
+                   ((a & forward) != 0 || (p.forward != none && alloc_entry > p.forward &&
+                                           (p.backward == none || alloc_entry < p.backward)))) {
+            if (!freed) {
+                assign(memory_category::unknown, category_rule::kept_to_the_end);
+            } else if (long_lived) {
+                assign(memory_category::activation, category_rule::forward_outlives_step);
+            } else if (phase_at_or_after(p.backward)) {
+                assign(memory_category::activation, category_rule::forward_kept_for_backward);
+            } else {
+                assign(memory_category::temporary, category_rule::forward_freed_in_forward);
+            }
+        } else if ((a & has_frames) != 0 && alloc_entry != none && p.forward != none &&
+                   alloc_entry < p.forward && (long_lived || phase_at_or_after(p.forward))) {
+            assign(memory_category::input, category_rule::input_before_forward);
+        }
+        map.assignments_[l] = {category, rule};
+        map.any_known_ = map.any_known_ || category != memory_category::unknown;
+        if (life.size != 0 && (life.end > life.begin || !freed)) {
+            map.changes_.push_back({life.begin, static_cast<int64_t>(life.size), category});
+            if (freed) {
+                map.changes_.push_back({life.end, -static_cast<int64_t>(life.size), category});
+            }
+        }
+    }
+    std::stable_sort(map.changes_.begin(), map.changes_.end(),
+                     [](const change& x, const change& y) { return x.position < y.position; });
+    return map;
+}
+
+bool category_map::live_at(size_t index, size_t position) const {
+    const allocation_lifetime& life = model_.lifetimes()[index];
+    return life.begin <= position && (position < life.end || freed_[index] == 0);
+}
+
+std::vector<std::array<uint64_t, memory_category_count>> category_map::bytes_at(
+    const std::vector<size_t>& positions) const {
+    std::vector<std::array<uint64_t, memory_category_count>> out(positions.size());
+    std::array<int64_t, memory_category_count> running{};
+    size_t next = 0;
+    for (size_t i = 0; i < positions.size(); ++i) {
+        while (next < changes_.size() && changes_[next].position <= positions[i]) {
+            running[static_cast<size_t>(changes_[next].category)] += changes_[next].bytes;
+            ++next;
+        }
+        for (size_t c = 0; c < memory_category_count; ++c) {
+            out[i][c] = static_cast<uint64_t>(std::max<int64_t>(running[c], 0));
+        }
+    }
+    return out;
+}
+
+uint64_t category_breakdown::total_bytes() const {
+    uint64_t sum = 0;
+    for (const auto& t : totals) {
+        sum += t.bytes;
+    }
+    return sum;
+}
+
+category_breakdown categories_at(const device_model& model, const category_map& map,
+                                 size_t position) {
+    category_breakdown out;
+    out.position = std::min(position, model.event_count());
+    const auto& lifetimes = model.lifetimes();
+    const auto& assignments = map.assignments();
+    std::array<double, memory_category_count> weighted{};
+    for (size_t l = 0; l < lifetimes.size(); ++l) {
+        if (!map.live_at(l, out.position)) {
+            continue;
+        }
+        const size_t c = static_cast<size_t>(assignments[l].category);
+        category_total& t = out.totals[c];
+        t.bytes += lifetimes[l].size;
+        t.requested += lifetimes[l].requested_size;
+        ++t.blocks;
+        weighted[c] += static_cast<double>(lifetimes[l].size) * assignments[l].confidence();
+    }
+    for (size_t c = 0; c < memory_category_count; ++c) {
+        const category_total& t = out.totals[c];
+        out.totals[c].confidence = t.bytes == 0 ? 0.0 : weighted[c] / static_cast<double>(t.bytes);
+    }
+    return out;
+}
+
+std::string categories_line(const category_breakdown& breakdown) {
+    std::vector<size_t> order;
+    for (size_t c = 0; c < memory_category_count; ++c) {
+        if (breakdown.totals[c].bytes != 0) {
+            order.push_back(c);
+        }
+    }
+    if (order.empty()) {
+        return "nothing allocated";
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+        return breakdown.totals[x].bytes > breakdown.totals[y].bytes;
+    });
+    std::string line;
+    for (const size_t c : order) {
+        line += (line.empty() ? "" : ", ") +
+                std::string(category_name(static_cast<memory_category>(c))) + " " +
+                format_bytes(breakdown.totals[c].bytes);
+    }
+    return line;
+}
+
+}  // namespace memtrail::analysis
