@@ -73,6 +73,7 @@ enum stack_flag : uint16_t {
     accumulate_grad = 1 << 7,
     forward = 1 << 8,
     autograd_engine = 1 << 9,  // native frames of autograd's engine (its worker threads)
+    has_native = 1 << 10,
 };
 
 bool contains(std::string_view text, std::string_view part) {
@@ -112,7 +113,7 @@ uint16_t python_frame_flags(std::string_view function, std::string_view file) {
 }
 
 uint16_t native_frame_flags(std::string_view function) {
-    uint16_t flags = 0;
+    uint16_t flags = has_native;
     if (contains(function, "AccumulateGrad") || contains(function, "accumulate_grad")) {
         flags |= accumulate_grad | backward;
     }
@@ -204,17 +205,19 @@ std::vector<size_t> steps_from_annotations(const device_model& model) {
     };
     std::vector<range_mark> marks;
     const auto& source = model.source();
-    for (const auto& a : source.annotations) {
-        if (a.device == model.device()) {
-            marks.push_back({std::string(range_family(source.string_at(a.name))), a.is_start,
-                             model.position_at_time(a.time_ns)});
-        }
-    }
+    // memtrail keeps its ranges both as trace entries and in the list; PyTorch only in the list.
     for (size_t i = 0; i < model.event_count(); ++i) {
         const auto& e = model.entry(i);
         if (e.kind == action::annotation_start || e.kind == action::annotation_end) {
             marks.push_back({std::string(range_family(source.string_at(e.name))),
                              e.kind == action::annotation_start, i});
+        }
+    }
+    const bool in_trace = !marks.empty();
+    for (const auto& a : source.annotations) {
+        if (a.device == model.device() && !in_trace) {
+            marks.push_back({std::string(range_family(source.string_at(a.name))), a.is_start,
+                             model.position_at_time(a.time_ns)});
         }
     }
     std::vector<size_t> optimizer_ends;
@@ -375,25 +378,21 @@ category_map category_map::build(const device_model& model) {
     // Per entry: its stack's flags, and the threads autograd's engine runs on.
     std::vector<uint16_t> entry_flags(count);
     std::map<uint32_t, uint16_t> thread_flags;
-    size_t allocs = 0;
-    size_t python_allocs = 0;
+    uint16_t trace_flags = 0;
     for (size_t i = 0; i < count; ++i) {
         const auto& e = model.entry(i);
         entry_flags[i] = flags_of.of(e.stack);
         thread_flags[e.thread] |= entry_flags[i];
-        if (e.kind == action::alloc) {
-            ++allocs;
-            python_allocs += (entry_flags[i] & has_python) != 0 ? 1 : 0;
-        }
+        trace_flags |= entry_flags[i];
     }
     // Only a thread that runs the engine and never a forward is autograd's worker: unstacked
-    // allocations there are backward's. In a trace with Python stacks, the worker runs no
+    // allocations there are backward's. In a trace with Python stacks only, the worker runs no
     // Python, so an allocation without any stack is most likely its.
     auto on_worker = [&](uint32_t thread) {
         const uint16_t f = thread_flags[thread];
         return (f & autograd_engine) != 0 && (f & forward) == 0;
     };
-    const bool python_trace = allocs != 0 && 2 * python_allocs >= allocs;
+    const bool python_trace = (trace_flags & has_python) != 0 && (trace_flags & has_native) == 0;
 
     training_steps& steps = map.steps_;
     if (auto b = clean_boundaries(steps_from_annotations(model), count); !b.empty()) {
