@@ -29,37 +29,43 @@ constexpr std::string_view category_names[memory_category_count] = {
 };
 
 struct rule_text {
+    memory_category category;
     float confidence;
     std::string_view description;
 };
 
 // Indexed by category_rule.
 constexpr rule_text rules[] = {
-    {0.95f, "allocated by autograd's AccumulateGrad"},
-    {0.95f, "made in backward and freed by zero_grad"},
-    {0.85f, "made in backward and still alive when the optimizer runs"},
-    {0.75f, "made in backward and freed before it ends"},
-    {0.7f,
+    {memory_category::gradient, 0.95f, "allocated by autograd's AccumulateGrad"},
+    {memory_category::gradient, 0.95f, "made in backward and freed by zero_grad"},
+    {memory_category::gradient, 0.85f, "made in backward and still alive when the optimizer runs"},
+    {memory_category::autograd_detail, 0.75f, "made in backward and freed before it ends"},
+    {memory_category::gradient, 0.7f,
      "no stack in a Python-stack trace (autograd's worker thread) during backward, "
      "alive when the optimizer runs"},
-    {0.6f, "no stack in a Python-stack trace (autograd's worker thread), freed during backward"},
-    {0.95f, "module construction or .to()/.cuda(), alive across training steps"},
-    {0.6f, "module construction or .to()/.cuda(), freed again"},
-    {0.95f, "the optimizer's state initialisation, alive across training steps"},
-    {0.85f, "made in optimizer.step(), alive across training steps"},
-    {0.9f, "made in optimizer.step() and freed within the same step"},
-    {0.7f, "freed by zero_grad"},
-    {0.8f, "freed under the stack that allocated it, in the same step (within one operation)"},
-    {0.85f, "made in forward and freed during backward"},
-    {0.7f, "made in forward and freed before backward began"},
-    {0.5f, "made in forward and alive past its training step"},
-    {0.6f, "made by the training loop before forward and used by it"},
-    {0.0f,
+    {memory_category::autograd_detail, 0.6f,
+     "no stack in a Python-stack trace (autograd's worker thread), freed during backward"},
+    {memory_category::parameter, 0.95f,
+     "module construction or .to()/.cuda(), alive across training steps"},
+    {memory_category::temporary, 0.6f, "module construction or .to()/.cuda(), freed again"},
+    {memory_category::optimizer_state, 0.95f,
+     "the optimizer's state initialisation, alive across training steps"},
+    {memory_category::optimizer_state, 0.85f,
+     "made in optimizer.step(), alive across training steps"},
+    {memory_category::temporary, 0.9f, "made in optimizer.step() and freed within the same step"},
+    {memory_category::gradient, 0.7f, "freed by zero_grad"},
+    {memory_category::temporary, 0.8f,
+     "freed under the stack that allocated it, in the same step (within one operation)"},
+    {memory_category::activation, 0.85f, "made in forward and freed during backward"},
+    {memory_category::temporary, 0.7f, "made in forward and freed before backward began"},
+    {memory_category::activation, 0.5f, "made in forward and alive past its training step"},
+    {memory_category::input, 0.6f, "made by the training loop before forward and used by it"},
+    {memory_category::unknown, 0.0f,
      "made in forward or backward and never freed, unlike any parameter in size: "
      "a cache such as a library's workspace"},
-    {0.0f, "no frame, thread or lifetime evidence"},
+    {memory_category::unknown, 0.0f, "no frame, thread or lifetime evidence"},
 };
-static_assert(std::size(rules) == static_cast<size_t>(category_rule::no_evidence) + 1);
+static_assert(std::size(rules) == category_rule_count);
 
 // What one stack says about the allocation or free recorded under it.
 enum stack_flag : uint16_t {
@@ -345,6 +351,10 @@ float rule_confidence(category_rule rule) {
     return rules[static_cast<size_t>(rule)].confidence;
 }
 
+memory_category rule_category(category_rule rule) {
+    return rules[static_cast<size_t>(rule)].category;
+}
+
 std::string_view rule_description(category_rule rule) {
     return rules[static_cast<size_t>(rule)].description;
 }
@@ -468,63 +478,57 @@ category_map category_map::build(const device_model& model) {
         const uint8_t in_backward = alloc_entry == none ? 0 : backward_entry[alloc_entry];
 
         category_rule rule = category_rule::no_evidence;
-        memory_category category = memory_category::unknown;
-        auto assign = [&](memory_category c, category_rule r) {
-            category = c;
-            rule = r;
-        };
         if ((a & accumulate_grad) != 0) {
-            assign(memory_category::gradient, category_rule::accumulate_grad);
+            rule = category_rule::accumulate_grad;
         } else if (in_backward != 0) {
             const bool framed = in_backward == 2;
             if ((f & zero_grad) != 0) {
-                assign(memory_category::gradient, category_rule::backward_freed_by_zero_grad);
+                rule = category_rule::backward_freed_by_zero_grad;
             } else if (!freed && !parameter_sizes.contains(life.requested_size)) {
-                assign(memory_category::unknown, category_rule::kept_to_the_end);
+                rule = category_rule::kept_to_the_end;
             } else if (long_lived || phase_at_or_after(p.optimizer)) {
-                assign(memory_category::gradient, framed
-                                                      ? category_rule::backward_outlives_backward
-                                                      : category_rule::unstacked_outlives_backward);
+                rule = framed ? category_rule::backward_outlives_backward
+                              : category_rule::unstacked_outlives_backward;
             } else {
-                assign(memory_category::autograd_detail,
-                       framed ? category_rule::backward_freed_in_backward
-                              : category_rule::unstacked_freed_in_backward);
+                rule = framed ? category_rule::backward_freed_in_backward
+                              : category_rule::unstacked_freed_in_backward;
             }
         } else if ((a & module_setup) != 0) {
             if (long_lived) {
-                assign(memory_category::parameter, category_rule::module_setup_long_lived);
+                rule = category_rule::module_setup_long_lived;
             } else {
-                assign(memory_category::temporary, category_rule::module_setup_freed);
+                rule = category_rule::module_setup_freed;
             }
         } else if ((a & optimizer) != 0) {
             if (!long_lived) {
-                assign(memory_category::temporary, category_rule::optimizer_freed_in_step);
+                rule = category_rule::optimizer_freed_in_step;
             } else if ((a & optimizer_init) != 0) {
-                assign(memory_category::optimizer_state, category_rule::optimizer_state_init);
+                rule = category_rule::optimizer_state_init;
             } else {
-                assign(memory_category::optimizer_state, category_rule::optimizer_long_lived);
+                rule = category_rule::optimizer_long_lived;
             }
         } else if ((f & zero_grad) != 0) {
-            assign(memory_category::gradient, category_rule::freed_by_zero_grad);
+            rule = category_rule::freed_by_zero_grad;
         } else if ((a & has_frames) != 0 && !long_lived && free_entry != none &&
                    model.entry(free_entry).stack == life.stack) {
-            assign(memory_category::temporary, category_rule::freed_by_its_own_call);
+            rule = category_rule::freed_by_its_own_call;
         } else if ((a & has_frames) != 0 && alloc_entry != none &&
                    ((a & forward) != 0 || (p.forward != none && alloc_entry > p.forward &&
                                            (p.backward == none || alloc_entry < p.backward)))) {
             if (!freed) {
-                assign(memory_category::unknown, category_rule::kept_to_the_end);
+                rule = category_rule::kept_to_the_end;
             } else if (long_lived) {
-                assign(memory_category::activation, category_rule::forward_outlives_step);
+                rule = category_rule::forward_outlives_step;
             } else if (phase_at_or_after(p.backward)) {
-                assign(memory_category::activation, category_rule::forward_kept_for_backward);
+                rule = category_rule::forward_kept_for_backward;
             } else {
-                assign(memory_category::temporary, category_rule::forward_freed_in_forward);
+                rule = category_rule::forward_freed_in_forward;
             }
         } else if ((a & has_frames) != 0 && alloc_entry != none && p.forward != none &&
                    alloc_entry < p.forward && (long_lived || phase_at_or_after(p.forward))) {
-            assign(memory_category::input, category_rule::input_before_forward);
+            rule = category_rule::input_before_forward;
         }
+        const memory_category category = rule_category(rule);
         map.assignments_[l] = {category, rule};
         map.any_known_ = map.any_known_ || category != memory_category::unknown;
         if (life.size != 0 && (life.end > life.begin || !freed)) {
@@ -585,6 +589,9 @@ category_breakdown categories_at(const device_model& model, const category_map& 
         t.bytes += lifetimes[l].size;
         t.requested += lifetimes[l].requested_size;
         ++t.blocks;
+        rule_total& r = out.rules[static_cast<size_t>(assignments[l].rule)];
+        r.bytes += lifetimes[l].size;
+        ++r.blocks;
         weighted[c] += static_cast<double>(lifetimes[l].size) * assignments[l].confidence();
     }
     for (size_t c = 0; c < memory_category_count; ++c) {

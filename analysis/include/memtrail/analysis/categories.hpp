@@ -59,9 +59,12 @@ enum class category_rule : uint8_t {
     kept_to_the_end,  // never freed, neither parameter-sized nor otherwise explained: unknown
     no_evidence,
 };
+inline constexpr size_t category_rule_count = static_cast<size_t>(category_rule::no_evidence) + 1;
 
 // How sure `rule` is: 0 (no evidence) to 1.
 float rule_confidence(category_rule rule);
+// The category the rule assigns.
+memory_category rule_category(category_rule rule);
 // One sentence naming the evidence, for reports and tooltips.
 std::string_view rule_description(category_rule rule);
 
@@ -132,10 +135,17 @@ struct category_total {
     double confidence = 0.0;
 };
 
-// What is allocated at one position, by category.
+// Bytes and blocks one rule accounts for at a moment.
+struct rule_total {
+    uint64_t bytes = 0;
+    size_t blocks = 0;
+};
+
+// What is allocated at one position, by category and by the rule that decided it.
 struct category_breakdown {
     size_t position = 0;
     std::array<category_total, memory_category_count> totals;
+    std::array<rule_total, category_rule_count> rules;
     uint64_t total_bytes() const;
 };
 
