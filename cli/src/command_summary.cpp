@@ -60,6 +60,7 @@ void print_one(const rank_report& r, bool abbreviated) {
                        "at " + position_label(model.peak_position(s))});
     }
     table.print(std::cout, "  ");
+    print_categories_line(model, r.at, "\n  ");
     const auto& report = model.report();
     if (report.anomalies != 0 || !report.matches_final_segments) {
         std::cout << "\n  note: " << report.anomalies

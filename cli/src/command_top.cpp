@@ -115,7 +115,9 @@ int run_top(const parsed_arguments& args) {
         std::cout << r.file.path << ", device " << r.file.model.device() << ", at " << r.at.label
                   << ": " << format_bytes(r.total)
                   << (measure == analysis::live_measure::active ? " active" : " allocated")
-                  << " from " << r.stacks.size() << " stacks\n\n";
+                  << " from " << r.stacks.size() << " stacks\n";
+        print_categories_line(r.file.model, r.at);
+        std::cout << "\n";
         for (size_t s = 0; s < std::min(count, r.stacks.size()); ++s) {
             const auto& entry = r.stacks[s];
             std::cout << "#" << s + 1 << "  " << format_bytes(entry.bytes) << "  ("
