@@ -103,6 +103,8 @@ class category_map {
     const std::vector<category_assignment>& assignments() const { return assignments_; }
     // Whether lifetime `index` is allocated at `position` (begin <= position, not yet freed).
     bool live_at(size_t index, size_t position) const;
+    // Whether lifetime `index`'s free request is in the trace (else it is allocated to the end).
+    bool freed(size_t index) const { return freed_[index] != 0; }
     // Whether the trace holds any evidence at all: false when every assignment is unknown.
     bool any_known() const { return any_known_; }
 
