@@ -26,11 +26,13 @@ int parse_int(std::string_view text, const char* what) {
 const char* usage() {
     return "usage: memtrail-viewer [FILE...]\n"
            "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end]\n"
-           "                       [--size WxH] [--device N] FILE [FILE2...]\n"
+           "                       [--size WxH] [--device N] [--stack-by KIND] FILE [FILE2...]\n"
            "FILE: a memtrail snapshot (plain or zstd) or a PyTorch snapshot pickle; several\n"
            "      files are the ranks of one job (one file per rank).\n"
            "NAME: timeline, segments, flame, events, allocation, stats, oom, compare, ranks\n"
-           "      (compare shows FILE against FILE2; ranks shows every FILE side by side).\n";
+           "      (compare shows FILE against FILE2; ranks shows every FILE side by side).\n"
+           "KIND: what the timeline stacks: category (the default where categories are\n"
+           "      known), stack, allocation or segment.\n";
 }
 
 options parse_command_line(int argc, char** argv) {
@@ -51,6 +53,8 @@ options parse_command_line(int argc, char** argv) {
             result.view = value("--view");
         } else if (arg == "--at") {
             result.at = value("--at");
+        } else if (arg == "--stack-by") {
+            result.stack_by = value("--stack-by");
         } else if (arg == "--device") {
             result.device = parse_int(value("--device"), "device");
         } else if (arg == "--size") {

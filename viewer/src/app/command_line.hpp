@@ -2,7 +2,7 @@
 // memtrail-viewer's command line:
 //   memtrail-viewer [FILE...]
 //   memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end] [--size WxH]
-//                   [--device N] FILE [FILE2...]
+//                   [--device N] [--stack-by KIND] FILE [FILE2...]
 
 #include <string>
 #include <vector>
@@ -14,7 +14,8 @@ struct options {
     std::string screenshot;  // "" = interactive
     std::string view = "timeline";
     std::string at = "end";
-    int device = -1;  // -1: the first device with a trace
+    std::string stack_by;  // the timeline's stacking; "": its default
+    int device = -1;       // -1: the first device with a trace
     int width = 1600;
     int height = 900;
     bool help = false;

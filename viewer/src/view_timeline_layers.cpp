@@ -1,0 +1,347 @@
+// The timeline's layers: memory stacked by category or by allocation stack, or the segments
+// over time with the free space inside them; every allocation adds its bytes to its layer in
+// every pixel column (analysis/stacked_timeline.hpp), computed in the background. Also the
+// controls that pick the stacking and its detail, and the legend.
+//
+// Index of this file:
+// [SECTION] controls and legend
+// [SECTION] background computation
+// [SECTION] drawing and tooltips
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <iterator>
+#include <string_view>
+
+#include "format.hpp"
+#include "palette.hpp"
+#include "view_panels.hpp"
+
+namespace memtrail::viewer {
+
+namespace {
+
+constexpr const char* stacking_names[] = {"category", "stack", "allocation", "segment"};
+
+// A segment's colour: the pool picks the hue family, the stream a shade of it.
+ImU32 segment_color(const analysis::segment_life& seg) {
+    const ImU32 base = seg.is_large ? IM_COL32(90, 140, 215, 255) : IM_COL32(110, 185, 120, 255);
+    return palette::shade(base, 0.8f + 0.1f * static_cast<float>(seg.stream % 4));
+}
+
+constexpr ImU32 rest_color = IM_COL32(96, 104, 120, 255);
+
+void legend_swatch(ImU32 color) {
+    const float side = ImGui::GetTextLineHeight() - 2;
+    ImGui::ColorButton("##swatch", ImGui::ColorConvertU32ToFloat4(color),
+                       ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoDragDrop,
+                       ImVec2(side, side));
+    ImGui::SameLine(0, 4);
+}
+
+}  // namespace
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] controls and legend
+//-------------------------------------------------------------------------------------------------
+
+bool view::stack_timeline_by(std::string_view name) {
+    for (size_t i = 0; i < std::size(stacking_names); ++i) {
+        if (name == stacking_names[i]) {
+            panels_->timeline.mode = static_cast<panels::timeline_state::stacking>(i);
+            panels_->timeline.mode_chosen = true;
+            return true;
+        }
+    }
+    return false;
+}
+
+void view::panels::timeline_state::draw_mode_controls(view& v) {
+    const bool known = v.dev().categories && v.dev().categories->any_known();
+    if (!mode_chosen) {
+        mode = known ? stacking::category : stacking::allocation;
+        mode_chosen = true;
+    }
+    ImGui::TextUnformatted("stack by");
+    for (size_t i = 0; i < std::size(stacking_names); ++i) {
+        ImGui::SameLine();
+        int chosen = static_cast<int>(mode);
+        if (ImGui::RadioButton(stacking_names[i], &chosen, static_cast<int>(i))) {
+            mode = static_cast<stacking>(chosen);
+        }
+    }
+    if (mode == stacking::stack || mode == stacking::allocation) {
+        ImGui::SameLine();
+        ImGui::SetNextItemWidth(160);
+        if (mode == stacking::stack) {
+            ImGui::SliderInt("detail: stacks coloured", &stack_layers, 1, 256, "%d",
+                             ImGuiSliderFlags_Logarithmic);
+        } else {
+            ImGui::SliderInt("detail: largest allocations", &band_count, 1, 2000, "%d",
+                             ImGuiSliderFlags_Logarithmic);
+        }
+    }
+}
+
+void view::panels::timeline_state::draw_legend(view& v) {
+    switch (mode) {
+        case stacking::category: {
+            if (!v.dev().categories) {
+                break;
+            }
+            const std::pair<size_t, size_t> key(v.device_index_, v.moment_);
+            if (legend_key != key) {
+                legend = analysis::categories_at(v.model(), *v.dev().categories, v.moment_);
+                legend_key = key;
+            }
+            for (size_t c = 0; c < analysis::memory_category_count; ++c) {
+                ImGui::PushID(static_cast<int>(c));
+                if (c != 0) {
+                    ImGui::SameLine(0, 14);
+                }
+                legend_swatch(palette::for_category(c));
+                const auto& t = legend.totals[c];
+                ImGui::Text("%s %s", analysis::category_name(analysis::memory_category(c)).data(),
+                            format_bytes(t.bytes).c_str());
+                if (ImGui::IsItemHovered()) {
+                    ImGui::SetTooltip(
+                        "%s: %s\nat the selected moment: %s in %zu blocks, confidence %.2f",
+                        analysis::category_name(analysis::memory_category(c)).data(),
+                        analysis::category_description(analysis::memory_category(c)).data(),
+                        format_bytes(t.bytes).c_str(), t.blocks, t.confidence);
+                }
+                ImGui::PopID();
+            }
+            ImGui::TextDisabled(
+                "bytes at the selected moment; the plot shows each pixel's highest "
+                "moment. Training steps from %s.",
+                analysis::step_source_name(v.dev().categories->steps().source).data());
+            return;
+        }
+        case stacking::stack:
+            legend_swatch(rest_color);
+            ImGui::TextDisabled(
+                "the other stacks;  each colour is one of the %d allocation "
+                "stacks holding the most memory in view (hover for its frames)",
+                stack_layers);
+            return;
+        case stacking::allocation:
+            ImGui::TextDisabled(
+                "grey: %s bytes (dark: the least, light: the most in a pixel)  "
+                "top line: reserved  %scoloured: the %d largest allocations",
+                include_pending ? "active" : "allocated",
+                include_pending ? "blue line: allocated  " : "", band_count);
+            return;
+        case stacking::segment:
+            legend_swatch(IM_COL32(90, 140, 215, 255));
+            ImGui::TextUnformatted("large pool");
+            ImGui::SameLine(0, 14);
+            legend_swatch(IM_COL32(110, 185, 120, 255));
+            ImGui::TextUnformatted("small pool");
+            ImGui::SameLine(0, 14);
+            ImGui::TextDisabled(
+                "one band per segment, grouped by pool and stream (shade); bright: "
+                "%s, dark: free inside it",
+                include_pending ? "allocated or pending free" : "allocated");
+            return;
+    }
+    ImGui::NewLine();
+}
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] background computation
+//-------------------------------------------------------------------------------------------------
+
+bool view::panels::timeline_state::layers_usable(const view& v) const {
+    return mode != stacking::allocation && layers_shown &&
+           layers_shown->device_index == v.device_index_ && layers_shown->mode == mode &&
+           layers_shown->include_pending == include_pending && layers_shown->by_time == by_time &&
+           !layers.axis_spans.empty();
+}
+
+void view::panels::timeline_state::request_layers(view& v, int width) {
+    if (mode == stacking::allocation || columns.empty() || !v.dev().categories) {
+        return;
+    }
+    const layers_key want{v.device_index_,
+                          columns.front().first,
+                          columns.back().last,
+                          width,
+                          by_time,
+                          mode,
+                          mode == stacking::stack ? stack_layers : 0,
+                          include_pending};
+    if (layers_job.valid() || layers_shown == want) {
+        return;
+    }
+    std::vector<analysis::column_span> spans;
+    std::vector<std::pair<double, double>> axis_spans;
+    const double span = cached_last - cached_first;
+    for (const column& c : columns) {
+        spans.push_back({c.first, std::max(c.last, c.first + 1)});
+        axis_spans.emplace_back(cached_first + c.x0 / width * span,
+                                cached_first + c.x1 / width * span);
+    }
+    layers_wanted = want;
+    layers_job = std::async(std::launch::async, [doc = v.shared_doc(), device = v.device_index_,
+                                                 want, spans = std::move(spans),
+                                                 axis_spans = std::move(axis_spans)]() mutable {
+        const device_document& d = doc->devices[device];
+        layers_result out;
+        out.axis_spans = std::move(axis_spans);
+        if (want.mode == stacking::segment) {
+            out.segments =
+                analysis::segments_over_time(d.model, *d.categories, spans, want.include_pending);
+        } else {
+            out.stacked = analysis::stack_allocations(
+                d.model, *d.categories,
+                want.mode == stacking::category ? analysis::stack_key::category
+                                                : analysis::stack_key::stack,
+                spans, want.include_pending, static_cast<size_t>(want.detail));
+        }
+        return out;
+    });
+}
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] drawing and tooltips
+//-------------------------------------------------------------------------------------------------
+
+std::optional<view::panels::timeline_state::layer_hit> view::panels::timeline_state::draw_layers(
+    view& v, const frame& f) {
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    const bool plot_hovered = ImGui::IsMouseHoveringRect(f.plot_origin, f.plot_end);
+    std::optional<layer_hit> hit;
+    auto column_x = [&](size_t c) {
+        const float x0 = x_of(f, layers.axis_spans[c].first);
+        return std::pair(x0, std::max(x_of(f, layers.axis_spans[c].second), x0 + 1));
+    };
+    auto hover = [&](float x0, float x1, float top, float bottom, size_t c, size_t layer) {
+        if (plot_hovered && mouse.x >= x0 && mouse.x < x1 && mouse.y >= top && mouse.y < bottom) {
+            hit = layer_hit{c, layer};
+        }
+    };
+
+    if (mode == stacking::segment) {
+        const auto& t = layers.segments;
+        // A segment is one rectangle per run of columns where it sits at the same height with
+        // the same bytes inside, so a frame draws few items however many columns it spans.
+        struct run {
+            float x0 = 0, x1 = 0;
+            uint64_t offset = 0, allocated = 0;
+            size_t column = 0, cell = 0, last_column = 0;
+            bool open = false;
+        };
+        std::vector<run> runs(t.segments.size());
+        auto flush = [&](size_t s) {
+            run& r = runs[s];
+            if (!r.open) {
+                return;
+            }
+            const analysis::segment_life& seg = t.segments[s];
+            const float top = y_of(f, r.offset + seg.size);
+            const float used = y_of(f, r.offset + r.allocated);
+            const float bottom = y_of(f, r.offset);
+            const ImU32 color = segment_color(seg);
+            draw->AddRectFilled(ImVec2(r.x0, top), ImVec2(r.x1, used), palette::shade(color, 0.3f));
+            draw->AddRectFilled(ImVec2(r.x0, used), ImVec2(r.x1, bottom), color);
+            if (bottom - top > 3) {
+                draw->AddLine(ImVec2(r.x0, top), ImVec2(r.x1, top), IM_COL32(20, 21, 25, 255));
+            }
+            hover(r.x0, r.x1, top, bottom, r.column, r.cell);
+            r.open = false;
+        };
+        for (size_t c = 0; c < t.columns.size(); ++c) {
+            const auto [x0, x1] = column_x(c);
+            uint64_t offset = 0;
+            for (size_t i = 0; i < t.columns[c].size(); ++i) {
+                const auto& cell = t.columns[c][i];
+                run& r = runs[cell.segment];
+                if (r.open && r.last_column + 1 == c && r.offset == offset &&
+                    r.allocated == cell.allocated) {
+                    r.x1 = x1;
+                    r.last_column = c;
+                } else {
+                    flush(cell.segment);
+                    r = {x0, x1, offset, cell.allocated, c, i, c, true};
+                }
+                offset += t.segments[cell.segment].size;
+            }
+        }
+        for (size_t s = 0; s < runs.size(); ++s) {
+            flush(s);
+        }
+        return hit;
+    }
+
+    const auto& t = layers.stacked;
+    const bool by_stack = mode == stacking::stack;
+    for (size_t c = 0; c < t.positions.size(); ++c) {
+        const auto [x0, x1] = column_x(c);
+        if (x1 < f.plot_origin.x || x0 > f.plot_end.x) {
+            continue;
+        }
+        uint64_t bottom = 0;
+        for (size_t k = 0; k < t.layers(); ++k) {
+            const uint64_t bytes = t.at(c, k);
+            if (bytes == 0) {
+                continue;
+            }
+            ImU32 color = rest_color;
+            if (k < t.keys.size()) {
+                color = by_stack ? palette::for_key(t.keys[k]) : palette::for_category(t.keys[k]);
+                if (by_stack && v.searching() && !v.stack_matches(t.keys[k])) {
+                    color = palette::shade(color, 0.35f);
+                }
+            }
+            const float top_y = y_of(f, bottom + bytes);
+            const float bottom_y = y_of(f, bottom);
+            draw->AddRectFilled(ImVec2(x0, top_y), ImVec2(x1, bottom_y), color);
+            hover(x0, x1, top_y, bottom_y, c, k);
+            bottom += bytes;
+        }
+    }
+    return hit;
+}
+
+void view::panels::timeline_state::layer_tooltip(view& v, const layer_hit& hit) {
+    if (mode == stacking::segment) {
+        const auto& t = layers.segments;
+        const auto& cell = t.columns[hit.column][hit.layer];
+        const analysis::segment_life& seg = t.segments[cell.segment];
+        ImGui::Text("segment 0x%llx, %s pool, stream %llu",
+                    static_cast<unsigned long long>(seg.address), seg.is_large ? "large" : "small",
+                    static_cast<unsigned long long>(seg.stream));
+        ImGui::Text("size %s: %s allocated, %s free", format_bytes(seg.size).c_str(),
+                    format_bytes(cell.allocated).c_str(),
+                    format_bytes(seg.size - std::min(seg.size, cell.allocated)).c_str());
+        ImGui::TextDisabled("at %s", v.axis_label(v.axis_of(t.positions[hit.column])).c_str());
+        return;
+    }
+    const auto& t = layers.stacked;
+    const size_t position = t.positions[hit.column];
+    uint64_t total = 0;
+    for (size_t k = 0; k < t.layers(); ++k) {
+        total += t.at(hit.column, k);
+    }
+    const uint64_t bytes = t.at(hit.column, hit.layer);
+    const double share =
+        total == 0 ? 0.0 : 100.0 * static_cast<double>(bytes) / static_cast<double>(total);
+    if (hit.layer >= t.keys.size()) {
+        ImGui::Text("the other stacks: %s (%.1f%%)", format_bytes(bytes).c_str(), share);
+    } else if (mode == stacking::category) {
+        const auto category = analysis::memory_category(t.keys[hit.layer]);
+        ImGui::Text("%s: %s (%.1f%%)", analysis::category_name(category).data(),
+                    format_bytes(bytes).c_str(), share);
+        ImGui::TextDisabled("%s", analysis::category_description(category).data());
+    } else {
+        ImGui::Text("%s (%.1f%%) from this stack", format_bytes(bytes).c_str(), share);
+        v.stack_tooltip(t.keys[hit.layer], 12);
+    }
+    ImGui::TextDisabled("at %s, the column's highest moment",
+                        v.axis_label(v.axis_of(position)).c_str());
+}
+
+}  // namespace memtrail::viewer
