@@ -163,6 +163,7 @@ struct view::panels {
         void request_layers(view& v, int width);
         bool layers_usable(const view& v) const;
         std::optional<layer_hit> draw_layers(view& v, const frame& f);
+        std::optional<layer_hit> hit_test(const frame& f) const;
         void layer_tooltip(view& v, const layer_hit& hit);
     } timeline;
 

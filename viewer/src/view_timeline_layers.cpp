@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <future>
 #include <iterator>
 #include <string_view>
@@ -211,99 +212,125 @@ void view::panels::timeline_state::request_layers(view& v, int width) {
 std::optional<view::panels::timeline_state::layer_hit> view::panels::timeline_state::draw_layers(
     view& v, const frame& f) {
     ImDrawList* draw = ImGui::GetWindowDrawList();
-    const ImVec2 mouse = ImGui::GetIO().MousePos;
-    const bool plot_hovered = ImGui::IsMouseHoveringRect(f.plot_origin, f.plot_end);
-    std::optional<layer_hit> hit;
     auto column_x = [&](size_t c) {
-        const float x0 = x_of(f, layers.axis_spans[c].first);
-        return std::pair(x0, std::max(x_of(f, layers.axis_spans[c].second), x0 + 1));
+        const float x0 = std::round(x_of(f, layers.axis_spans[c].first));
+        return std::pair(x0, std::max(std::round(x_of(f, layers.axis_spans[c].second)), x0 + 1));
     };
-    auto hover = [&](float x0, float x1, float top, float bottom, size_t c, size_t layer) {
-        if (plot_hovered && mouse.x >= x0 && mouse.x < x1 && mouse.y >= top && mouse.y < bottom) {
-            hit = layer_hit{c, layer};
-        }
+    // A layer is one rectangle per run of columns where it covers the same pixels, so flat
+    // stretches (weights, optimizer state) cost one item however many columns they span, and a
+    // layer thinner than a pixel costs none.
+    struct run {
+        float x0 = 0, x1 = 0, top = 0, bottom = 0, used = 0;
+        size_t last_column = 0;
+        bool open = false;
     };
-
-    if (mode == stacking::segment) {
-        const auto& t = layers.segments;
-        // A segment is one rectangle per run of columns where it sits at the same height with
-        // the same bytes inside, so a frame draws few items however many columns it spans.
-        struct run {
-            float x0 = 0, x1 = 0;
-            uint64_t offset = 0, allocated = 0;
-            size_t column = 0, cell = 0, last_column = 0;
-            bool open = false;
-        };
-        std::vector<run> runs(t.segments.size());
-        auto flush = [&](size_t s) {
-            run& r = runs[s];
-            if (!r.open) {
-                return;
+    const bool segments = mode == stacking::segment;
+    std::vector<run> runs(segments ? layers.segments.segments.size() : layers.stacked.layers());
+    auto flush = [&](size_t i) {
+        run& r = runs[i];
+        if (!r.open) {
+            return;
+        }
+        r.open = false;
+        if (segments) {
+            const ImU32 color = segment_color(layers.segments.segments[i]);
+            draw->AddRectFilled(ImVec2(r.x0, r.top), ImVec2(r.x1, r.used),
+                                palette::shade(color, 0.3f));
+            draw->AddRectFilled(ImVec2(r.x0, r.used), ImVec2(r.x1, r.bottom), color);
+            if (r.bottom - r.top > 3) {
+                draw->AddLine(ImVec2(r.x0, r.top), ImVec2(r.x1, r.top), IM_COL32(20, 21, 25, 255));
             }
-            const analysis::segment_life& seg = t.segments[s];
-            const float top = y_of(f, r.offset + seg.size);
-            const float used = y_of(f, r.offset + r.allocated);
-            const float bottom = y_of(f, r.offset);
-            const ImU32 color = segment_color(seg);
-            draw->AddRectFilled(ImVec2(r.x0, top), ImVec2(r.x1, used), palette::shade(color, 0.3f));
-            draw->AddRectFilled(ImVec2(r.x0, used), ImVec2(r.x1, bottom), color);
-            if (bottom - top > 3) {
-                draw->AddLine(ImVec2(r.x0, top), ImVec2(r.x1, top), IM_COL32(20, 21, 25, 255));
-            }
-            hover(r.x0, r.x1, top, bottom, r.column, r.cell);
-            r.open = false;
-        };
-        for (size_t c = 0; c < t.columns.size(); ++c) {
-            const auto [x0, x1] = column_x(c);
-            uint64_t offset = 0;
-            for (size_t i = 0; i < t.columns[c].size(); ++i) {
-                const auto& cell = t.columns[c][i];
-                run& r = runs[cell.segment];
-                if (r.open && r.last_column + 1 == c && r.offset == offset &&
-                    r.allocated == cell.allocated) {
-                    r.x1 = x1;
-                    r.last_column = c;
-                } else {
-                    flush(cell.segment);
-                    r = {x0, x1, offset, cell.allocated, c, i, c, true};
-                }
-                offset += t.segments[cell.segment].size;
+            return;
+        }
+        const auto& t = layers.stacked;
+        ImU32 color = rest_color;
+        if (i < t.keys.size()) {
+            const bool by_stack = mode == stacking::stack;
+            color = by_stack ? palette::for_key(t.keys[i]) : palette::for_category(t.keys[i]);
+            if (by_stack && v.searching() && !v.stack_matches(t.keys[i])) {
+                color = palette::shade(color, 0.35f);
             }
         }
-        for (size_t s = 0; s < runs.size(); ++s) {
-            flush(s);
+        draw->AddRectFilled(ImVec2(r.x0, r.top), ImVec2(r.x1, r.bottom), color);
+    };
+    auto extend = [&](size_t i, size_t c, float x0, float x1, float top, float bottom, float used) {
+        run& r = runs[i];
+        if (r.open && r.last_column + 1 == c && r.x1 == x0 && r.top == top && r.bottom == bottom &&
+            r.used == used) {
+            r.x1 = x1;
+        } else {
+            flush(i);
+            r = {x0, x1, top, bottom, used, c, true};
         }
-        return hit;
-    }
+        r.last_column = c;
+    };
+    auto y_pixel = [&](uint64_t bytes) { return std::round(y_of(f, bytes)); };
 
-    const auto& t = layers.stacked;
-    const bool by_stack = mode == stacking::stack;
-    for (size_t c = 0; c < t.positions.size(); ++c) {
+    const size_t column_count = layers.axis_spans.size();
+    for (size_t c = 0; c < column_count; ++c) {
         const auto [x0, x1] = column_x(c);
         if (x1 < f.plot_origin.x || x0 > f.plot_end.x) {
             continue;
         }
-        uint64_t bottom = 0;
-        for (size_t k = 0; k < t.layers(); ++k) {
-            const uint64_t bytes = t.at(c, k);
-            if (bytes == 0) {
-                continue;
+        uint64_t offset = 0;
+        if (segments) {
+            for (const auto& cell : layers.segments.columns[c]) {
+                const uint64_t size = layers.segments.segments[cell.segment].size;
+                extend(cell.segment, c, x0, x1, y_pixel(offset + size), y_pixel(offset),
+                       y_pixel(offset + cell.allocated));
+                offset += size;
             }
-            ImU32 color = rest_color;
-            if (k < t.keys.size()) {
-                color = by_stack ? palette::for_key(t.keys[k]) : palette::for_category(t.keys[k]);
-                if (by_stack && v.searching() && !v.stack_matches(t.keys[k])) {
-                    color = palette::shade(color, 0.35f);
-                }
+            continue;
+        }
+        for (size_t k = 0; k < layers.stacked.layers(); ++k) {
+            const uint64_t bytes = layers.stacked.at(c, k);
+            const float top = y_pixel(offset + bytes);
+            const float bottom = y_pixel(offset);
+            if (top < bottom) {
+                extend(k, c, x0, x1, top, bottom, 0);
             }
-            const float top_y = y_of(f, bottom + bytes);
-            const float bottom_y = y_of(f, bottom);
-            draw->AddRectFilled(ImVec2(x0, top_y), ImVec2(x1, bottom_y), color);
-            hover(x0, x1, top_y, bottom_y, c, k);
-            bottom += bytes;
+            offset += bytes;
         }
     }
-    return hit;
+    for (size_t i = 0; i < runs.size(); ++i) {
+        flush(i);
+    }
+    return hit_test(f);
+}
+
+std::optional<view::panels::timeline_state::layer_hit> view::panels::timeline_state::hit_test(
+    const frame& f) const {
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    if (!ImGui::IsMouseHoveringRect(f.plot_origin, f.plot_end)) {
+        return std::nullopt;
+    }
+    // The column under the mouse, then the layer or segment at its height.
+    const double axis = view_first + static_cast<double>(mouse.x - f.origin.x) / f.width * f.span;
+    const auto& spans = layers.axis_spans;
+    const auto it = std::upper_bound(spans.begin(), spans.end(), axis,
+                                     [](double a, const auto& span) { return a < span.first; });
+    if (it == spans.begin() || axis >= (it - 1)->second) {
+        return std::nullopt;
+    }
+    const auto c = static_cast<size_t>(it - spans.begin() - 1);
+    uint64_t offset = 0;
+    if (mode == stacking::segment) {
+        const auto& cells = layers.segments.columns[c];
+        for (size_t i = 0; i < cells.size(); ++i) {
+            offset += layers.segments.segments[cells[i].segment].size;
+            if (mouse.y >= y_of(f, offset)) {
+                return layer_hit{c, i};
+            }
+        }
+        return std::nullopt;
+    }
+    for (size_t k = 0; k < layers.stacked.layers(); ++k) {
+        offset += layers.stacked.at(c, k);
+        if (layers.stacked.at(c, k) != 0 && mouse.y >= y_of(f, offset)) {
+            return layer_hit{c, k};
+        }
+    }
+    return std::nullopt;
 }
 
 void view::panels::timeline_state::layer_tooltip(view& v, const layer_hit& hit) {
