@@ -7,6 +7,7 @@
 #include "memtrail/analysis/categories.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -26,6 +27,17 @@ constexpr size_t none = std::numeric_limits<size_t>::max();
 constexpr std::string_view category_names[memory_category_count] = {
     "parameter", "optimizer_state", "gradient",        "activation",
     "temporary", "input",           "autograd_detail", "unknown",
+};
+
+constexpr std::string_view category_descriptions[memory_category_count] = {
+    "the model's weights (and the buffers moved with them)",
+    "what the optimizer keeps per parameter (Adam's moments, momentum)",
+    "the parameters' gradients",
+    "what forward makes and backward uses",
+    "freed within the operation or step that made it",
+    "what the training loop feeds the model",
+    "autograd's own tensors during backward (gradients of activations)",
+    "no frame, thread or lifetime evidence says",
 };
 
 struct rule_text {
@@ -60,6 +72,7 @@ constexpr rule_text rules[] = {
     {memory_category::temporary, 0.7f, "made in forward and freed before backward began"},
     {memory_category::activation, 0.5f, "made in forward and alive past its training step"},
     {memory_category::input, 0.6f, "made by the training loop before forward and used by it"},
+    {memory_category::gradient, 0.75f, "made inside a range named backward and freed after it"},
     {memory_category::unknown, 0.0f,
      "made in forward or backward and never freed, unlike any parameter in size: "
      "a cache such as a library's workspace"},
@@ -80,6 +93,7 @@ enum stack_flag : uint16_t {
     forward = 1 << 8,
     autograd_engine = 1 << 9,  // native frames of autograd's engine (its worker threads)
     has_native = 1 << 10,
+    annotated_backward = 1 << 11,  // inside a range named "backward"
 };
 
 bool contains(std::string_view text, std::string_view part) {
@@ -180,9 +194,10 @@ class stack_flags {
     std::vector<uint32_t> cache_;
 };
 
-// Drops a trailing "#<digits>" so that "ProfilerStep#3" and "ProfilerStep#4" are one range.
+// Drops a trailing "#<digits>" or " <digits>" so that "ProfilerStep#3" and "ProfilerStep#4", or
+// "step 3" and "step 4", are one range.
 std::string_view range_family(std::string_view name) {
-    const size_t hash = name.rfind('#');
+    const size_t hash = name.find_last_of("# ");
     if (hash == std::string_view::npos || hash + 1 == name.size()) {
         return name;
     }
@@ -201,9 +216,13 @@ std::vector<size_t> clean_boundaries(std::vector<size_t> boundaries, size_t coun
     return boundaries;
 }
 
-// Steps from record_function ranges: the end of each Optimizer.step, else the start of each
-// range of the family that repeats and covers the most of the trace.
-std::vector<size_t> steps_from_annotations(const device_model& model) {
+// The trace's annotated ranges by family, in positions, and where each Optimizer.step ends.
+struct annotated_ranges {
+    std::map<std::string, std::vector<std::pair<size_t, size_t>>> by_family;
+    std::vector<size_t> optimizer_ends;
+};
+
+annotated_ranges ranges_of(const device_model& model) {
     struct range_mark {
         std::string name;
         bool is_start = false;
@@ -226,26 +245,58 @@ std::vector<size_t> steps_from_annotations(const device_model& model) {
                              model.position_at_time(a.time_ns)});
         }
     }
-    std::vector<size_t> optimizer_ends;
-    std::map<std::string, std::vector<std::pair<size_t, size_t>>> ranges;
+    std::stable_sort(marks.begin(), marks.end(), [](const range_mark& a, const range_mark& b) {
+        return a.position < b.position;
+    });
+    annotated_ranges out;
     std::map<std::string, size_t> open;
     for (const auto& m : marks) {
         if (m.name.starts_with("Optimizer.step") && !m.is_start) {
-            optimizer_ends.push_back(m.position);
+            out.optimizer_ends.push_back(m.position);
         }
         if (m.is_start) {
             open[m.name] = m.position;
         } else if (const auto it = open.find(m.name); it != open.end()) {
-            ranges[m.name].emplace_back(it->second, m.position);
+            out.by_family[m.name].emplace_back(it->second, m.position);
             open.erase(it);
         }
     }
-    if (!optimizer_ends.empty()) {
-        return optimizer_ends;
+    return out;
+}
+
+std::string lowercase(std::string_view text) {
+    std::string out(text);
+    for (char& c : out) {
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return out;
+}
+
+// Entries inside ranges a user named after the phase they run ("forward", "backward") carry
+// that phase, as frames of it would.
+void mark_annotated_phases(const annotated_ranges& ranges, std::vector<uint16_t>& entry_flags) {
+    for (const auto& [name, list] : ranges.by_family) {
+        const std::string lower = lowercase(name);
+        const uint16_t flags = contains(lower, "backward")  ? backward | annotated_backward
+                               : contains(lower, "forward") ? forward
+                                                            : 0;
+        for (const auto& [first, last] : list) {
+            for (size_t i = first; flags != 0 && i < std::min(last, entry_flags.size()); ++i) {
+                entry_flags[i] |= flags;
+            }
+        }
+    }
+}
+
+// Steps from record_function ranges: the end of each Optimizer.step, else the start of each
+// range of the family that repeats and covers the most of the trace.
+std::vector<size_t> steps_from_annotations(const annotated_ranges& ranges) {
+    if (!ranges.optimizer_ends.empty()) {
+        return ranges.optimizer_ends;
     }
     const std::vector<std::pair<size_t, size_t>>* best = nullptr;
     size_t best_cover = 0;
-    for (const auto& [name, list] : ranges) {
+    for (const auto& [name, list] : ranges.by_family) {
         size_t cover = 0;
         for (const auto& [first, last] : list) {
             cover += last - first;
@@ -337,6 +388,10 @@ std::string_view category_name(memory_category c) {
     return category_names[static_cast<size_t>(c)];
 }
 
+std::string_view category_description(memory_category c) {
+    return category_descriptions[static_cast<size_t>(c)];
+}
+
 bool parse_category(std::string_view name, memory_category& out) {
     for (size_t i = 0; i < memory_category_count; ++i) {
         if (category_names[i] == name) {
@@ -392,7 +447,6 @@ category_map category_map::build(const device_model& model) {
     for (size_t i = 0; i < count; ++i) {
         const auto& e = model.entry(i);
         entry_flags[i] = flags_of.of(e.stack);
-        thread_flags[e.thread] |= entry_flags[i];
         trace_flags |= entry_flags[i];
     }
     // Only a thread that runs the engine and never a forward is autograd's worker: unstacked
@@ -405,7 +459,12 @@ category_map category_map::build(const device_model& model) {
     const bool python_trace = (trace_flags & has_python) != 0 && (trace_flags & has_native) == 0;
 
     training_steps& steps = map.steps_;
-    if (auto b = clean_boundaries(steps_from_annotations(model), count); !b.empty()) {
+    const annotated_ranges ranges = ranges_of(model);
+    mark_annotated_phases(ranges, entry_flags);
+    for (size_t i = 0; i < count; ++i) {
+        thread_flags[model.entry(i).thread] |= entry_flags[i];
+    }
+    if (auto b = clean_boundaries(steps_from_annotations(ranges), count); !b.empty()) {
         steps = {step_source::annotations, std::move(b)};
     } else if (b = clean_boundaries(steps_from_optimizer(model, entry_flags), count); !b.empty()) {
         steps = {step_source::optimizer_frames, std::move(b)};
@@ -467,7 +526,10 @@ category_map category_map::build(const device_model& model) {
         map.freed_[l] = freed ? 1 : 0;
         const size_t alloc_entry = life.from_before_trace ? none : life.begin - 1;
         const size_t free_entry = freed && life.end != 0 ? life.end - 1 : none;
-        const uint16_t a = flags_of.of(life.stack);
+        const uint16_t a = flags_of.of(life.stack) |
+                           (alloc_entry == none ? 0
+                                                : entry_flags[alloc_entry] &
+                                                      (forward | backward | annotated_backward));
         const uint16_t f = free_entry != none ? entry_flags[free_entry] : 0;
         const size_t step = alloc_entry == none ? 0 : steps.step_of(alloc_entry);
         const bool long_lived = !freed || (free_entry != none && steps.step_of(free_entry) > step);
@@ -486,6 +548,9 @@ category_map category_map::build(const device_model& model) {
                 rule = category_rule::backward_freed_by_zero_grad;
             } else if (!freed && !parameter_sizes.contains(life.requested_size)) {
                 rule = category_rule::kept_to_the_end;
+            } else if ((a & annotated_backward) != 0 && free_entry != none &&
+                       (f & annotated_backward) == 0) {
+                rule = category_rule::annotated_backward_outlives;
             } else if (long_lived || phase_at_or_after(p.optimizer)) {
                 rule = framed ? category_rule::backward_outlives_backward
                               : category_rule::unstacked_outlives_backward;

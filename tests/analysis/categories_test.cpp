@@ -78,6 +78,16 @@ class training_loop {
         snap_->annotations.push_back(a);
     }
 
+    // A range as memtrail's recorder keeps it: a trace entry, and the same in the list.
+    void range(const char* name, bool is_start) {
+        snapshot::trace_entry e;
+        e.kind = is_start ? snapshot::action::annotation_start : snapshot::action::annotation_end;
+        e.name = snap_->intern_string(name);
+        e.time_ns = trace().entries.empty() ? 0 : trace().entries.back().time_ns;
+        trace().entries.push_back(e);
+        snap_->annotations.push_back({is_start, e.name, 0, e.time_ns});
+    }
+
     device_model finish() {
         allocator_.finish();
         return device_model::build(snap_, 0);
@@ -272,6 +282,41 @@ TEST(categories, native_stacks_and_autograds_worker_thread) {
     expect_assignments(map, model, loop.expected());
     EXPECT_EQ(map.assignments()[4].rule, category_rule::accumulate_grad);
     EXPECT_EQ(map.assignments()[2].rule, category_rule::backward_freed_in_backward);
+}
+
+// Ranges named after the phases (memtrail's recorder, native frames without torch's names)
+// give the steps and the phases the frames do not.
+TEST(categories, ranges_named_forward_and_backward) {
+    training_loop loop(std::make_shared<snapshot::snapshot>());
+    const stack_id user = make_stack(loop.source(), {{"layer", "model.cpp", frame_kind::native},
+                                                     {"main", "train.cpp", frame_kind::native}});
+    const stack_id other = make_stack(loop.source(), {{"reduce", "train.cpp", frame_kind::native},
+                                                      {"main", "train.cpp", frame_kind::native}});
+    loop.alloc(8 * MiB, user, memory_category::unknown);  // weights, but nothing says so
+    for (int step = 0; step < 3; ++step) {
+        const std::string name = "step " + std::to_string(step);
+        loop.range(name.c_str(), true);
+        loop.range("forward", true);
+        const uint64_t kept = loop.alloc(2 * MiB, user, memory_category::activation);
+        const uint64_t scratch = loop.alloc(MiB, user, memory_category::temporary);
+        loop.free(scratch, other);
+        loop.range("forward", false);
+        loop.range("backward", true);
+        const uint64_t gradient = loop.alloc(MiB, user, memory_category::gradient);
+        const uint64_t detail = loop.alloc(MiB / 2, user, memory_category::autograd_detail);
+        loop.free(kept, other);
+        loop.free(detail, other);
+        loop.range("backward", false);
+        loop.free(gradient, other);
+        loop.range(name.c_str(), false);
+    }
+    const device_model model = loop.finish();
+    const category_map map = category_map::build(model);
+    EXPECT_EQ(map.steps().source, step_source::annotations);
+    // Each "step N" starts a step; what comes before the first is a stretch of its own.
+    EXPECT_EQ(map.steps().boundaries.size(), 3u);
+    expect_assignments(map, model, loop.expected());
+    EXPECT_EQ(map.assignments()[3].rule, category_rule::annotated_backward_outlives);
 }
 
 TEST(categories, no_evidence_means_unknown) {

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <future>
 #include <iterator>
+#include <string>
 #include <string_view>
 
 #include "format.hpp"
@@ -32,6 +33,14 @@ ImU32 segment_color(const analysis::segment_life& seg) {
 }
 
 constexpr ImU32 rest_color = IM_COL32(96, 104, 120, 255);
+
+// A note in the disabled colour that wraps at the window's edge instead of running past it.
+template <typename... Args>
+void note(const char* format, Args... args) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped(format, args...);
+    ImGui::PopStyleColor();
+}
 
 void legend_swatch(ImU32 color) {
     const float side = ImGui::GetTextLineHeight() - 2;
@@ -96,15 +105,21 @@ void view::panels::timeline_state::draw_legend(view& v) {
                 legend = analysis::categories_at(v.model(), *v.dev().categories, v.moment_);
                 legend_key = key;
             }
+            const float right = ImGui::GetCursorScreenPos().x + ImGui::GetContentRegionAvail().x;
             for (size_t c = 0; c < analysis::memory_category_count; ++c) {
                 ImGui::PushID(static_cast<int>(c));
-                if (c != 0) {
+                const auto& t = legend.totals[c];
+                const std::string label =
+                    std::string(analysis::category_name(analysis::memory_category(c))) + " " +
+                    format_bytes(t.bytes);
+                // Items that would not fit go on the next line rather than past the edge.
+                const float item =
+                    ImGui::GetTextLineHeight() + 4 + ImGui::CalcTextSize(label.c_str()).x;
+                if (c != 0 && ImGui::GetItemRectMax().x + 14 + item <= right) {
                     ImGui::SameLine(0, 14);
                 }
                 legend_swatch(palette::for_category(c));
-                const auto& t = legend.totals[c];
-                ImGui::Text("%s %s", analysis::category_name(analysis::memory_category(c)).data(),
-                            format_bytes(t.bytes).c_str());
+                ImGui::TextUnformatted(label.c_str());
                 if (ImGui::IsItemHovered()) {
                     ImGui::SetTooltip(
                         "%s: %s\nat the selected moment: %s in %zu blocks, confidence %.2f",
@@ -114,7 +129,7 @@ void view::panels::timeline_state::draw_legend(view& v) {
                 }
                 ImGui::PopID();
             }
-            ImGui::TextDisabled(
+            note(
                 "bytes at the selected moment; the plot shows each pixel's highest "
                 "moment. Training steps from %s.",
                 analysis::step_source_name(v.dev().categories->steps().source).data());
@@ -122,13 +137,13 @@ void view::panels::timeline_state::draw_legend(view& v) {
         }
         case stacking::stack:
             legend_swatch(rest_color);
-            ImGui::TextDisabled(
+            note(
                 "the other stacks;  each colour is one of the %d allocation "
                 "stacks holding the most memory in view (hover for its frames)",
                 stack_layers);
             return;
         case stacking::allocation:
-            ImGui::TextDisabled(
+            note(
                 "grey: %s bytes (dark: the least, light: the most in a pixel)  "
                 "top line: reserved  %scoloured: the %d largest allocations",
                 include_pending ? "active" : "allocated",
@@ -141,7 +156,7 @@ void view::panels::timeline_state::draw_legend(view& v) {
             legend_swatch(IM_COL32(110, 185, 120, 255));
             ImGui::TextUnformatted("small pool");
             ImGui::SameLine(0, 14);
-            ImGui::TextDisabled(
+            note(
                 "one band per segment, grouped by pool and stream (shade); bright: "
                 "%s, dark: free inside it",
                 include_pending ? "allocated or pending free" : "allocated");

@@ -34,6 +34,8 @@ inline constexpr size_t memory_category_count = 8;
 
 // "parameter", "optimizer_state", ... as the CLI's JSON and the docs spell them.
 std::string_view category_name(memory_category c);
+// What the category holds, in a few words ("the model's weights and buffers", ...).
+std::string_view category_description(memory_category c);
 // Inverse of category_name; false when `name` is none of them.
 bool parse_category(std::string_view name, memory_category& out);
 
@@ -56,6 +58,7 @@ enum class category_rule : uint8_t {
     forward_freed_in_forward,
     forward_outlives_step,
     input_before_forward,
+    annotated_backward_outlives,  // made in a range named "backward", freed after it
     kept_to_the_end,  // never freed, neither parameter-sized nor otherwise explained: unknown
     no_evidence,
 };
