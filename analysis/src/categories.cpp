@@ -74,8 +74,8 @@ constexpr rule_text rules[] = {
     {memory_category::input, 0.6f, "made by the training loop before forward and used by it"},
     {memory_category::gradient, 0.75f, "made inside a range named backward and freed after it"},
     {memory_category::unknown, 0.0f,
-     "made in forward or backward and never freed, unlike any parameter in size: "
-     "a cache such as a library's workspace"},
+     "made in forward or backward and never freed while later steps ran, unlike any parameter "
+     "in size: a cache such as a library's workspace"},
     {memory_category::unknown, 0.0f, "no frame, thread or lifetime evidence"},
 };
 static_assert(std::size(rules) == category_rule_count);
@@ -534,6 +534,9 @@ category_map category_map::build(const device_model& model) {
         const size_t step = alloc_entry == none ? 0 : steps.step_of(alloc_entry);
         const bool long_lived = !freed || (free_entry != none && steps.step_of(free_entry) > step);
         const step_phases& p = phases[step];
+        // Never freed though a whole step went by after its own: kept for the run, as caches are
+        // (the last step's results also stay to the end, and are not).
+        const bool kept_a_step_beyond = !freed && step + 2 <= steps.boundaries.size();
         const auto phase_at_or_after = [&](size_t phase) {
             return free_entry == none || (phase != none && free_entry >= phase);
         };
@@ -546,7 +549,7 @@ category_map category_map::build(const device_model& model) {
             const bool framed = in_backward == 2;
             if ((f & zero_grad) != 0) {
                 rule = category_rule::backward_freed_by_zero_grad;
-            } else if (!freed && !parameter_sizes.contains(life.requested_size)) {
+            } else if (kept_a_step_beyond && !parameter_sizes.contains(life.requested_size)) {
                 rule = category_rule::kept_to_the_end;
             } else if ((a & annotated_backward) != 0 && free_entry != none &&
                        (f & annotated_backward) == 0) {
@@ -580,7 +583,7 @@ category_map category_map::build(const device_model& model) {
         } else if ((a & has_frames) != 0 && alloc_entry != none &&
                    ((a & forward) != 0 || (p.forward != none && alloc_entry > p.forward &&
                                            (p.backward == none || alloc_entry < p.backward)))) {
-            if (!freed) {
+            if (kept_a_step_beyond) {
                 rule = category_rule::kept_to_the_end;
             } else if (long_lived) {
                 rule = category_rule::forward_outlives_step;
