@@ -382,6 +382,206 @@ struct step_phases {
     size_t optimizer = none;
 };
 
+// What the whole trace says before any one allocation is looked at.
+struct trace_evidence {
+    std::vector<uint16_t> entry_flags;  // each entry's stack flags and annotated phase
+    std::map<uint32_t, uint16_t> thread_flags;
+    // Only Python frames: autograd's worker, which runs no Python, records no stack at all.
+    bool python_trace = false;
+
+    // Only a thread that runs the engine and never a forward is autograd's worker: unstacked
+    // allocations there are backward's.
+    bool on_worker(uint32_t thread) const {
+        const auto it = thread_flags.find(thread);
+        return it != thread_flags.end() && (it->second & autograd_engine) != 0 &&
+               (it->second & forward) == 0;
+    }
+};
+
+trace_evidence gather_evidence(const device_model& model, stack_flags& flags_of,
+                               const annotated_ranges& ranges) {
+    trace_evidence out;
+    const size_t count = model.event_count();
+    out.entry_flags.resize(count);
+    uint16_t trace_flags = 0;
+    for (size_t i = 0; i < count; ++i) {
+        out.entry_flags[i] = flags_of.of(model.entry(i).stack);
+        trace_flags |= out.entry_flags[i];
+    }
+    out.python_trace = (trace_flags & has_python) != 0 && (trace_flags & has_native) == 0;
+    mark_annotated_phases(ranges, out.entry_flags);
+    for (size_t i = 0; i < count; ++i) {
+        out.thread_flags[model.entry(i).thread] |= out.entry_flags[i];
+    }
+    return out;
+}
+
+training_steps find_steps(const device_model& model, const trace_evidence& evidence,
+                          const annotated_ranges& ranges) {
+    const size_t count = model.event_count();
+    if (auto b = clean_boundaries(steps_from_annotations(ranges), count); !b.empty()) {
+        return {step_source::annotations, std::move(b)};
+    }
+    if (auto b = clean_boundaries(steps_from_optimizer(model, evidence.entry_flags), count);
+        !b.empty()) {
+        return {step_source::optimizer_frames, std::move(b)};
+    }
+    if (auto b = clean_boundaries(steps_from_periodicity(model), count); !b.empty()) {
+        return {step_source::periodicity, std::move(b)};
+    }
+    return {};
+}
+
+// How sure it is that an allocation entry belongs to backward.
+enum class backward_evidence : uint8_t {
+    absent,
+    unstacked,  // no stack, in a Python-stack trace, between its step's forward and optimizer
+    direct,     // frames, autograd's worker thread, or a range named backward
+};
+
+struct phases_found {
+    std::vector<step_phases> steps;
+    std::vector<backward_evidence> backward;  // per entry
+};
+
+phases_found find_phases(const device_model& model, const trace_evidence& evidence,
+                         const training_steps& steps) {
+    phases_found out;
+    out.steps.resize(steps.boundaries.size() + 1);
+    out.backward.resize(model.event_count());
+    for (size_t i = 0; i < model.event_count(); ++i) {
+        const auto& e = model.entry(i);
+        step_phases& p = out.steps[steps.step_of(i)];
+        const uint16_t f = evidence.entry_flags[i];
+        // zero_grad may run before the next forward, outside the optimizer's step.
+        const bool in_step = (f & optimizer) != 0 && (f & zero_grad) == 0;
+        if (in_step && p.optimizer == none) {
+            p.optimizer = i;
+        }
+        if (e.kind != action::alloc) {
+            continue;
+        }
+        if ((f & backward) != 0 || ((f & has_frames) == 0 && evidence.on_worker(e.thread))) {
+            out.backward[i] = backward_evidence::direct;
+        } else if (evidence.python_trace && (f & has_frames) == 0 && p.forward != none &&
+                   p.optimizer == none) {
+            out.backward[i] = backward_evidence::unstacked;
+        }
+        if ((f & forward) != 0 && p.forward == none) {
+            p.forward = i;
+        }
+        if (out.backward[i] != backward_evidence::absent && p.backward == none) {
+            p.backward = i;
+        }
+    }
+    return out;
+}
+
+// What is known of one allocation, for choose_rule.
+struct allocation_facts {
+    uint16_t made = 0;      // flags of its allocation (stack and annotated phase)
+    uint16_t freed_by = 0;  // flags of its free entry
+    backward_evidence in_backward = backward_evidence::absent;
+    bool freed = false;
+    bool long_lived = false;  // freed in a later step than it was made, or never
+    bool kept_a_step_beyond = false;
+    bool parameter_sized = false;
+    bool freed_under_its_own_stack = false;
+    size_t alloc_entry = none;
+    size_t free_entry = none;
+    step_phases phases;  // of its step
+
+    // Freed at or after `phase` began (or never).
+    bool outlives(size_t phase) const {
+        return free_entry == none || (phase != none && free_entry >= phase);
+    }
+};
+
+category_rule backward_rule(const allocation_facts& x) {
+    const bool direct = x.in_backward == backward_evidence::direct;
+    if ((x.freed_by & zero_grad) != 0) {
+        return category_rule::backward_freed_by_zero_grad;
+    }
+    if (x.kept_a_step_beyond && !x.parameter_sized) {
+        return category_rule::kept_to_the_end;
+    }
+    if ((x.made & annotated_backward) != 0 && x.free_entry != none &&
+        (x.freed_by & annotated_backward) == 0) {
+        return category_rule::annotated_backward_outlives;
+    }
+    if (x.long_lived || x.outlives(x.phases.optimizer)) {
+        return direct ? category_rule::backward_outlives_backward
+                      : category_rule::unstacked_outlives_backward;
+    }
+    return direct ? category_rule::backward_freed_in_backward
+                  : category_rule::unstacked_freed_in_backward;
+}
+
+category_rule forward_rule(const allocation_facts& x) {
+    if (x.kept_a_step_beyond) {
+        return category_rule::kept_to_the_end;
+    }
+    if (x.long_lived) {
+        return category_rule::forward_outlives_step;
+    }
+    return x.outlives(x.phases.backward) ? category_rule::forward_kept_for_backward
+                                         : category_rule::forward_freed_in_forward;
+}
+
+// The first rule that fits, in the order PyTorch's profiler assigns its categories.
+category_rule choose_rule(const allocation_facts& x) {
+    const bool framed = (x.made & has_frames) != 0;
+    const step_phases& p = x.phases;
+    const bool in_forward_phase = x.alloc_entry != none && p.forward != none &&
+                                  x.alloc_entry > p.forward &&
+                                  (p.backward == none || x.alloc_entry < p.backward);
+    if ((x.made & accumulate_grad) != 0) {
+        return category_rule::accumulate_grad;
+    }
+    if (x.in_backward != backward_evidence::absent) {
+        return backward_rule(x);
+    }
+    if ((x.made & module_setup) != 0) {
+        return x.long_lived ? category_rule::module_setup_long_lived
+                            : category_rule::module_setup_freed;
+    }
+    if ((x.made & optimizer) != 0) {
+        if (!x.long_lived) {
+            return category_rule::optimizer_freed_in_step;
+        }
+        return (x.made & optimizer_init) != 0 ? category_rule::optimizer_state_init
+                                              : category_rule::optimizer_long_lived;
+    }
+    if ((x.freed_by & zero_grad) != 0) {
+        return category_rule::freed_by_zero_grad;
+    }
+    if (framed && !x.long_lived && x.freed_under_its_own_stack) {
+        return category_rule::freed_by_its_own_call;
+    }
+    if (framed && x.alloc_entry != none && ((x.made & forward) != 0 || in_forward_phase)) {
+        return forward_rule(x);
+    }
+    if (framed && x.alloc_entry != none && p.forward != none && x.alloc_entry < p.forward &&
+        (x.long_lived || x.outlives(p.forward))) {
+        return category_rule::input_before_forward;
+    }
+    return category_rule::no_evidence;
+}
+
+// A free by the very last entry also ends at event_count(): tells it from never freed.
+bool freed_in_trace(const device_model& model, const allocation_lifetime& life) {
+    const size_t count = model.event_count();
+    if (life.end < count) {
+        return true;
+    }
+    if (life.end != count || count == 0 || life.begin >= count) {
+        return false;
+    }
+    const auto& last = model.entry(count - 1);
+    return (last.kind == action::free_requested || last.kind == action::free_completed) &&
+           last.address == life.address;
+}
+
 }  // namespace
 
 std::string_view category_name(memory_category c) {
@@ -435,74 +635,13 @@ size_t training_steps::step_of(size_t position) const {
 
 category_map category_map::build(const device_model& model) {
     category_map map(model);
-    const auto& source = model.source();
     const auto& lifetimes = model.lifetimes();
-    const size_t count = model.event_count();
-    stack_flags flags_of(source);
-
-    // Per entry: its stack's flags, and the threads autograd's engine runs on.
-    std::vector<uint16_t> entry_flags(count);
-    std::map<uint32_t, uint16_t> thread_flags;
-    uint16_t trace_flags = 0;
-    for (size_t i = 0; i < count; ++i) {
-        const auto& e = model.entry(i);
-        entry_flags[i] = flags_of.of(e.stack);
-        trace_flags |= entry_flags[i];
-    }
-    // Only a thread that runs the engine and never a forward is autograd's worker: unstacked
-    // allocations there are backward's. In a trace with Python stacks only, the worker runs no
-    // Python, so an allocation without any stack is most likely its.
-    auto on_worker = [&](uint32_t thread) {
-        const uint16_t f = thread_flags[thread];
-        return (f & autograd_engine) != 0 && (f & forward) == 0;
-    };
-    const bool python_trace = (trace_flags & has_python) != 0 && (trace_flags & has_native) == 0;
-
-    training_steps& steps = map.steps_;
+    stack_flags flags_of(model.source());
     const annotated_ranges ranges = ranges_of(model);
-    mark_annotated_phases(ranges, entry_flags);
-    for (size_t i = 0; i < count; ++i) {
-        thread_flags[model.entry(i).thread] |= entry_flags[i];
-    }
-    if (auto b = clean_boundaries(steps_from_annotations(ranges), count); !b.empty()) {
-        steps = {step_source::annotations, std::move(b)};
-    } else if (b = clean_boundaries(steps_from_optimizer(model, entry_flags), count); !b.empty()) {
-        steps = {step_source::optimizer_frames, std::move(b)};
-    } else if (b = clean_boundaries(steps_from_periodicity(model), count); !b.empty()) {
-        steps = {step_source::periodicity, std::move(b)};
-    }
-
-    // Phases: an unstacked allocation in a Python-stack trace counts as backward only after
-    // its step's forward has begun.
-    std::vector<step_phases> phases(steps.boundaries.size() + 1);
-    std::vector<uint8_t> backward_entry(count);
-    for (size_t i = 0; i < count; ++i) {
-        const auto& e = model.entry(i);
-        step_phases& p = phases[steps.step_of(i)];
-        const uint16_t f = entry_flags[i];
-        // zero_grad may run before the next forward, outside the optimizer's step.
-        const bool in_step = (f & optimizer) != 0 && (f & zero_grad) == 0;
-        if (e.kind != action::alloc) {
-            if (in_step && p.optimizer == none) {
-                p.optimizer = i;
-            }
-            continue;
-        }
-        const bool unstacked_backward =
-            python_trace && (f & has_frames) == 0 && p.forward != none && p.optimizer == none;
-        backward_entry[i] = (f & backward) != 0 || ((f & has_frames) == 0 && on_worker(e.thread))
-                                ? 2
-                                : (unstacked_backward ? 1 : 0);
-        if ((f & forward) != 0 && p.forward == none) {
-            p.forward = i;
-        }
-        if (backward_entry[i] != 0 && p.backward == none) {
-            p.backward = i;
-        }
-        if (in_step && p.optimizer == none) {
-            p.optimizer = i;
-        }
-    }
+    const trace_evidence evidence = gather_evidence(model, flags_of, ranges);
+    map.steps_ = find_steps(model, evidence, ranges);
+    const training_steps& steps = map.steps_;
+    const phases_found phases = find_phases(model, evidence, steps);
 
     // A gradient has its parameter's size: what tells a gradient kept across steps
     // (zero_grad(set_to_none=False)) from a cache the backward pass made once.
@@ -517,91 +656,34 @@ category_map category_map::build(const device_model& model) {
     map.freed_.resize(lifetimes.size());
     for (size_t l = 0; l < lifetimes.size(); ++l) {
         const allocation_lifetime& life = lifetimes[l];
-        // A free by the very last entry also ends at event_count(): tell it from never freed.
-        const bool freed =
-            life.end < count || (life.end == count && count != 0 && life.begin < count &&
-                                 (model.entry(count - 1).kind == action::free_requested ||
-                                  model.entry(count - 1).kind == action::free_completed) &&
-                                 model.entry(count - 1).address == life.address);
-        map.freed_[l] = freed ? 1 : 0;
-        const size_t alloc_entry = life.from_before_trace ? none : life.begin - 1;
-        const size_t free_entry = freed && life.end != 0 ? life.end - 1 : none;
-        const uint16_t a = flags_of.of(life.stack) |
-                           (alloc_entry == none ? 0
-                                                : entry_flags[alloc_entry] &
-                                                      (forward | backward | annotated_backward));
-        const uint16_t f = free_entry != none ? entry_flags[free_entry] : 0;
-        const size_t step = alloc_entry == none ? 0 : steps.step_of(alloc_entry);
-        const bool long_lived = !freed || (free_entry != none && steps.step_of(free_entry) > step);
-        const step_phases& p = phases[step];
-        // Never freed though a whole step went by after its own: kept for the run, as caches are
-        // (the last step's results also stay to the end, and are not).
-        const bool kept_a_step_beyond = !freed && step + 2 <= steps.boundaries.size();
-        const auto phase_at_or_after = [&](size_t phase) {
-            return free_entry == none || (phase != none && free_entry >= phase);
-        };
-        const uint8_t in_backward = alloc_entry == none ? 0 : backward_entry[alloc_entry];
+        allocation_facts x;
+        x.freed = freed_in_trace(model, life);
+        x.alloc_entry = life.from_before_trace ? none : life.begin - 1;
+        x.free_entry = x.freed && life.end != 0 ? life.end - 1 : none;
+        constexpr uint16_t phase_flags = forward | backward | annotated_backward;
+        x.made = flags_of.of(life.stack) |
+                 (x.alloc_entry == none ? 0 : evidence.entry_flags[x.alloc_entry] & phase_flags);
+        x.freed_by = x.free_entry == none ? 0 : evidence.entry_flags[x.free_entry];
+        x.in_backward =
+            x.alloc_entry == none ? backward_evidence::absent : phases.backward[x.alloc_entry];
+        const size_t step = x.alloc_entry == none ? 0 : steps.step_of(x.alloc_entry);
+        x.phases = phases.steps[step];
+        x.long_lived = !x.freed || (x.free_entry != none && steps.step_of(x.free_entry) > step);
+        // Never freed though a whole step went by after its own: kept for the run, as caches
+        // are (the last step's results also stay to the end, and are not).
+        x.kept_a_step_beyond = !x.freed && step + 2 <= steps.boundaries.size();
+        x.parameter_sized = parameter_sizes.contains(life.requested_size);
+        x.freed_under_its_own_stack =
+            x.free_entry != none && model.entry(x.free_entry).stack == life.stack;
 
-        category_rule rule = category_rule::no_evidence;
-        if ((a & accumulate_grad) != 0) {
-            rule = category_rule::accumulate_grad;
-        } else if (in_backward != 0) {
-            const bool framed = in_backward == 2;
-            if ((f & zero_grad) != 0) {
-                rule = category_rule::backward_freed_by_zero_grad;
-            } else if (kept_a_step_beyond && !parameter_sizes.contains(life.requested_size)) {
-                rule = category_rule::kept_to_the_end;
-            } else if ((a & annotated_backward) != 0 && free_entry != none &&
-                       (f & annotated_backward) == 0) {
-                rule = category_rule::annotated_backward_outlives;
-            } else if (long_lived || phase_at_or_after(p.optimizer)) {
-                rule = framed ? category_rule::backward_outlives_backward
-                              : category_rule::unstacked_outlives_backward;
-            } else {
-                rule = framed ? category_rule::backward_freed_in_backward
-                              : category_rule::unstacked_freed_in_backward;
-            }
-        } else if ((a & module_setup) != 0) {
-            if (long_lived) {
-                rule = category_rule::module_setup_long_lived;
-            } else {
-                rule = category_rule::module_setup_freed;
-            }
-        } else if ((a & optimizer) != 0) {
-            if (!long_lived) {
-                rule = category_rule::optimizer_freed_in_step;
-            } else if ((a & optimizer_init) != 0) {
-                rule = category_rule::optimizer_state_init;
-            } else {
-                rule = category_rule::optimizer_long_lived;
-            }
-        } else if ((f & zero_grad) != 0) {
-            rule = category_rule::freed_by_zero_grad;
-        } else if ((a & has_frames) != 0 && !long_lived && free_entry != none &&
-                   model.entry(free_entry).stack == life.stack) {
-            rule = category_rule::freed_by_its_own_call;
-        } else if ((a & has_frames) != 0 && alloc_entry != none &&
-                   ((a & forward) != 0 || (p.forward != none && alloc_entry > p.forward &&
-                                           (p.backward == none || alloc_entry < p.backward)))) {
-            if (kept_a_step_beyond) {
-                rule = category_rule::kept_to_the_end;
-            } else if (long_lived) {
-                rule = category_rule::forward_outlives_step;
-            } else if (phase_at_or_after(p.backward)) {
-                rule = category_rule::forward_kept_for_backward;
-            } else {
-                rule = category_rule::forward_freed_in_forward;
-            }
-        } else if ((a & has_frames) != 0 && alloc_entry != none && p.forward != none &&
-                   alloc_entry < p.forward && (long_lived || phase_at_or_after(p.forward))) {
-            rule = category_rule::input_before_forward;
-        }
+        const category_rule rule = choose_rule(x);
         const memory_category category = rule_category(rule);
         map.assignments_[l] = {category, rule};
+        map.freed_[l] = x.freed ? 1 : 0;
         map.any_known_ = map.any_known_ || category != memory_category::unknown;
-        if (life.size != 0 && (life.end > life.begin || !freed)) {
+        if (life.size != 0 && (life.end > life.begin || !x.freed)) {
             map.changes_.push_back({life.begin, static_cast<int64_t>(life.size), category});
-            if (freed) {
+            if (x.freed) {
                 map.changes_.push_back({life.end, -static_cast<int64_t>(life.size), category});
             }
         }
