@@ -112,6 +112,11 @@ uint16_t python_frame_flags(std::string_view function, std::string_view file) {
     if (function == "zero_grad") {
         flags |= zero_grad;
     }
+    // Weights loaded by Hugging Face's transformers and accelerate straight onto the device.
+    if (is_one_of(function, {"from_pretrained", "set_module_tensor_to_device",
+                             "_load_state_dict_into_meta_model", "load_checkpoint_and_dispatch"})) {
+        flags |= module_setup;
+    }
     if (contains(file, "torch/nn/modules/")) {
         if (is_one_of(function, {"_apply", "cuda", "to", "to_empty", "__init__", "reset_parameters",
                                  "load_state_dict", "_load_from_state_dict"})) {

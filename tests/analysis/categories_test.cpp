@@ -319,6 +319,22 @@ TEST(categories, ranges_named_forward_and_backward) {
     EXPECT_EQ(map.assignments()[3].rule, category_rule::annotated_backward_outlives);
 }
 
+// Weights a Hugging Face model loads straight onto the device are parameters too.
+TEST(categories, weights_loaded_by_from_pretrained) {
+    training_loop loop(std::make_shared<snapshot::snapshot>());
+    const stack_id load = make_stack(
+        loop.source(),
+        {{"set_module_tensor_to_device", "/site-packages/accelerate/utils/modeling.py"},
+         {"_load_state_dict_into_meta_model", "/site-packages/transformers/modeling_utils.py"},
+         {"from_pretrained", "/site-packages/transformers/modeling_utils.py"},
+         {"main", "finetune.py"}});
+    loop.alloc(4 * MiB, load, memory_category::parameter);
+    loop.alloc(2 * MiB, load, memory_category::parameter);
+    const device_model model = loop.finish();
+    const category_map map = category_map::build(model);
+    expect_assignments(map, model, loop.expected());
+}
+
 TEST(categories, no_evidence_means_unknown) {
     auto snap = std::make_shared<snapshot::snapshot>();
     testing::reference_allocator allocator(*snap);
