@@ -47,6 +47,14 @@ std::string steps_text(const analysis::training_steps& steps) {
            std::string(analysis::step_source_name(steps.source)) + ")";
 }
 
+void write_category_bytes(json_writer& json, const analysis::category_breakdown& breakdown) {
+    json.begin_object();
+    for (size_t c = 0; c < memory_category_count; ++c) {
+        json.field(analysis::category_name(memory_category(c)), breakdown.totals[c].bytes);
+    }
+    json.end_object();
+}
+
 void print_json(const opened_file& file, const moment& at, const analysis::category_map& map,
                 const analysis::category_breakdown& breakdown) {
     json_writer json(std::cout);
@@ -63,11 +71,9 @@ void print_json(const opened_file& file, const moment& at, const analysis::categ
     }
     json.end_array().end_object();
     json.field("allocated", breakdown.total_bytes());
-    json.key("categories").begin_object();
-    for (size_t c = 0; c < memory_category_count; ++c) {
-        json.field(analysis::category_name(memory_category(c)), breakdown.totals[c].bytes);
-    }
-    json.end_object().key("details").begin_object();
+    json.key("categories");
+    write_category_bytes(json, breakdown);
+    json.key("details").begin_object();
     for (size_t c = 0; c < memory_category_count; ++c) {
         const auto& t = breakdown.totals[c];
         json.key(analysis::category_name(memory_category(c)))
@@ -170,6 +176,11 @@ void print_categories_line(const analysis::device_model& model, const moment& at
     std::cout << lead << "by meaning, at " << at.label << ": "
               << analysis::categories_line(analysis::categories_at(model, map, at.position))
               << "\n";
+}
+
+void write_categories(json_writer& json, const analysis::device_model& model, const moment& at) {
+    const auto map = analysis::category_map::build(model);
+    write_category_bytes(json, analysis::categories_at(model, map, at.position));
 }
 
 }  // namespace memtrail::cli

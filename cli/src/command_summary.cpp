@@ -140,6 +140,8 @@ void print_json(const std::vector<rank_report>& ranks) {
         write_peaks(json, model);
         json.key("reconstruction");
         write_reconstruction(json, model);
+        json.key("categories");
+        write_categories(json, model, r.at);
         json.key("memory_stats").begin_object();
         for (const auto& [name, value] : to_memory_stats(r.state.stats)) {
             json.field(name, value);

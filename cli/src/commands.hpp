@@ -8,6 +8,7 @@
 
 #include "arguments.hpp"
 #include "common.hpp"
+#include "json_writer.hpp"
 
 namespace memtrail::cli {
 
@@ -28,6 +29,8 @@ int run_categories(const parsed_arguments& args);
 // 636MiB, ..."; nothing when no block of the trace has a known category.
 void print_categories_line(const analysis::device_model& model, const moment& at,
                            std::string_view lead = "");
+// The same as a JSON object: each category's name and its bytes at `at`.
+void write_categories(json_writer& json, const analysis::device_model& model, const moment& at);
 command_spec top_spec();
 int run_top(const parsed_arguments& args);
 command_spec oom_spec();

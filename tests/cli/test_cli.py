@@ -136,6 +136,8 @@ class Categories(unittest.TestCase):
                 for name, bytes_ in report["categories"].items():
                     self.assertEqual(report["details"][name]["bytes"], bytes_)
                 self.assertEqual(sum(r["bytes"] for r in report["rules"]), allocated)
+                summary = run_json("summary", path, "--at", at)["ranks"][0]
+                self.assertEqual(summary["categories"], report["categories"])
 
     def test_transformer_weights_and_adamw_state_match_the_model(self):
         path = ANCHORS / "transformer__default.pickle"
