@@ -424,7 +424,11 @@ std::optional<size_t> view::panels::timeline_state::draw_plot(view& v, const fra
     // Curves: reserved behind, then active (or allocated), min solid and max lighter; each
     // column covers the min and max of its positions. Layers, once computed, take the place of
     // the active area (the segments that of both).
+    // While the layers of a new range are computed, those of the old one cover only part of it:
+    // the curve shows where they do not reach.
     const bool layered = layers_usable(v);
+    const float layers_x0 = layered ? x_of(f, layers.axis_spans.front().first) : 0;
+    const float layers_x1 = layered ? x_of(f, layers.axis_spans.back().second) : 0;
     for (const column& c : columns) {
         const float x0 = f.origin.x + c.x0;
         const float x1 = f.origin.x + std::max(c.x1, c.x0 + 1);
@@ -434,7 +438,7 @@ std::optional<size_t> view::panels::timeline_state::draw_plot(view& v, const fra
             ImVec2(x0, y_of(f, c.reserved_max)),
             ImVec2(x1, std::max(y_of(f, c.reserved_max) + 1, y_of(f, c.reserved_min))),
             palette::reserved);
-        if (layered) {
+        if (layered && x0 >= layers_x0 && x1 <= layers_x1 + 1) {
             continue;
         }
         draw->AddRectFilled(ImVec2(x0, y_of(f, c.active_min)), ImVec2(x1, f.plot_end.y),
