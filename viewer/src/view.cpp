@@ -374,6 +374,12 @@ void view::allocation_tooltip(size_t lifetime) {
         format_bytes(life.requested_size).c_str(),
         life.from_before_trace ? "before the trace" : axis_label(axis_of(life.begin)).c_str(),
         life.end >= model().event_count() ? "the end" : axis_label(axis_of(life.end)).c_str());
+    if (dev().categories) {
+        const analysis::category_assignment& a = dev().categories->assignments()[lifetime];
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::text_dim),
+                           "%s (confidence %.2f): %s", analysis::category_name(a.category).data(),
+                           a.confidence(), analysis::rule_description(a.rule).data());
+    }
     ImGui::Separator();
     stack_tooltip(life.stack, 12);
 }
