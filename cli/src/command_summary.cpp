@@ -60,6 +60,7 @@ void print_one(const rank_report& r, bool abbreviated) {
                        "at " + position_label(model.peak_position(s))});
     }
     table.print(std::cout, "  ");
+    print_categories_line(model, r.at, "\n  ");
     const auto& report = model.report();
     if (report.anomalies != 0 || !report.matches_final_segments) {
         std::cout << "\n  note: " << report.anomalies
@@ -139,6 +140,8 @@ void print_json(const std::vector<rank_report>& ranks) {
         write_peaks(json, model);
         json.key("reconstruction");
         write_reconstruction(json, model);
+        json.key("categories");
+        write_categories(json, model, r.at);
         json.key("memory_stats").begin_object();
         for (const auto& [name, value] : to_memory_stats(r.state.stats)) {
             json.field(name, value);

@@ -108,7 +108,9 @@ int run_top(const parsed_arguments& args) {
         std::cout << r.file.path << ", device " << r.file.model.device() << ", at " << r.at.label
                   << ": " << format_bytes(r.total)
                   << (measure == analysis::live_measure::active ? " active" : " allocated")
-                  << " from " << by_stack.size() << " stacks\n\n";
+                  << " from " << by_stack.size() << " stacks\n";
+        print_categories_line(r.file.model, r.at);
+        std::cout << "\n";
         for (size_t s = 0; s < std::min(count, by_stack.size()); ++s) {
             const auto& entry = by_stack[s];
             std::cout << "#" << s + 1 << "  " << format_bytes(entry.bytes) << "  ("

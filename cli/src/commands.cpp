@@ -8,6 +8,7 @@ const std::vector<std::pair<std::string, command>>& all_commands() {
         {"ranks", {ranks_spec, run_ranks}},
         {"segments", {segments_spec, run_segments}},
         {"top", {top_spec, run_top}},
+        {"categories", {categories_spec, run_categories}},
         {"oom", {oom_spec, run_oom}},
         {"diff", {diff_spec, run_diff}},
         {"check", {check_spec, run_check}},

@@ -3,9 +3,12 @@
 // exit code.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "arguments.hpp"
+#include "common.hpp"
+#include "json_writer.hpp"
 
 namespace memtrail::cli {
 
@@ -20,6 +23,14 @@ command_spec ranks_spec();
 int run_ranks(const parsed_arguments& args);
 command_spec segments_spec();
 int run_segments(const parsed_arguments& args);
+command_spec categories_spec();
+int run_categories(const parsed_arguments& args);
+// One line for other reports, after `lead`: "by meaning, at LABEL: activation 2.3GiB, parameter
+// 636MiB, ..."; nothing when no block of the trace has a known category.
+void print_categories_line(const analysis::device_model& model, const moment& at,
+                           std::string_view lead = "");
+// The same as a JSON object: each category's name and its bytes at `at`.
+void write_categories(json_writer& json, const analysis::device_model& model, const moment& at);
 command_spec top_spec();
 int run_top(const parsed_arguments& args);
 command_spec oom_spec();

@@ -21,7 +21,7 @@ import unittest
 MEMTRAIL = os.environ.get("MEMTRAIL", "memtrail")
 MAKE_TEST_SNAPSHOT = os.environ.get("MAKE_TEST_SNAPSHOT", "make_test_snapshot")
 ANCHORS = pathlib.Path(os.environ.get("MEMTRAIL_SHARED_DIR", "../shared")) / "anchors" / "pytorch"
-COMMANDS = ["summary", "ranks", "segments", "top", "oom", "diff", "check", "export", "replay", "whatif"]
+COMMANDS = ["summary", "ranks", "segments", "top", "categories", "oom", "diff", "check", "export", "replay", "whatif"]
 
 
 def run(*args):
@@ -172,6 +172,69 @@ class Usage(unittest.TestCase):
             self.assertIn(str(bomb), err)
             self.assertIn("refused as a decompression bomb", err)
             self.assertLess(peak_kib, 200 * 1024)
+
+
+CATEGORIES = ["parameter", "optimizer_state", "gradient", "activation", "temporary", "input",
+              "autograd_detail", "unknown"]
+
+
+def transformer_parameter_bytes():
+    """The fp32 parameters of shared/tools/torch_parity_traces.py's transformer, from its shapes."""
+    d, ff, vocabulary = 1024, 4096, 32000
+    layer = (3 * d * d + 3 * d) + (d * d + d) + (ff * d + ff) + (d * ff + d) + 4 * d
+    return 4 * (vocabulary * d + 8 * layer + d * vocabulary + vocabulary)
+
+
+class Categories(unittest.TestCase):
+    def test_categories_add_up_to_the_allocated_bytes(self):
+        for path in anchors():
+            for at in ["end", "peak", "100"]:
+                report = run_json("categories", path, "--at", at)
+                self.assertEqual(sorted(report["categories"]), sorted(CATEGORIES))
+                allocated = run_json("summary", path, "--at", at)["ranks"][0]["totals"]["allocated"]
+                self.assertEqual(sum(report["categories"].values()), allocated, f"{path} {at}")
+                self.assertEqual(report["allocated"], allocated)
+                for name, bytes_ in report["categories"].items():
+                    self.assertEqual(report["details"][name]["bytes"], bytes_)
+                self.assertEqual(sum(r["bytes"] for r in report["rules"]), allocated)
+                summary = run_json("summary", path, "--at", at)["ranks"][0]
+                self.assertEqual(summary["categories"], report["categories"])
+
+    def test_transformer_weights_and_adamw_state_match_the_model(self):
+        path = ANCHORS / "transformer__default.pickle"
+        with open(path, "rb") as f:
+            data = pickle.load(f)
+        # Adam's moments, read here from the frames PyTorch recorded: made under _init_group.
+        init_group = sum(e["size"] for e in data["device_traces"][0] if e["action"] == "alloc"
+                         and any(fr["name"] == "_init_group" for fr in e["frames"]))
+        parameters = transformer_parameter_bytes()
+        self.assertEqual(init_group, 2 * parameters)
+        boundaries = run_json("categories", path)["steps"]["boundaries"]
+        self.assertEqual(len(boundaries), 4)  # four Optimizer.step ranges
+        for boundary in boundaries:
+            details = run_json("categories", path, "--at", boundary - 1)["details"]
+            self.assertEqual(details["parameter"]["requested"], parameters)
+            self.assertEqual(details["optimizer_state"]["requested"], 2 * parameters)
+            self.assertEqual(details["gradient"]["requested"], parameters)
+            self.assertGreaterEqual(details["parameter"]["confidence"], 0.9)
+
+    def test_text_report_and_the_one_line_in_summary_and_top(self):
+        path = ANCHORS / "transformer__default.pickle"
+        code, out, _ = run("categories", path, "--at", "peak")
+        self.assertEqual(code, 0)
+        self.assertIn("activation", out)
+        self.assertIn("the evidence:", out)
+        self.assertIn("module construction or .to()/.cuda()", out)
+        for command in ["summary", "top"]:
+            code, out, _ = run(command, path, "--at", "peak")
+            self.assertEqual(code, 0)
+            self.assertRegex(out, r"by meaning, at peak allocated \(entry \d+\): activation ")
+
+    def test_bad_at_exits_2(self):
+        code, out, err = run("categories", ANCHORS / "streams__default.pickle", "--at", "later")
+        self.assertEqual(code, 2)
+        self.assertIn("--at", err)
+        self.assertEqual(out, "")
 
 
 class Anchors(unittest.TestCase):
@@ -393,6 +456,12 @@ class MemtrailSnapshots(unittest.TestCase):
                 self.assertEqual(report["totals"][key], value, f"entry {entry} {key}")
         report = run_json("summary", self.plain, "--at", "peak")["ranks"][0]
         self.assertEqual(report["at"]["position"], want["peak_allocated_entry"] + 1)
+
+    def test_categories_of_a_memtrail_snapshot_add_up(self):
+        for at in ["end", "peak"]:
+            report = run_json("categories", self.zstd, "--at", at)
+            allocated = run_json("summary", self.zstd, "--at", at)["ranks"][0]["totals"]["allocated"]
+            self.assertEqual(sum(report["categories"].values()), allocated)
 
     def test_segments_and_top(self):
         want = self.expected

@@ -109,6 +109,24 @@ INSTANTIATE_TEST_SUITE_P(
         view_case{"memtrail", view_kind::compare}, view_case{"memtrail", view_kind::ranks}),
     case_name);
 
+// Every way of stacking the timeline draws within the same per-pixel budget, on both files.
+TEST(view, the_timeline_stacks_by_category_stack_allocation_and_segment) {
+    for (const auto* doc : {&torch_document(), &memtrail_document()}) {
+        for (const char* stacking : {"category", "stack", "allocation", "segment"}) {
+            SCOPED_TRACE(stacking);
+            headless_frame frame(width, height);
+            view v(*doc);
+            v.show(view_kind::timeline);
+            ASSERT_TRUE(v.stack_timeline_by(stacking));
+            const ImDrawData& data = settle(frame, v);
+            EXPECT_GT(data.TotalVtxCount, 1000);
+            EXPECT_LT(data.TotalVtxCount, 4 * 12 * width + 200000);
+        }
+    }
+    view v(torch_document());
+    EXPECT_FALSE(v.stack_timeline_by("weight"));
+}
+
 TEST(view_kind, names_round_trip) {
     for (int i = 0; i < view_kind_count; ++i) {
         const auto kind = static_cast<view_kind>(i);

@@ -70,7 +70,7 @@ std::vector<std::vector<annotation_range>> annotation_lanes_of(
 }
 
 device_document index_device(const snapshot::snapshot& source, analysis::device_model model) {
-    device_document d{model.device(), std::move(model), {}, {}, {}, {}, {}, {}};
+    device_document d{model.device(), std::move(model), {}, {}, {}, {}, {}, {}, {}};
     const analysis::device_model& m = d.model;
     std::vector<uint64_t> streams;
     for (size_t i = 0; i < m.event_count(); ++i) {
@@ -99,6 +99,7 @@ device_document index_device(const snapshot::snapshot& source, analysis::device_
                          std::tie(lifetimes[b].address, lifetimes[b].begin);
               });
     d.overview = analysis::overview_of(m);
+    d.categories = analysis::category_map::build(m);
     return d;
 }
 

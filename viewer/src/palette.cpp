@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace memtrail::viewer::palette {
 
@@ -19,6 +20,20 @@ ImU32 for_key(uint64_t key) {
     float b = 0;
     ImGui::ColorConvertHSVtoRGB(hue, saturation, value, r, g, b);
     return ImGui::ColorConvertFloat4ToU32(ImVec4(r, g, b, 1.0f));
+}
+
+ImU32 for_category(size_t category) {
+    static constexpr ImU32 colors[] = {
+        IM_COL32(84, 132, 222, 255),   // parameter
+        IM_COL32(150, 104, 220, 255),  // optimizer_state
+        IM_COL32(60, 186, 170, 255),   // gradient
+        IM_COL32(232, 140, 60, 255),   // activation
+        IM_COL32(222, 200, 84, 255),   // temporary
+        IM_COL32(110, 190, 90, 255),   // input
+        IM_COL32(214, 96, 120, 255),   // autograd_detail
+        IM_COL32(112, 116, 128, 255),  // unknown
+    };
+    return colors[std::min(category, std::size(colors) - 1)];
 }
 
 ImU32 for_rank(int rank) {

@@ -3,6 +3,7 @@
 
 #include <imgui.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace memtrail::viewer::palette {
@@ -20,6 +21,10 @@ inline constexpr ImU32 grid = IM_COL32(255, 255, 255, 24);
 inline constexpr ImU32 text_dim = IM_COL32(170, 170, 180, 255);
 inline constexpr ImU32 grown = IM_COL32(220, 90, 80, 255);
 inline constexpr ImU32 shrunk = IM_COL32(80, 170, 110, 255);
+
+// The colour of a memory category (analysis::memory_category's order): weights and optimizer
+// state in cool tones, what a step makes and frees in warm ones, unknown grey.
+ImU32 for_category(size_t category);
 
 // A stable, distinguishable colour for a key (a stack id, a frame name hash): hue from the key,
 // saturation and value fixed so text stays readable on top.

@@ -147,7 +147,7 @@ bool running(const std::future<T>& job) {
 
 bool view::busy() const {
     return running(panels_->flame.pending) || running(panels_->compare.pending) ||
-           running(panels_->timeline.largest_job);
+           running(panels_->timeline.largest_job) || running(panels_->timeline.layers_job);
 }
 
 void view::handle_keys() {
@@ -374,6 +374,12 @@ void view::allocation_tooltip(size_t lifetime) {
         format_bytes(life.requested_size).c_str(),
         life.from_before_trace ? "before the trace" : axis_label(axis_of(life.begin)).c_str(),
         life.end >= model().event_count() ? "the end" : axis_label(axis_of(life.end)).c_str());
+    if (dev().categories) {
+        const analysis::category_assignment& a = dev().categories->assignments()[lifetime];
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::text_dim),
+                           "%s (confidence %.2f): %s", analysis::category_name(a.category).data(),
+                           a.confidence(), analysis::rule_description(a.rule).data());
+    }
     ImGui::Separator();
     stack_tooltip(life.stack, 12);
 }

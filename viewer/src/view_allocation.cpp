@@ -225,6 +225,14 @@ void view::draw_allocation() {
         const size_t until = freed ? life.end : count;
         name_value_row("lifetime", format_count(until - life.begin) + " events, " +
                                        format_duration(m.time_at(until) - m.time_at(life.begin)));
+        if (dev().categories) {
+            const analysis::category_assignment& a = dev().categories->assignments()[*allocation_];
+            char confidence[16];
+            std::snprintf(confidence, sizeof confidence, "%.2f", a.confidence());
+            name_value_row("category", std::string(analysis::category_name(a.category)) +
+                                           " (confidence " + confidence +
+                                           "): " + std::string(analysis::rule_description(a.rule)));
+        }
         ImGui::EndTable();
     }
     panels::allocation_state::lifetime_strip(*this, life, freed ? life.end : count,

@@ -13,9 +13,11 @@
 
 #include <imgui.h>
 
+#include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/memory_state.hpp"
 #include "memtrail/analysis/oom_report.hpp"
+#include "memtrail/analysis/stacked_timeline.hpp"
 #include "memtrail/analysis/timeline.hpp"
 #include "memtrail/viewer/rank_table.hpp"
 #include "memtrail/viewer/view.hpp"
@@ -38,11 +40,19 @@ struct view::panels {
         std::vector<int8_t> stack_match;  // -1 unknown, 0 no, 1 yes
     } search;
 
-    //--- timeline state (view_timeline.cpp)
+    //--- timeline state (view_timeline.cpp; its layers and legend in view_timeline_layers.cpp)
     struct timeline_state {
         bool by_time = false;  // x axis: wall clock instead of event index
         bool include_pending = true;
-        double view_first = 0;  // visible axis range
+        // What the plot stacks: what each allocation is for, its allocation stack, the largest
+        // allocations one by one (memory_viz's Active Memory Timeline), or the segments with the
+        // free space inside them (memory_viz's Active Cached Segment Timeline).
+        enum class stacking { category, stack, allocation, segment };
+        stacking mode = stacking::category;
+        bool mode_chosen = false;  // on the first frame: by category when categories are known
+        int stack_layers = 32;     // detail by stack: the stacks with a colour of their own
+        int band_count = 48;       // detail by allocation: the largest allocations as bands
+        double view_first = 0;     // visible axis range
         double view_last = 0;
         bool view_set = false;
         // Geometry cached for the visible range and plot width.
@@ -62,6 +72,8 @@ struct view::panels {
         int cached_width = 0;
         size_t cached_device = 0;
         bool cached_by_time = false, cached_pending = true;
+        stacking cached_mode = stacking::category;
+        int cached_band_count = 0;
         std::vector<column> columns;
         std::vector<band> bands;
         uint64_t y_max = 1;
@@ -77,6 +89,7 @@ struct view::panels {
             size_t device_index = 0;
             size_t first = 0, last = 0;  // positions
             bool include_pending = true;
+            size_t count = 0;
             bool operator==(const largest_key&) const = default;
         };
         std::vector<size_t> largest;
@@ -85,6 +98,36 @@ struct view::panels {
         std::future<std::vector<size_t>> largest_job;
         bool selecting_range = false;
         double range_anchor = 0;
+
+        // Layers by category or stack, or the segments, computed in the background for the key
+        // below; until then the previous result is drawn where its columns now fall.
+        struct layers_key {
+            size_t device_index = 0;
+            size_t first = 0, last = 0;  // positions
+            int width = 0;
+            bool by_time = false;
+            stacking mode = stacking::category;
+            int detail = 0;
+            bool include_pending = true;
+            bool operator==(const layers_key&) const = default;
+        };
+        struct layers_result {
+            std::vector<std::pair<double, double>> axis_spans;  // per column, on the x axis
+            analysis::stacked_timeline stacked;
+            analysis::segment_timeline segments;
+        };
+        layers_result layers;
+        std::optional<layers_key> layers_shown;
+        std::optional<layers_key> layers_wanted;
+        std::future<layers_result> layers_job;
+        // A layer (or a segment: the index of its cell) in a column of `layers`.
+        struct layer_hit {
+            size_t column = 0;
+            size_t layer = 0;
+        };
+        // The categories at the moment, for the legend.
+        std::optional<std::pair<size_t, size_t>> legend_key;  // device index, position
+        analysis::category_breakdown legend;
 
         // Where a frame draws: the annotation lanes, the plot below them, the axis below it.
         struct frame {
@@ -106,10 +149,22 @@ struct view::panels {
         void update(view& v, int width);
         void rebuild(view& v, int width);
         void draw_lanes(view& v, const frame& f);
-        // The byte grid, the curves and the largest allocations; returns the band under the mouse.
+        // The curves and the largest allocations; returns the band under the mouse.
         std::optional<size_t> draw_plot(view& v, const frame& f);
+        // The byte grid's lines, and its labels on a backing drawn last so layers never hide them.
+        void draw_grid(const frame& f, bool labels) const;
         void draw_marks(view& v, const frame& f);
-        void handle_input(view& v, const frame& f, std::optional<size_t> hovered_band);
+        void handle_input(view& v, const frame& f, std::optional<size_t> hovered_band,
+                          std::optional<layer_hit> hovered_layer);
+        // view_timeline_layers.cpp: the mode and detail controls, the legend, the layers.
+        void draw_mode_controls(view& v);
+        void draw_legend(view& v);
+        // Starts computing the layers for the cached columns when they are not the ones shown.
+        void request_layers(view& v, int width);
+        bool layers_usable(const view& v) const;
+        std::optional<layer_hit> draw_layers(view& v, const frame& f);
+        std::optional<layer_hit> hit_test(const frame& f) const;
+        void layer_tooltip(view& v, const layer_hit& hit);
     } timeline;
 
     //--- segments state (view_segments.cpp)

@@ -1,6 +1,8 @@
-// The timeline: allocated and reserved memory over the trace, with the largest allocations as
-// stacked bands (PyTorch memory_viz's Active Memory Timeline), annotation ranges, OOM markers,
-// and the overview strip above every feature tab.
+// The timeline: allocated and reserved memory over the trace, stacked by what the memory is for
+// (categories), by allocation stack, by segment, or with the largest allocations as bands of
+// their own (PyTorch memory_viz's Active Memory Timeline); annotation ranges, OOM markers, and
+// the overview strip above every feature tab. The layers and the legend are in
+// view_timeline_layers.cpp.
 //
 // Everything is drawn per pixel column: the curves come as one min/max bucket per column, and
 // a band is one rectangle per run of columns where it sits at the same height, so a frame never
@@ -30,11 +32,13 @@ namespace memtrail::viewer {
 
 namespace {
 
-// Allocations drawn as bands of their own; the rest shows as the curve behind them.
-constexpr size_t band_count = 48;
 constexpr float lane_height = 15.0f;
 constexpr int max_lanes = 4;
-constexpr float axis_height = 18.0f;
+
+// Below the plot: the tick marks and one line of labels, so they never reach what follows.
+float axis_height() {
+    return ImGui::GetTextLineHeight() + 8.0f;
+}
 
 }  // namespace
 
@@ -200,12 +204,12 @@ void view::panels::timeline_state::rebuild(view& v, int width) {
     // freed, those above move down.
     const auto& lifetimes = m.lifetimes();
     const largest_key want{v.device_index_, columns.front().first, columns.back().last,
-                           include_pending};
-    if (!largest_job.valid() && largest_shown != want) {
+                           include_pending, static_cast<size_t>(band_count)};
+    if (mode == stacking::allocation && !largest_job.valid() && largest_shown != want) {
         largest_wanted = want;
         largest_job = std::async(std::launch::async, [m, want] {
             std::vector<size_t> chosen =
-                analysis::largest_allocations(m, want.first, want.last, band_count, 1,
+                analysis::largest_allocations(m, want.first, want.last, want.count, 1,
                                               want.include_pending)
                     .largest;
             const auto& lives = m.lifetimes();
@@ -217,7 +221,8 @@ void view::panels::timeline_state::rebuild(view& v, int width) {
     }
     // Bands chosen for another device or measure do not apply; for another range they do.
     static const std::vector<size_t> none;
-    const bool usable = largest_shown && largest_shown->device_index == v.device_index_ &&
+    const bool usable = mode == stacking::allocation && largest_shown &&
+                        largest_shown->device_index == v.device_index_ &&
                         largest_shown->include_pending == include_pending;
     const std::vector<size_t>& stacked = usable ? largest : none;
     std::vector<int> open_band(stacked.size(), -1);
@@ -255,16 +260,21 @@ void view::panels::timeline_state::rebuild(view& v, int width) {
 void view::draw_timeline() {
     panels::timeline_state& t = panels_->timeline;
     t.draw_controls(*this);
+    t.draw_legend(*this);
     const panels::timeline_state::frame f = t.layout(*this);
     t.update(*this, static_cast<int>(f.width));
     ImDrawList* draw = ImGui::GetWindowDrawList();
-    draw->PushClipRect(f.origin, ImVec2(f.plot_end.x, f.plot_end.y + axis_height), true);
+    draw->PushClipRect(f.origin, ImVec2(f.plot_end.x, f.plot_end.y + axis_height()), true);
     draw->AddRectFilled(f.plot_origin, f.plot_end, IM_COL32(20, 21, 25, 255));
     t.draw_lanes(*this, f);
+    t.draw_grid(f, false);
     const std::optional<size_t> hovered_band = t.draw_plot(*this, f);
+    const std::optional<panels::timeline_state::layer_hit> hovered_layer =
+        t.layers_usable(*this) ? t.draw_layers(*this, f) : std::nullopt;
     t.draw_marks(*this, f);
+    t.draw_grid(f, true);
     draw->PopClipRect();
-    t.handle_input(*this, f, hovered_band);
+    t.handle_input(*this, f, hovered_band, hovered_layer);
 }
 
 float view::panels::timeline_state::x_of(const frame& f, double axis) const {
@@ -300,11 +310,7 @@ void view::panels::timeline_state::draw_controls(view& v) {
     }
     ImGui::SameLine();
     ImGui::TextDisabled("wheel: zoom  drag: pan  shift/right drag: range  click: select");
-    ImGui::TextDisabled(
-        "grey: %s bytes (dark: the least, light: the most in a pixel)  top line: "
-        "reserved  %scoloured: the %zu largest allocations",
-        include_pending ? "active" : "allocated", include_pending ? "blue line: allocated  " : "",
-        band_count);
+    draw_mode_controls(v);
 }
 
 view::panels::timeline_state::frame view::panels::timeline_state::layout(const view& v) const {
@@ -313,7 +319,7 @@ view::panels::timeline_state::frame view::panels::timeline_state::layout(const v
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     f.width = std::max(32.0f, avail.x);
     f.lanes_height = static_cast<float>(f.lane_count) * lane_height;
-    f.plot_height = std::max(40.0f, avail.y - f.lanes_height - axis_height);
+    f.plot_height = std::max(40.0f, avail.y - f.lanes_height - axis_height());
     f.origin = ImGui::GetCursorScreenPos();
     f.plot_origin = ImVec2(f.origin.x, f.origin.y + f.lanes_height);
     f.plot_end = ImVec2(f.origin.x + f.width, f.plot_origin.y + f.plot_height);
@@ -330,9 +336,15 @@ void view::panels::timeline_state::update(view& v, int width) {
         largest_shown = largest_wanted;
         adopted = true;
     }
+    if (layers_job.valid() &&
+        layers_job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        layers = layers_job.get();
+        layers_shown = layers_wanted;
+    }
     if (cached_first != view_first || cached_last != view_last || cached_width != width ||
         cached_device != v.device_index_ || cached_by_time != by_time ||
-        cached_pending != include_pending || adopted) {
+        cached_pending != include_pending || cached_mode != mode ||
+        cached_band_count != band_count || adopted) {
         rebuild(v, width);
         cached_first = view_first;
         cached_last = view_last;
@@ -340,7 +352,10 @@ void view::panels::timeline_state::update(view& v, int width) {
         cached_device = v.device_index_;
         cached_by_time = by_time;
         cached_pending = include_pending;
+        cached_mode = mode;
+        cached_band_count = band_count;
     }
+    request_layers(v, width);
 }
 
 void view::panels::timeline_state::draw_lanes(view& v, const frame& f) {
@@ -384,20 +399,36 @@ void view::panels::timeline_state::draw_lanes(view& v, const frame& f) {
     }
 }
 
+void view::panels::timeline_state::draw_grid(const frame& f, bool labels) const {
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const double y_step = nice_step(static_cast<double>(y_max) / 5, 1024);
+    const float line = ImGui::GetTextLineHeight();
+    for (double bytes = y_step; bytes < static_cast<double>(y_max); bytes += y_step) {
+        const float y = y_of(f, static_cast<uint64_t>(bytes));
+        if (!labels) {
+            draw->AddLine(ImVec2(f.plot_origin.x, y), ImVec2(f.plot_end.x, y), palette::grid);
+            continue;
+        }
+        const std::string text = format_bytes(static_cast<uint64_t>(bytes));
+        const ImVec2 size = ImGui::CalcTextSize(text.c_str());
+        const ImVec2 at(f.plot_origin.x + 4, y - line);
+        draw->AddRectFilled(ImVec2(at.x - 2, at.y), ImVec2(at.x + size.x + 2, y),
+                            IM_COL32(20, 21, 25, 200));
+        draw->AddText(at, palette::text_dim, text.c_str());
+    }
+}
+
 std::optional<size_t> view::panels::timeline_state::draw_plot(view& v, const frame& f) {
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImGuiIO& io = ImGui::GetIO();
-    // Byte grid.
-    const double y_step = nice_step(static_cast<double>(y_max) / 5, 1024);
-    for (double bytes = y_step; bytes < static_cast<double>(y_max); bytes += y_step) {
-        const float y = y_of(f, static_cast<uint64_t>(bytes));
-        draw->AddLine(ImVec2(f.plot_origin.x, y), ImVec2(f.plot_end.x, y), palette::grid);
-        draw->AddText(ImVec2(f.plot_origin.x + 4, y - ImGui::GetTextLineHeight()),
-                      palette::text_dim, format_bytes(static_cast<uint64_t>(bytes)).c_str());
-    }
-
     // Curves: reserved behind, then active (or allocated), min solid and max lighter; each
-    // column covers the min and max of its positions.
+    // column covers the min and max of its positions. Layers, once computed, take the place of
+    // the active area (the segments that of both).
+    // While the layers of a new range are computed, those of the old one cover only part of it:
+    // the curve shows where they do not reach.
+    const bool layered = layers_usable(v);
+    const float layers_x0 = layered ? x_of(f, layers.axis_spans.front().first) : 0;
+    const float layers_x1 = layered ? x_of(f, layers.axis_spans.back().second) : 0;
     for (const column& c : columns) {
         const float x0 = f.origin.x + c.x0;
         const float x1 = f.origin.x + std::max(c.x1, c.x0 + 1);
@@ -407,6 +438,9 @@ std::optional<size_t> view::panels::timeline_state::draw_plot(view& v, const fra
             ImVec2(x0, y_of(f, c.reserved_max)),
             ImVec2(x1, std::max(y_of(f, c.reserved_max) + 1, y_of(f, c.reserved_min))),
             palette::reserved);
+        if (layered && x0 >= layers_x0 && x1 <= layers_x1 + 1) {
+            continue;
+        }
         draw->AddRectFilled(ImVec2(x0, y_of(f, c.active_min)), ImVec2(x1, f.plot_end.y),
                             IM_COL32(96, 104, 120, 255));
         draw->AddRectFilled(ImVec2(x0, y_of(f, c.active_max)), ImVec2(x1, y_of(f, c.active_min)),
@@ -440,8 +474,13 @@ std::optional<size_t> view::panels::timeline_state::draw_plot(view& v, const fra
         }
     }
 
+    return hovered_band;
+}
+
+void view::panels::timeline_state::draw_marks(view& v, const frame& f) {
+    ImDrawList* draw = ImGui::GetWindowDrawList();
     // With pending frees counted, the allocated curve shows as a line below the active one.
-    if (include_pending) {
+    if (include_pending && mode != stacking::segment) {
         for (const column& c : columns) {
             const float y = y_of(f, c.allocated_max);
             draw->AddRectFilled(ImVec2(f.origin.x + c.x0, y - 1),
@@ -449,11 +488,6 @@ std::optional<size_t> view::panels::timeline_state::draw_plot(view& v, const fra
                                 palette::allocated);
         }
     }
-    return hovered_band;
-}
-
-void view::panels::timeline_state::draw_marks(view& v, const frame& f) {
-    ImDrawList* draw = ImGui::GetWindowDrawList();
     // OOMs, markers, range and moment.
     float last_x = -1;
     for (const size_t entry : v.dev().oom_entries) {
@@ -481,23 +515,33 @@ void view::panels::timeline_state::draw_marks(view& v, const frame& f) {
     draw->AddLine(ImVec2(moment_x, f.origin.y), ImVec2(moment_x, f.plot_end.y), palette::selection,
                   1.5f);
 
-    // Time or index axis.
-    const double x_step = nice_step(f.span / 8, 10);
+    // Time or index axis: as many ticks as their labels leave room for.
+    const float label_width = ImGui::CalcTextSize(v.axis_label(view_last).c_str()).x + 16;
+    const double ticks = std::clamp(static_cast<double>(f.width / label_width), 1.0, 8.0);
+    const double x_step = nice_step(f.span / ticks, 10);
+    float free_from = f.origin.x;
     for (double a = std::ceil(view_first / x_step) * x_step; a < view_last; a += x_step) {
         const float x = x_of(f, a);
         draw->AddLine(ImVec2(x, f.plot_end.y), ImVec2(x, f.plot_end.y + 4), palette::text_dim);
-        draw->AddText(ImVec2(x + 2, f.plot_end.y + 2), palette::text_dim, v.axis_label(a).c_str());
+        const std::string label = v.axis_label(a);
+        if (x + 2 >= free_from) {
+            draw->AddText(ImVec2(x + 2, f.plot_end.y + 3), palette::text_dim, label.c_str());
+            free_from = x + 2 + ImGui::CalcTextSize(label.c_str()).x + 8;
+        }
     }
 }
 
 void view::panels::timeline_state::handle_input(view& v, const frame& f,
-                                                std::optional<size_t> hovered_band) {
+                                                std::optional<size_t> hovered_band,
+                                                std::optional<layer_hit> hovered_layer) {
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImGuiIO& io = ImGui::GetIO();
     // Input: the whole area is one button so drags that leave it keep going.
     ImGui::InvisibleButton("##plot", ImVec2(f.width, f.lanes_height + f.plot_height),
                            ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
     const bool hovered = ImGui::IsItemHovered();
+    const bool active = ImGui::IsItemActive();
+    ImGui::Dummy(ImVec2(f.width, axis_height()));  // the axis labels' room in the layout
     const double mouse_axis =
         view_first + static_cast<double>(io.MousePos.x - f.origin.x) / f.width * f.span;
     const double total = v.axis_end();
@@ -527,8 +571,7 @@ void view::panels::timeline_state::handle_input(view& v, const frame& f,
             }
         }
     }
-    if (!selecting_range && ImGui::IsItemActive() &&
-        ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
+    if (!selecting_range && active && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
         const double shift = static_cast<double>(io.MouseDelta.x) / f.width * f.span;
         view_first = std::clamp(view_first - shift, 0.0, std::max(0.0, total - f.span));
         view_last = view_first + f.span;
@@ -546,6 +589,8 @@ void view::panels::timeline_state::handle_input(view& v, const frame& f,
         ImGui::BeginTooltip();
         if (hovered_band) {
             v.allocation_tooltip(*hovered_band);
+        } else if (hovered_layer) {
+            layer_tooltip(v, *hovered_layer);
         } else {
             const size_t p = v.position_of_axis(mouse_axis);
             ImGui::Text("%s", v.axis_label(v.axis_of(p)).c_str());

@@ -27,13 +27,16 @@ const char* usage() {
     return "usage: memtrail-viewer [--all-frames] [FILE...]\n"
            "       memtrail-viewer --help | --version\n"
            "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end]\n"
-           "                       [--size WxH] [--device N] [--all-frames] FILE [FILE2...]\n"
+           "                       [--size WxH] [--device N] [--all-frames] [--stack-by KIND]\n"
+           "                       FILE [FILE2...]\n"
            "FILE: a memtrail snapshot (plain or zstd) or a PyTorch snapshot pickle; several\n"
            "      files are the ranks of one job (one file per rank).\n"
            "NAME: timeline, segments, flame, events, allocation, stats, oom, compare, ranks\n"
            "      (compare shows FILE against FILE2; ranks shows every FILE side by side).\n"
            "--all-frames: show PyTorch's own frames (unwinder, caching allocator, dispatcher)\n"
-           "      and the Python interpreter's C frames in stacks (View > PyTorch's own frames).\n";
+           "      and the Python interpreter's C frames in stacks (View > PyTorch's own frames).\n"
+           "KIND: what the timeline stacks: category (the default where categories are\n"
+           "      known), stack, allocation or segment.\n";
 }
 
 options parse_command_line(int argc, char** argv) {
@@ -58,6 +61,8 @@ options parse_command_line(int argc, char** argv) {
             result.at = value("--at");
         } else if (arg == "--all-frames") {
             result.all_frames = true;
+        } else if (arg == "--stack-by") {
+            result.stack_by = value("--stack-by");
         } else if (arg == "--device") {
             result.device = parse_int(value("--device"), "device");
         } else if (arg == "--size") {

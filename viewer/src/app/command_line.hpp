@@ -3,7 +3,7 @@
 //   memtrail-viewer --help | --version
 //   memtrail-viewer [--all-frames] [FILE...]
 //   memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end] [--size WxH]
-//                   [--device N] [--all-frames] FILE [FILE2...]
+//                   [--device N] [--all-frames] [--stack-by KIND] FILE [FILE2...]
 
 #include <string>
 #include <vector>
@@ -15,7 +15,8 @@ struct options {
     std::string screenshot;  // "" = interactive
     std::string view = "timeline";
     std::string at = "end";
-    int device = -1;  // -1: the first device with a trace
+    std::string stack_by;  // the timeline's stacking; "": its default
+    int device = -1;       // -1: the first device with a trace
     int width = 1600;
     int height = 900;
     bool all_frames = false;  // PyTorch's and the interpreter's own frames shown too

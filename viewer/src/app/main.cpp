@@ -77,6 +77,13 @@ int run_screenshot(const options& opts) {
                      opts.at.c_str());
         return 2;
     }
+    if (!opts.stack_by.empty() && !v.stack_timeline_by(opts.stack_by)) {
+        std::fprintf(stderr,
+                     "memtrail-viewer: --stack-by wants category, stack, allocation or segment, "
+                     "not '%s'\n",
+                     opts.stack_by.c_str());
+        return 2;
+    }
     if (views.size() > 1) {
         v.set_comparison(views[1]->shared_doc());
     }

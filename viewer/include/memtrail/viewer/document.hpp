@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/rank_overview.hpp"
@@ -38,6 +39,8 @@ struct device_document {
     std::vector<uint32_t> lifetimes_by_address;
     // Peaks and when, the end, and the trace's counts, for the Ranks view.
     analysis::rank_overview overview;
+    // What each allocation is for (parameter, activation, ...), for the timeline.
+    std::optional<analysis::category_map> categories;
 
     // The allocation holding `address` at `position` (allocated or pending free), if any.
     std::optional<size_t> allocation_at(uint64_t address, size_t position) const;

@@ -51,6 +51,9 @@ class view {
     bool select_device(int device);
     // "end", "peak" or an entry index; false when the text is none of them.
     bool select_moment(std::string_view at);
+    // What the timeline stacks: "category", "stack", "allocation" or "segment"; false when the
+    // text is none of them.
+    bool stack_timeline_by(std::string_view name);
     // The snapshot the compare view sets against this one (another open view's document).
     void set_comparison(std::shared_ptr<const document> other);
     // The open documents (this one among them): the compare view's baselines, the Ranks view's
