@@ -26,14 +26,23 @@ TEST(dump_path, expands_placeholders) {
     EXPECT_EQ(recorder::expand_dump_path("100%%-%x-%", 0, 0), "100%-%x-%");
 }
 
-TEST(oom_dump, leaves_a_readable_snapshot) {
-    const auto folder = std::filesystem::path(::testing::TempDir()) / "memtrail_oom";
+// An empty folder of that name under the test's temporary folder.
+std::filesystem::path fresh_folder(const char* name) {
+    const auto folder = std::filesystem::path(::testing::TempDir()) / name;
     std::filesystem::remove_all(folder);
     std::filesystem::create_directories(folder);
+    return folder;
+}
 
+simulated_device_options device_of(uint64_t capacity) {
     simulated_device_options options;
-    options.capacity = 256ull << 20;
-    simulated_device gpu(options);
+    options.capacity = capacity;
+    return options;
+}
+
+TEST(oom_dump, leaves_a_readable_snapshot) {
+    const auto folder = fresh_folder("memtrail_oom");
+    simulated_device gpu(device_of(256ull << 20));
     caching_allocator allocator({&gpu});
     recorder::recorder history(allocator);
     history.record_memory_history({});
@@ -72,13 +81,8 @@ TEST(oom_dump, a_failing_dump_does_not_replace_the_out_of_memory_error) {
 }
 
 TEST(oom_dump, writes_at_most_the_limit_and_says_what_it_skipped) {
-    const auto folder = std::filesystem::path(::testing::TempDir()) / "memtrail_oom_limit";
-    std::filesystem::remove_all(folder);
-    std::filesystem::create_directories(folder);
-
-    simulated_device_options options;
-    options.capacity = 64ull << 20;
-    simulated_device gpu(options);
+    const auto folder = fresh_folder("memtrail_oom_limit");
+    simulated_device gpu(device_of(64ull << 20));
     caching_allocator allocator({&gpu});
     recorder::recorder history(allocator);
     history.record_memory_history({});
@@ -154,16 +158,24 @@ class held_dump {
     bool released_ = false;
 };
 
+// Raises SIGUSR2, waits for the dump it starts, then raises it `more` times during that dump.
+bool signal_during_a_dump(held_dump& dump, int more) {
+    raise(SIGUSR2);
+    if (!dump.wait_for_started(1)) {
+        return false;
+    }
+    for (int i = 0; i < more; ++i) {
+        raise(SIGUSR2);
+    }
+    return true;
+}
+
 TEST(signal_dump, signals_during_a_dump_are_served_by_one_dump) {
     held_dump dump;
     ::testing::internal::CaptureStderr();
     {
         recorder::signal_dump trigger(SIGUSR2, [&] { dump(); });
-        raise(SIGUSR2);
-        ASSERT_TRUE(dump.wait_for_started(1));
-        for (int i = 0; i < 5; ++i) {
-            raise(SIGUSR2);
-        }
+        ASSERT_TRUE(signal_during_a_dump(dump, 5));
         dump.release();
         ASSERT_TRUE(dump.wait_for_started(2));
     }
@@ -181,11 +193,7 @@ TEST(signal_dump, says_which_signals_no_dump_served_when_removed) {
     ::testing::internal::CaptureStderr();
     {
         recorder::signal_dump trigger(SIGUSR2, [&] { dump(); });
-        raise(SIGUSR2);
-        ASSERT_TRUE(dump.wait_for_started(1));
-        for (int i = 0; i < 3; ++i) {
-            raise(SIGUSR2);
-        }
+        ASSERT_TRUE(signal_during_a_dump(dump, 3));
         // The trigger goes while its dump is written; the dump finishes meanwhile.
         releaser = std::thread([&] {
             std::this_thread::sleep_for(std::chrono::milliseconds(300));
