@@ -202,6 +202,9 @@ void recorder::on_event(const allocator_event& event) {
     }
     device_history& h = *devices_[static_cast<size_t>(event.device)];
     if (h.enabled.load(std::memory_order_acquire) != record_mode::all) {
+        if (event.action == allocator_action::snapshot) {
+            detail::snapshot_cut_on_this_thread = h.ring.end();
+        }
         return;
     }
     const detail::call_context call = detail::decode_call_context(event.context, epoch_ns_);
@@ -219,7 +222,10 @@ void recorder::on_event(const allocator_event& event) {
     record.stack = (keeping_stack >> static_cast<int>(event.action)) & 1 ? call.stack : 0;
     record.thread = caller.number;
     record.metadata = caller.metadata;
-    h.ring.push(record);
+    const uint64_t end = h.ring.push(record);
+    if (event.action == allocator_action::snapshot) {
+        detail::snapshot_cut_on_this_thread = end;
+    }
 }
 
 void recorder::annotate(uint8_t action, std::string_view name) {

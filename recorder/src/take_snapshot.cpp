@@ -70,8 +70,14 @@ snapshot::snapshot recorder::take_snapshot() {
         properties.total_memory = allocator.get_device().get_memory_info().total;
         out.info.devices.push_back(properties);
 
-        // The allocator's snapshot() adds a "snapshot" entry to the trace: take it first.
-        for (const segment_info& info : allocator.snapshot()) {
+        // The allocator's snapshot() adds a "snapshot" entry to the trace and, through
+        // on_event, sets the cut: the trace is copied up to that entry and no further, however
+        // much other threads record meanwhile. Copied at once, before the ring wraps past it.
+        detail::snapshot_cut_on_this_thread = detail::no_snapshot_cut;
+        const std::vector<segment_info> segments = allocator.snapshot();
+        const detail::trace_ring::contents recorded =
+            history(d).ring.copy(detail::snapshot_cut_on_this_thread);
+        for (const segment_info& info : segments) {
             snapshot::segment& seg =
                 out.segments.emplace_back(bridge::to_snapshot_segment(info, d));
             const detail::call_context created =
@@ -107,7 +113,6 @@ snapshot::snapshot recorder::take_snapshot() {
         }
         out.stats[d] = allocator.memory_stats();
 
-        const detail::trace_ring::contents recorded = history(d).ring.copy();
         snapshot::device_trace& trace = out.trace_for(d);
         trace.dropped = recorded.dropped;
         trace.entries.reserve(recorded.records.size());

@@ -8,7 +8,6 @@ namespace memtrail::recorder::detail {
 // A new chunk, or no room at all. The last chunk is only as long as the capacity needs.
 trace_record* trace_ring::next_slot_rare_locked() {
     if (capacity_ == 0) {
-        ++dropped_;
         return nullptr;
     }
     const size_t length = std::min(chunk_size, capacity_ - size_);
@@ -32,7 +31,6 @@ void trace_ring::set_capacity(size_t capacity) {
     std::vector<trace_record> ordered(size_);
     copy_oldest_first_locked(ordered.data());
     const size_t kept = std::min(ordered.size(), capacity);
-    dropped_ += ordered.size() - kept;
     chunks_.clear();
     size_ = 0;
     next_ = 0;
@@ -46,24 +44,40 @@ void trace_ring::clear() {
     std::lock_guard guard(lock_);
     size_ = 0;
     next_ = 0;
-    dropped_ = 0;
+    cleared_at_ = end_;
 }
 
-trace_ring::contents trace_ring::copy() const {
-    size_t size = 0;
+trace_ring::contents trace_ring::copy(uint64_t cut) const {
+    uint64_t next = 0;  // the next entry to copy
+    uint64_t end = 0;   // one past the last
+    uint64_t cleared_at = 0;
     {
         std::lock_guard guard(lock_);
-        size = size_;
+        next = oldest_locked();
+        end = std::min(cut, end_);
+        cleared_at = cleared_at_;
     }
-    // Allocated and faulted in before taking the lock, which every recorded event waits for;
-    // the margin covers a ring that fills on meanwhile.
     contents out;
-    out.records.reserve(size + chunk_size);
-    out.records.resize(size);
-    std::lock_guard guard(lock_);
-    out.records.resize(size_);
-    copy_oldest_first_locked(out.records.data());
-    out.dropped = dropped_;
+    // What the cut keeps but the ring no longer holds (nothing when it was cleared after the cut).
+    out.dropped = std::max(std::min(next, end), cleared_at) - cleared_at;
+    // Allocated and faulted in before taking the lock, which every recorded event waits for.
+    out.records.reserve(end > next ? end - next : 0);
+    while (next < end) {
+        std::lock_guard guard(lock_);
+        if (cleared_at_ != cleared_at) {
+            out.dropped += end - next;  // cleared meanwhile: the rest is gone
+            break;
+        }
+        const uint64_t oldest = std::min(oldest_locked(), end);
+        if (oldest > next) {
+            out.dropped += oldest - next;  // overwritten since the cut
+            next = oldest;
+        }
+        const uint64_t batch_end = std::min(end, next + copy_batch);
+        for (; next < batch_end; ++next) {
+            out.records.push_back(entry_locked(next));
+        }
+    }
     return out;
 }
 

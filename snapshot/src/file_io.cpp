@@ -1,6 +1,7 @@
 #include "file_io.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "memtrail/snapshot/load.hpp"
@@ -62,6 +64,50 @@ class file_descriptor {
   private:
     int fd_;
 };
+
+// The temporary file's name for `path`: "<path>.<pid>.<n>.tmp".
+std::filesystem::path temporary_for(const std::filesystem::path& path, uint64_t n) {
+    std::filesystem::path temporary = path;
+    temporary += "." + std::to_string(::getpid()) + "." + std::to_string(n) + ".tmp";
+    return temporary;
+}
+
+// The writer's pid when `name` is a temporary file of `target_name`
+// ("<target_name>.<pid>.<n>.tmp"), else 0.
+pid_t writer_of_temporary(std::string_view name, std::string_view target_name) {
+    constexpr std::string_view suffix = ".tmp";
+    if (name.size() <= target_name.size() + 1 + suffix.size() || !name.starts_with(target_name) ||
+        name[target_name.size()] != '.' || !name.ends_with(suffix)) {
+        return 0;
+    }
+    const std::string_view middle =
+        name.substr(target_name.size() + 1, name.size() - target_name.size() - 1 - suffix.size());
+    const size_t dot = middle.find('.');
+    const auto digits = [](std::string_view text) {
+        return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    if (dot == std::string_view::npos || !digits(middle.substr(0, dot)) ||
+        !digits(middle.substr(dot + 1)) || dot > 9) {
+        return 0;
+    }
+    return static_cast<pid_t>(std::stoll(std::string(middle.substr(0, dot))));
+}
+
+// Removes the temporary files of `path` whose writers died mid-write (killed, say): a process
+// that no longer runs will never finish or remove them. Those of running processes, this one's
+// included, are left alone. Best effort: what cannot be listed or removed stays.
+void remove_stale_temporaries(const std::filesystem::path& path) {
+    const auto folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    const std::string target_name = path.filename().string();
+    std::error_code error;
+    for (std::filesystem::directory_iterator it(folder, error), end; !error && it != end;
+         it.increment(error)) {
+        const pid_t writer = writer_of_temporary(it->path().filename().string(), target_name);
+        if (writer > 0 && writer != ::getpid() && ::kill(writer, 0) != 0 && errno == ESRCH) {
+            ::unlink(it->path().c_str());
+        }
+    }
+}
 
 }  // namespace
 
@@ -149,8 +195,8 @@ std::vector<uint8_t> read_stream(int fd, const std::string& name, size_t limit) 
 void write_file_atomically(const std::filesystem::path& path, std::span<const uint8_t> bytes) {
     // pid plus a counter keeps concurrent writers (threads, processes) off each other's file.
     static std::atomic<uint64_t> counter{0};
-    std::filesystem::path temporary = path;
-    temporary += "." + std::to_string(::getpid()) + "." + std::to_string(counter++) + ".tmp";
+    remove_stale_temporaries(path);
+    const std::filesystem::path temporary = temporary_for(path, counter++);
 
     file_descriptor fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
     if (fd.get() < 0) {
@@ -180,7 +226,10 @@ void write_file_atomically(const std::filesystem::path& path, std::span<const ui
         fail("cannot close");
     }
     if (::rename(temporary.c_str(), path.c_str()) != 0) {
-        fail("cannot rename into place");
+        const int saved = errno;
+        ::unlink(temporary.c_str());
+        errno = saved;
+        throw_errno("cannot rename the written file into place as", path);
     }
     // Make the rename itself durable; a folder that cannot be opened is not an error for the
     // caller, the file is already complete.

@@ -45,7 +45,8 @@ inline file_bytes read_whole_file(const std::filesystem::path& path) {
 std::vector<uint8_t> read_stream(int fd, const std::string& name, size_t limit);
 
 // Writes to a temporary file in the same folder, fsyncs it and renames it over `path`, so a reader
-// sees the old file or the complete new one, never a part. Throws std::system_error.
+// sees the old file or the complete new one, never a part. Temporary files of `path` left by
+// writers that no longer run (killed mid-write) are removed first. Throws std::system_error.
 void write_file_atomically(const std::filesystem::path& path, std::span<const uint8_t> bytes);
 
 }  // namespace memtrail::snapshot::detail

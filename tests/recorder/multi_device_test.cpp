@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "memtrail/core/simulated_device.hpp"
 #include "memtrail/recorder/recorder.hpp"
 #include "memtrail/snapshot/load.hpp"
+#include "sanitizer_skips.hpp"
 
 namespace {
 
@@ -31,13 +33,17 @@ class two_devices : public ::testing::Test {
     caching_allocator allocator{{&gpu0, &gpu1}};
     recorder::recorder history{allocator};
 
-    void record_everything() {
+    void record_everything(recorder::unwinder stack_unwinder = recorder::unwinder::libunwind) {
         recorder::history_options options;
         options.enabled = recorder::record_mode::all;
         options.context = recorder::context_mode::all;
+        options.stack_unwinder = stack_unwinder;
         history.record_memory_history(options);
     }
 };
+
+class two_devices_with_unwinder : public two_devices,
+                                  public ::testing::WithParamInterface<recorder::unwinder> {};
 
 TEST_F(two_devices, only_the_second_device_used) {
     record_everything();
@@ -76,8 +82,9 @@ TEST_F(two_devices, only_the_second_device_used) {
     }
 }
 
-TEST_F(two_devices, threads_on_each_device_record_side_by_side) {
-    record_everything();
+TEST_P(two_devices_with_unwinder, threads_on_each_device_record_side_by_side) {
+    MEMTRAIL_SKIP_LIBUNWIND_THREADS_UNDER_TSAN(GetParam());
+    record_everything(GetParam());
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
         threads.emplace_back([this, t] {
@@ -102,5 +109,12 @@ TEST_F(two_devices, threads_on_each_device_record_side_by_side) {
         EXPECT_EQ(allocs, 4000u);
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(unwinders, two_devices_with_unwinder,
+                         ::testing::Values(recorder::unwinder::libunwind,
+                                           recorder::unwinder::frame_pointer),
+                         [](const ::testing::TestParamInfo<recorder::unwinder>& parameter) {
+                             return std::string(recorder::unwinder_name(parameter.param));
+                         });
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "memtrail/replay/synthetic_trace.hpp"
@@ -105,6 +106,54 @@ TEST_F(MsgpackFiles, PlainAndZstdFiles) {
         ++files;
     }
     EXPECT_EQ(files, 4u);
+}
+
+TEST_F(MsgpackFiles, WritingRemovesTemporaryFilesOfWritersThatDied) {
+    // A writer killed mid-write leaves "<target>.<pid>.<n>.tmp"; a dead pid is one reaped here.
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::_exit(0);
+    }
+    ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+    const std::string dead = std::to_string(child);
+    const std::string alive = std::to_string(::getpid());
+    const auto target = folder_ / "run.memtrail";
+    const fs::path left[] = {
+        folder_ / ("run.memtrail." + dead + ".0.tmp"),    // stale: removed
+        folder_ / ("run.memtrail." + dead + ".17.tmp"),   // stale: removed
+        folder_ / ("run.memtrail." + alive + ".9.tmp"),   // a running writer's: kept
+        folder_ / ("other.memtrail." + dead + ".0.tmp"),  // another target's: kept
+        folder_ / ("run.memtrail." + dead + ".tmp"),      // not a name the writer makes: kept
+    };
+    for (const auto& path : left) {
+        std::ofstream(path) << "partial";
+    }
+    ms::write_snapshot(ms::snapshot{}, target);
+    EXPECT_TRUE(ms::read_snapshot(target) == ms::snapshot{});
+    EXPECT_FALSE(fs::exists(left[0]));
+    EXPECT_FALSE(fs::exists(left[1]));
+    EXPECT_TRUE(fs::exists(left[2]));
+    EXPECT_TRUE(fs::exists(left[3]));
+    EXPECT_TRUE(fs::exists(left[4]));
+}
+
+TEST_F(MsgpackFiles, AFailedRenameNamesTheTargetAndLeavesNoTemporaryFile) {
+    // A folder in the target's place: the file is written, the rename over it fails.
+    const auto target = folder_ / "taken.memtrail";
+    fs::create_directories(target / "inside");
+    try {
+        ms::write_snapshot(ms::snapshot{}, target);
+        FAIL() << "no error";
+    } catch (const std::system_error& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find("rename"), std::string::npos) << message;
+        EXPECT_NE(message.find(target.string() + ":"), std::string::npos) << message;
+        EXPECT_EQ(message.find(".tmp"), std::string::npos) << message;
+    }
+    for (const auto& entry : fs::directory_iterator(folder_)) {
+        EXPECT_NE(entry.path().extension(), ".tmp") << entry.path();
+    }
 }
 
 TEST_F(MsgpackFiles, MissingFileAndFolderThrowSystemError) {

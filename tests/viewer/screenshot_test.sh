@@ -13,5 +13,11 @@ if ! command -v xvfb-run >/dev/null 2>&1; then
     exit 1
 fi
 rm -f "$out"
-xvfb-run -a -s "-screen 0 1920x1080x24" "$viewer" --screenshot "$out" "$@"
+# Sanitizer builds name libraries to keep loaded in the viewer (tests/viewer/CMakeLists.txt).
+if [ -n "${MEMTRAIL_VIEWER_PRELOAD:-}" ]; then
+    set -- env LD_PRELOAD="$MEMTRAIL_VIEWER_PRELOAD" "$viewer" --screenshot "$out" "$@"
+else
+    set -- "$viewer" --screenshot "$out" "$@"
+fi
+xvfb-run -a -s "-screen 0 1920x1080x24" "$@"
 "$png_check" "$out" "$min_content"

@@ -2,6 +2,8 @@
 // One device's recording settings and trace.
 
 #include <atomic>
+#include <cstdint>
+#include <limits>
 #include <mutex>
 
 #include "detail/trace_ring.hpp"
@@ -23,5 +25,16 @@ struct recorder::device_history {
     history_options options;
     detail::trace_ring ring;
 };
+
+namespace detail {
+
+// The trace ring's end when the allocator last recorded a "snapshot" event on this thread. The
+// allocator's snapshot() copies its segments and records that event under the device's lock,
+// which every allocator event holds too: the trace up to this cut is exactly the history of the
+// segments copied. take_snapshot() reads it right after the call, on the same thread.
+inline constexpr uint64_t no_snapshot_cut = std::numeric_limits<uint64_t>::max();
+inline thread_local uint64_t snapshot_cut_on_this_thread = no_snapshot_cut;
+
+}  // namespace detail
 
 }  // namespace memtrail::recorder

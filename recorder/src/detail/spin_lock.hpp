@@ -2,7 +2,7 @@
 // The lock of a device's trace ring. It is taken for every recorded event and held for a few
 // stores, where std::mutex costs two calls and two atomic read-modify-writes: uncontended, this
 // costs one atomic exchange and a plain store. A waiter that spins for long yields the CPU, since
-// a snapshot holds the lock while it copies the whole ring.
+// a snapshot holds the lock while it copies a batch of 4,096 entries.
 
 #include <atomic>
 

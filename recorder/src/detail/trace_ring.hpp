@@ -7,9 +7,14 @@
 // The entries live in fixed-size chunks allocated as the ring first fills: growing never copies
 // what is recorded (a vector doubling to a million entries moves and faults in twice the memory),
 // and a ring that records little uses little.
+//
+// Every entry has a sequence number, its position among all entries pushed. A snapshot cuts the
+// ring at one (end() read when the allocator's state is copied) and copies the entries before it
+// in short batches, so recording threads wait for one batch at a time, never for the whole ring.
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -36,31 +41,44 @@ class trace_ring {
   public:
     // Appends `record`, with its time raised to the previous entry's if it is earlier: the ring's
     // order is the order of events, and times taken before waiting for a lock may not be.
-    void push(const trace_record& record) {
+    // Returns end() just after the entry: the cut that ends with it.
+    uint64_t push(const trace_record& record) {
         std::lock_guard guard(lock_);
+        ++end_;
         trace_record* slot = next_slot_locked();
         if (slot == nullptr) {
-            return;
+            return end_;
         }
         *slot = record;
         if (slot->time_ns < last_time_ns_) {
             slot->time_ns = last_time_ns_;
         }
         last_time_ns_ = slot->time_ns;
+        return end_;
     }
     // Keeps at most `capacity` entries from now on (the newest, when shrinking).
     void set_capacity(size_t capacity);
     void clear();
 
+    // The sequence number the next entry will have: the cut that keeps everything pushed so far.
+    uint64_t end() const {
+        std::lock_guard guard(lock_);
+        return end_;
+    }
+
     struct contents {
         std::vector<trace_record> records;  // oldest first
-        uint64_t dropped = 0;
+        uint64_t dropped = 0;               // entries before the cut that are no longer held
     };
-    contents copy() const;
+    // The entries before `cut` still held, oldest first. Entries pushed meanwhile overwrite the
+    // oldest when the ring is full: those are counted as dropped, never mixed in.
+    contents copy(uint64_t cut = std::numeric_limits<uint64_t>::max()) const;
 
   private:
     static constexpr size_t chunk_bits = 14;  // 16,384 entries, 896 KiB
     static constexpr size_t chunk_size = size_t{1} << chunk_bits;
+    // Entries a snapshot copies per hold of the lock (224 KiB).
+    static constexpr size_t copy_batch = 4096;
 
     // Chunks are left uninitialized: every slot is written before it is read, and zeroing it
     // first would write the history twice. (trace_record is an aggregate, so its objects begin
@@ -77,13 +95,12 @@ class trace_ring {
         return chunks_[index >> chunk_bits][index & (chunk_size - 1)];
     }
 
-    // Where the next entry goes: a free slot, else the oldest entry, counted as dropped.
-    // nullptr (and a dropped entry) when the capacity is 0.
+    // Where the next entry goes: a free slot, else the oldest entry (dropped). nullptr when the
+    // capacity is 0 (the entry itself is dropped).
     trace_record* next_slot_locked() {
         if (size_ == capacity_ && capacity_ != 0) {
             trace_record* oldest = &at(next_);
             next_ = next_ + 1 == capacity_ ? 0 : next_ + 1;
-            ++dropped_;
             return oldest;
         }
         if (size_ < capacity_ && (size_ >> chunk_bits) < chunks_.size()) {
@@ -93,13 +110,24 @@ class trace_ring {
     }
     trace_record* next_slot_rare_locked();
     void copy_oldest_first_locked(trace_record* out) const;
+    // The sequence number of the oldest entry held.
+    uint64_t oldest_locked() const { return end_ - size_; }
+    // The entry with sequence number `sequence`, which must be held.
+    const trace_record& entry_locked(uint64_t sequence) const {
+        const size_t offset = next_ + static_cast<size_t>(sequence - oldest_locked());
+        return at(offset < size_ ? offset : offset - size_);
+    }
 
     mutable spin_lock lock_;
     std::vector<chunk> chunks_;
     size_t size_ = 0;  // entries held, up to capacity_
     size_t next_ = 0;  // where the next entry goes once full: the oldest
     size_t capacity_ = 0;
-    uint64_t dropped_ = 0;
+    // Sequence numbers: end_ is the next entry's, cleared_at_ the first after the last clear().
+    // The entries dropped since then are those before the oldest held: oldest_locked() -
+    // cleared_at_.
+    uint64_t end_ = 0;
+    uint64_t cleared_at_ = 0;
     int64_t last_time_ns_ = 0;
 };
 
