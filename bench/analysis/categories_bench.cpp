@@ -1,6 +1,6 @@
 // Memory by meaning at scale: classifying every allocation of a 1M-entry trace, the categories at
 // a random moment, and the per-pixel stacked timelines the viewer draws (by category, by stack,
-// by segment), on the synthetic trace of synthetic_trace.hpp with its stacks given the frames of
+// by segment), on replay::make_stacked_history's synthetic trace with its stacks given the frames of
 // a PyTorch training loop (module setup, forward, optimizer, and none for autograd's worker).
 //
 //   build/bin/bench_categories
@@ -16,7 +16,7 @@
 
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/stacked_timeline.hpp"
-#include "synthetic_trace.hpp"
+#include "memtrail/replay/synthetic_trace.hpp"
 
 namespace {
 
@@ -29,7 +29,7 @@ size_t event_count() {
 
 // The synthetic trace with each of its stacks replaced by one of a training loop's.
 std::shared_ptr<snapshot::snapshot> training_like_snapshot(size_t entries) {
-    auto snap = std::make_shared<snapshot::snapshot>(bench::synthetic_snapshot(entries));
+    auto snap = std::make_shared<snapshot::snapshot>(replay::make_stacked_history(entries));
     auto stack = [&](std::vector<std::pair<const char*, const char*>> frames) {
         std::vector<snapshot::frame_id> ids;
         for (const auto& [function, file] : frames) {

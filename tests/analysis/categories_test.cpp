@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "memtrail/analysis/categories.hpp"
-#include "memtrail/analysis/load.hpp"
+#include "memtrail/snapshot/load.hpp"
 #include "reference_allocator.hpp"
 
 namespace memtrail::analysis {
@@ -476,7 +476,7 @@ void check_against_model(const fs::path& path, const ground_truth& truth) {
     if (!fs::exists(path)) {
         GTEST_SKIP() << path << " is not there";
     }
-    const auto loaded = load_snapshot(path);
+    const auto loaded = snapshot::load_snapshot(path);
     const device_model model = device_model::build(loaded.snapshot, 0);
     const category_map map = category_map::build(model);
     ASSERT_EQ(map.steps().source, step_source::annotations) << path;
@@ -544,7 +544,7 @@ TEST(categories_real_traces, sweep_matches_on_the_transformer) {
     if (!fs::exists(path)) {
         GTEST_SKIP() << path << " is not there";
     }
-    const device_model model = device_model::build(load_snapshot(path).snapshot, 0);
+    const device_model model = device_model::build(snapshot::load_snapshot(path).snapshot, 0);
     expect_sweep_agrees(model, category_map::build(model), 301);
 }
 

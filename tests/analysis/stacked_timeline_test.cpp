@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "memtrail/analysis/load.hpp"
+#include "memtrail/snapshot/load.hpp"
 #include "memtrail/analysis/stacked_timeline.hpp"
 #include "reference_allocator.hpp"
 
@@ -118,7 +118,7 @@ TEST(stacked_timeline, real_traces_add_up) {
             GTEST_SKIP() << path << " is not there";
         }
         SCOPED_TRACE(name);
-        const device_model model = device_model::build(load_snapshot(path).snapshot, 0);
+        const device_model model = device_model::build(snapshot::load_snapshot(path).snapshot, 0);
         const category_map map = category_map::build(model);
         const auto columns = even_columns(0, model.event_count() + 1, 997);
         for (const bool pending : {false, true}) {
