@@ -10,6 +10,7 @@
 #include <string>
 
 #include "detail/call_context.hpp"
+#include "detail/capture_pools.hpp"
 #include "detail/device_history.hpp"
 #include "detail/fast_clock.hpp"
 #include "detail/python_stack.hpp"
@@ -76,6 +77,7 @@ constexpr size_t recorder_frames = 2;
 recorder::recorder(caching_allocator& allocator) : allocator_(allocator), epoch_ns_(now_ns()) {
     for (int d = 0; d < allocator_.device_count(); ++d) {
         devices_.push_back(std::make_unique<device_history>());
+        captures_.push_back(std::make_unique<detail::capture_pools>());
         devices_.back()->options.enabled = record_mode::off;
         allocator_.on(d).set_observer(this);
     }
@@ -167,6 +169,9 @@ history_options recorder::options(int device) const {
 
 [[gnu::noinline]] device_address recorder::allocate(uint64_t size, int device, stream_handle stream,
                                                     size_t wrapper_frames) {
+    if (device >= 0 && device < static_cast<int>(captures_.size())) {
+        captures_[static_cast<size_t>(device)]->before_allocate(allocator_.on(device), stream);
+    }
     const context_handle context = capture_context(device, false, wrapper_frames);
     return allocator_.allocate(size, device, stream, context);
 }
@@ -190,6 +195,31 @@ history_options recorder::options(int device) const {
         const context_handle context = capture_context(d, true, wrapper_frames);
         allocator_.on(d).empty_cache(context);
     }
+}
+
+void recorder::create_pool(int device, pool_id pool, pool_options options) {
+    allocator_.on(device).create_pool(pool, options);
+}
+
+void recorder::begin_allocate_to_pool(int device, pool_id pool, stream_filter filter) {
+    allocator_.on(device).begin_allocate_to_pool(pool, std::move(filter));
+}
+
+void recorder::end_allocate_to_pool(int device, pool_id pool) {
+    allocator_.on(device).end_allocate_to_pool(pool);
+}
+
+void recorder::release_pool(int device, pool_id pool) {
+    allocator_.on(device).release_pool(pool);
+}
+
+int recorder::pool_use_count(int device, pool_id pool) {
+    return allocator_.on(device).pool_use_count(pool);
+}
+
+[[gnu::noinline]] void recorder::empty_pool_cache(int device, pool_id pool, size_t wrapper_frames) {
+    device_allocator& allocator = allocator_.on(device);
+    allocator.empty_cache(pool, capture_context(device, true, wrapper_frames));
 }
 
 void recorder::on_event(const allocator_event& event) {
