@@ -19,8 +19,9 @@ void capture_pools::before_allocate(device_allocator& allocator, stream_handle s
         return;  // announced (torch's graph capture through the bridge), or begun here already
     }
     // Every stream of the capture (those forked from it too) allocates to its pool.
-    allocator.begin_allocate_to_pool(
-        pool_id{capture, 0}, [&dev, capture](stream_handle s) { return dev.stream_capture_id(s) == capture; });
+    allocator.begin_allocate_to_pool(pool_id{capture, 0}, [&dev, capture](stream_handle s) {
+        return dev.stream_capture_id(s) == capture;
+    });
     underway_.push_back({capture, stream});
     underway_count_.store(underway_.size(), std::memory_order_release);
 }

@@ -59,8 +59,12 @@ case "${1:-}" in
     # librecorder: a SONAME with the ABI's version, its symbols in the versioned node.
     readelf -d "$prefix/lib/librecorder.so" | grep -q "Library soname: \[librecorder.so.0\]" \
       || fail "librecorder.so has no SONAME librecorder.so.0"
-    readelf --dyn-syms -W "$prefix/lib/librecorder.so" | grep -q " memtrail_malloc@@MEMTRAIL_0.1$" \
+    # Read once: `readelf | grep -q` fails under pipefail when grep stops reading early.
+    symbols=$(readelf --dyn-syms -W "$prefix/lib/librecorder.so")
+    grep -q " memtrail_malloc@@MEMTRAIL_0.1$" <<< "$symbols" \
       || fail "memtrail_malloc is not in librecorder's MEMTRAIL_0.1 symbol node"
+    grep -q " memtrail_create_pool@@MEMTRAIL_0.2$" <<< "$symbols" \
+      || fail "memtrail_create_pool is not in librecorder's MEMTRAIL_0.2 symbol node"
     readelf -d "$prefix/bin/memtrail" | grep -q 'R.*PATH.*\[\$ORIGIN/../lib\]' \
       || fail "bin/memtrail has no run path to the installed libraries"
     "$prefix/bin/memtrail" --version

@@ -46,9 +46,8 @@ pool_id pool_of(const snapshot::snapshot& s, device_address address) {
 TEST_F(private_pools_test, the_calling_threads_allocations_go_to_the_pool_until_it_ends) {
     const pool_id pool{0, 1};
     const std::thread::id owner = std::this_thread::get_id();
-    history.begin_allocate_to_pool(0, pool, [owner](stream_handle) {
-        return std::this_thread::get_id() == owner;
-    });
+    history.begin_allocate_to_pool(
+        0, pool, [owner](stream_handle) { return std::this_thread::get_id() == owner; });
     const device_address inside = history.allocate(4 * MiB, 0);
     device_address other_thread = 0;
     std::thread([&] { other_thread = history.allocate(4 * MiB, 0); }).join();
@@ -64,17 +63,15 @@ TEST_F(private_pools_test, the_calling_threads_allocations_go_to_the_pool_until_
 
 TEST_F(private_pools_test, dumped_snapshots_keep_the_pool_of_every_segment) {
     const pool_id pool{3, 0};
-    history.begin_allocate_to_pool(0, pool,
-                                   [](stream_handle s) { return s == capture_stream; });
+    history.begin_allocate_to_pool(0, pool, [](stream_handle s) { return s == capture_stream; });
     const device_address inside = history.allocate(30 * MiB, 0, capture_stream);
     const device_address beside = history.allocate(30 * MiB, 0, side_stream);
     history.end_allocate_to_pool(0, pool);
 
     history.dump_snapshot(output("pools.memtrail"));
     history.dump_snapshot(output("pools.pickle"));
-    for (const snapshot::snapshot& read :
-         {snapshot::read_snapshot(output("pools.memtrail")),
-          snapshot::read_torch_pickle(output("pools.pickle"))}) {
+    for (const snapshot::snapshot& read : {snapshot::read_snapshot(output("pools.memtrail")),
+                                           snapshot::read_torch_pickle(output("pools.pickle"))}) {
         EXPECT_EQ(pool_of(read, inside), pool);
         EXPECT_EQ(pool_of(read, beside), pool_id{});
     }
@@ -167,8 +164,9 @@ TEST_F(private_pools_test, the_memory_fraction_is_among_the_snapshot_settings) {
     allocator.on(0).set_memory_fraction(0.25);
     history.dump_snapshot(output("fraction.memtrail"));
     history.dump_snapshot(output("fraction.pickle"));
-    for (const snapshot::snapshot& read : {snapshot::read_snapshot(output("fraction.memtrail")),
-                                           snapshot::read_torch_pickle(output("fraction.pickle"))}) {
+    for (const snapshot::snapshot& read :
+         {snapshot::read_snapshot(output("fraction.memtrail")),
+          snapshot::read_torch_pickle(output("fraction.pickle"))}) {
         ASSERT_TRUE(read.settings.other.contains("per_process_memory_fraction"));
         EXPECT_DOUBLE_EQ(std::stod(read.settings.other.at("per_process_memory_fraction")), 0.25);
     }

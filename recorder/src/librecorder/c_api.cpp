@@ -300,11 +300,11 @@ int memtrail_begin_allocate_to_pool_with_filter(int device, unsigned long long p
         if (filter == nullptr) {
             throw std::invalid_argument("memtrail_begin_allocate_to_pool_with_filter: no filter");
         }
-        r.history().begin_allocate_to_pool(
-            device, private_pool(pool_first, pool_second),
-            [filter, filter_context](memtrail::stream_handle s) {
-                return filter(reinterpret_cast<void*>(s), filter_context) != 0;
-            });
+        r.history().begin_allocate_to_pool(device, private_pool(pool_first, pool_second),
+                                           [filter, filter_context](memtrail::stream_handle s) {
+                                               return filter(reinterpret_cast<void*>(s),
+                                                             filter_context) != 0;
+                                           });
     });
 }
 
