@@ -235,11 +235,13 @@ void cuda_device::synchronize_device() {
 }
 
 uint64_t cuda_device::stream_capture_id(stream_handle stream) {
+    if (stream == 0) {
+        return 0;  // the legacy default stream cannot capture, and is not asked
+    }
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     unsigned long long id = 0;
-    // Asking about the legacy default stream while another stream captures fails with
-    // cudaErrorStreamCaptureImplicit: that stream is not capturing itself. The error is not
-    // sticky, but is cleared so that the caller's next cudaGetLastError does not see it.
+    // A failed query means "not capturing"; the error is not sticky, but is cleared so that the
+    // caller's next cudaGetLastError does not see it.
     if (cudaStreamGetCaptureInfo(from_handle<cudaStream_t>(stream), &status, &id) != cudaSuccess) {
         cudaGetLastError();
         return 0;

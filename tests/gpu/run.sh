@@ -35,14 +35,18 @@ if [ ! -x "$build/bin/test_core" ]; then
     -DMEMTRAIL_CUDA=ON ${torch_dir:+-DMEMTRAIL_TORCH_DIR="$torch_dir"} &&
     cmake --build "$build" -j "$(nproc)" || exit 2
 fi
-# A build made elsewhere (without libtorch) gets PyTorch's side of the benchmark built here.
-torch_library=$build/lib/libmemtrail_torch_allocator.so
-if [ ! -f "$torch_library" ] && [ -n "$torch_dir" ]; then
-  # libtorch's headers include the CUDA runtime's, crt/ included: the toolkit's, wherever it is.
+# libtorch's headers include the CUDA runtime's, crt/ included: the toolkit's, wherever it is.
+cuda_include_dir() {
+  local nvcc_root host_config
   nvcc_root=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
   host_config=$(find "$nvcc_root" /usr/local/cuda* "$torch_dir/.." -path '*include/crt/host_config.h' \
     2>/dev/null | head -1)
-  cuda_include=$(dirname "$(dirname "$host_config")")
+  dirname "$(dirname "$host_config")"
+}
+# A build made elsewhere (without libtorch) gets PyTorch's side of the benchmark built here.
+torch_library=$build/lib/libmemtrail_torch_allocator.so
+if [ ! -f "$torch_library" ] && [ -n "$torch_dir" ]; then
+  cuda_include=$(cuda_include_dir)
   mkdir -p "$build/lib"
   ${CXX:-c++} -std=c++20 -O2 -shared -fPIC -D_GLIBCXX_USE_CXX11_ABI=1 -isystem "$torch_dir/include" \
     -isystem "$cuda_include" "$here/bench/gpu/torch_allocator.cpp" -o "$torch_library" \
@@ -53,10 +57,7 @@ fi
 # The same for the torch bridge (recorder/src/torch_bridge), beside librecorder.so.
 bridge_library=$build/lib/libmemtrail_torch_bridge.so
 if [ ! -f "$bridge_library" ] && [ -n "$torch_dir" ]; then
-  nvcc_root=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
-  host_config=$(find "$nvcc_root" /usr/local/cuda* "$torch_dir/.." -path '*include/crt/host_config.h' \
-    2>/dev/null | head -1)
-  cuda_include=$(dirname "$(dirname "$host_config")")
+  cuda_include=$(cuda_include_dir)
   ${CXX:-c++} -std=c++20 -O2 -shared -fPIC -fvisibility=hidden -D_GLIBCXX_USE_CXX11_ABI=1 \
     -isystem "$torch_dir/include" -isystem "$torch_dir/include/torch/csrc/api/include" \
     -isystem "$cuda_include" -I"$here/recorder/include" -I"$build/include" \

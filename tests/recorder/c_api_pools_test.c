@@ -1,7 +1,7 @@
 /* Private pools through the C API from C, on a simulated device (MEMTRAIL_DEVICE=sim:1GiB, set
  * by ctest): each call, its error codes, allocations inside and outside a pool (for the calling
  * thread, for a stream, through a filter), use counts, and a released pool's memory given back.
- * The memory comes back when memtrail_memory_summary's "Reserved" total drops to 0.
+ * The memory is back when the "GPU reserved memory" row of memtrail_memory_summary reads 0.
  * Usage: test_recorder_c_api_pools */
 #define _POSIX_C_SOURCE 200809L
 
@@ -9,21 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "c_check.h"
 #include "memtrail/memtrail.h"
-
-#define CHECK(condition)                                                                      \
-    do {                                                                                      \
-        if (!(condition)) {                                                                   \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error %d: \"%s\"\n", __FILE__,     \
-                    __LINE__, #condition, memtrail_last_error_code(), memtrail_last_error()); \
-            return 1;                                                                         \
-        }                                                                                     \
-    } while (0)
 
 #define MIB (1 << 20)
 
-/* The reserved bytes memtrail_memory_summary reports for device 0 ("Reserved memory | N"), as
- * its first figure: its current value. */
+/* Whether device 0's reserved memory is 0: the first figure of memtrail_memory_summary's
+ * "GPU reserved memory" row, its current value. */
 static int reserved_is_zero(void) {
     const char* summary = memtrail_memory_summary(0);
     const char* row = summary != NULL ? strstr(summary, "GPU reserved memory") : NULL;
