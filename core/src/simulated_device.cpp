@@ -163,8 +163,11 @@ void simulated_device::synchronize_device() {
 }
 
 uint64_t simulated_device::stream_capture_id(stream_handle stream) {
+    // Asked on every recorded allocation: no lock while nothing captures.
+    if (capture_count_.load(std::memory_order_acquire) == 0) {
+        return 0;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
-    calls_.capture_query++;
     auto it = captures_.find(stream);
     return it == captures_.end() ? 0 : it->second;
 }
@@ -175,6 +178,7 @@ uint64_t simulated_device::begin_capture(stream_handle stream) {
     if (!inserted) {
         throw device_error("simulated device: stream " + hex(stream) + " is capturing already");
     }
+    capture_count_.store(captures_.size(), std::memory_order_release);
     return next_capture_++;
 }
 
@@ -183,6 +187,7 @@ void simulated_device::end_capture(stream_handle stream) {
     if (captures_.erase(stream) == 0) {
         throw device_error("simulated device: stream " + hex(stream) + " is not capturing");
     }
+    capture_count_.store(captures_.size(), std::memory_order_release);
 }
 
 void simulated_device::refuse_during_capture_locked(const char* call) const {

@@ -3,6 +3,7 @@
 // it is told to), never touches the memory, so a 141 GB device can be simulated on a laptop;
 // events complete at once or when a test says so; it can fail on purpose and counts every call.
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -31,7 +32,6 @@ struct simulated_device_calls {
     uint64_t allocate = 0, free = 0, memory_info = 0;
     uint64_t create_event = 0, destroy_event = 0, record_event = 0, query_event = 0;
     uint64_t synchronize_event = 0, synchronize_stream = 0, synchronize_device = 0;
-    uint64_t capture_query = 0;
     uint64_t reserve = 0, release_range = 0, create_physical = 0, release_physical = 0;
     uint64_t map = 0, unmap = 0, set_access = 0;
     uint64_t failed_allocations = 0;
@@ -137,6 +137,7 @@ class simulated_device final : public device {
     event_handle next_event_ = 1;
     uint64_t record_counter_ = 0;
     std::map<stream_handle, uint64_t> captures_;  // capturing stream -> capture id
+    std::atomic<size_t> capture_count_{0};        // captures_.size(), read without the lock
     uint64_t next_capture_ = 1;
     uint64_t fail_countdown_ = 0;  // 0 = off
     double failure_probability_ = 0.0;
