@@ -4,7 +4,7 @@
 
 namespace memtrail::recorder::detail {
 
-void capture_pools::before_allocate(device_allocator& allocator, stream_handle stream) {
+void capture_pools::prepare(device_allocator& allocator, stream_handle stream) {
     device& dev = allocator.get_device();
     if (underway_count_.load(std::memory_order_acquire) != 0) [[unlikely]] {
         std::lock_guard lock(mutex_);

@@ -170,16 +170,19 @@ history_options recorder::options(int device) const {
 [[gnu::noinline]] device_address recorder::allocate(uint64_t size, int device, stream_handle stream,
                                                     size_t wrapper_frames) {
     if (device >= 0 && device < static_cast<int>(captures_.size())) {
-        captures_[static_cast<size_t>(device)]->before_allocate(allocator_.on(device), stream);
+        captures_[static_cast<size_t>(device)]->prepare(allocator_.on(device), stream);
     }
     const context_handle context = capture_context(device, false, wrapper_frames);
     return allocator_.allocate(size, device, stream, context);
 }
 
 [[gnu::noinline]] void recorder::free(device_address address, int expected_device,
-                                      size_t wrapper_frames) {
+                                      size_t wrapper_frames, stream_handle stream) {
     const int device =
         expected_device != unknown_device ? expected_device : allocator_.device_of(address);
+    if (stream != 0 && device >= 0 && device < static_cast<int>(captures_.size())) {
+        captures_[static_cast<size_t>(device)]->prepare(allocator_.on(device), stream);
+    }
     const context_handle context = capture_context(device, true, wrapper_frames);
     allocator_.free(address, device, context);
 }

@@ -148,6 +148,20 @@ TEST_F(unannounced_capture_test, allocations_go_to_a_pool_of_the_capture_that_is
     EXPECT_EQ(history.pool_use_count(0, pool_id{capture, 0}), 1);
 }
 
+TEST_F(unannounced_capture_test, a_free_at_the_start_of_a_capture_waits_like_one_during_it) {
+    const device_address used_beside = history.allocate(MiB, 0, capture_stream);
+    allocator.record_stream(used_beside, side_stream);
+    const uint64_t events_recorded = gpu.calls().record_event;
+    const uint64_t capture = gpu.begin_capture(capture_stream);
+    history.free(used_beside, 0, 0, capture_stream);  // before any allocation of the capture
+    EXPECT_TRUE(allocator.on(0).allocates_to_pool(capture_stream));
+    // Its cross-stream uses get no event now: the free completes after the capture.
+    EXPECT_EQ(gpu.calls().record_event, events_recorded);
+    const device_address captured = history.allocate(MiB, 0, capture_stream);
+    EXPECT_EQ(pool_of(history.take_snapshot(), captured), (pool_id{capture, 0}));
+    gpu.end_capture(capture_stream);
+}
+
 TEST_F(unannounced_capture_test, an_announced_capture_keeps_its_own_pool) {
     gpu.begin_capture(capture_stream);
     const pool_id announced{7, 0};

@@ -76,8 +76,10 @@ typedef enum memtrail_error_code {
 /* A block of at least `size` bytes on `device`, usable on `stream` (a cudaStream_t, NULL for the
  * default stream). NULL on failure, out of memory included. */
 MEMTRAIL_API void* memtrail_malloc(ssize_t size, int device, void* stream);
-/* Returns a block from memtrail_malloc; `size` and `stream` are not needed and may be anything.
- * A pointer memtrail does not hold is reported as MEMTRAIL_ERROR_UNKNOWN_POINTER. */
+/* Returns a block from memtrail_malloc; `size` is not needed and may be anything. `stream` is
+ * the block's stream when known (PyTorch passes it; NULL otherwise): a free on a stream that is
+ * capturing a CUDA graph is then handled as one during the capture. A pointer memtrail does not
+ * hold is reported as MEMTRAIL_ERROR_UNKNOWN_POINTER. */
 MEMTRAIL_API void memtrail_free(void* ptr, ssize_t size, int device, void* stream);
 
 /* --- history ------------------------------------------------------------------------------ */

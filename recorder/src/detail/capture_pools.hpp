@@ -16,10 +16,12 @@ namespace memtrail::recorder::detail {
 
 class capture_pools {
   public:
-    // Called before every allocation on `stream`: ends the pools of captures that have finished
-    // and, when `stream` is capturing and no pool being allocated to takes it, begins allocating
-    // to that capture's pool. One device query when no capture is under way.
-    void before_allocate(device_allocator& allocator, stream_handle stream);
+    // Called before every allocation on `stream`, and every free of a block of `stream`: ends the
+    // pools of captures that have finished and, when `stream` is capturing and no pool being
+    // allocated to takes it, begins allocating to that capture's pool (so that a free at the
+    // start of a capture already waits, as frees during a capture must). One device query when
+    // no capture is under way.
+    void prepare(device_allocator& allocator, stream_handle stream);
 
   private:
     struct capture_underway {

@@ -148,13 +148,13 @@ extern "C" {
     }
 }
 
-[[gnu::noinline]] void memtrail_free(void* ptr, ssize_t, int device, void*) {
+[[gnu::noinline]] void memtrail_free(void* ptr, ssize_t, int device, void* stream) {
     clear_error();
     if (ptr == nullptr) {
         return;
     }
     try {
-        started().history().free(address_of(ptr), device, c_api_frames);
+        started().history().free(address_of(ptr), device, c_api_frames, stream_of(stream));
     } catch (...) {
         report_current_exception();
     }

@@ -54,8 +54,10 @@ class recorder final : public allocator_observer {
     // an API layer (memtrail_malloc) does not appear in every stack it records.
     device_address allocate(uint64_t size, int device, stream_handle stream = 0,
                             size_t wrapper_frames = 0);
+    // `stream`: the block's stream, when the caller knows it (PyTorch passes it); a free on a
+    // stream that is capturing a CUDA graph first begins that capture's pool (see below).
     void free(device_address address, int expected_device = unknown_device,
-              size_t wrapper_frames = 0);
+              size_t wrapper_frames = 0, stream_handle stream = 0);
     void empty_cache(int device = all_devices, size_t wrapper_frames = 0);
     caching_allocator& allocator() { return allocator_; }
 
