@@ -104,6 +104,22 @@ class device_guard {
     int index_ = 0;
 };
 
+// Device memory may be asked for while a stream is capturing a CUDA graph (an allocation made
+// during the capture). In the default (global) capture mode the capture forbids cudaMalloc and
+// the VMM calls from any thread, and the attempt invalidates it; relaxed mode, for this thread
+// and this call only, allows them, as PyTorch's cudaMallocMaybeCapturing does. Never used for
+// frees: the allocator gives nothing back while a capture may be under way.
+class relaxed_capture_mode {
+  public:
+    relaxed_capture_mode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+    ~relaxed_capture_mode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+    relaxed_capture_mode(const relaxed_capture_mode&) = delete;
+    relaxed_capture_mode& operator=(const relaxed_capture_mode&) = delete;
+
+  private:
+    cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;  // swapped in, then back
+};
+
 CUmemAllocationProp pinned_on(int index) {
     CUmemAllocationProp prop = {};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -150,7 +166,11 @@ std::string cuda_device::name() const {
 device_status cuda_device::allocate(uint64_t size, device_address& out) {
     device_guard guard(index_);
     void* ptr = nullptr;
-    const cudaError_t status = cudaMalloc(&ptr, size);
+    cudaError_t status;
+    {
+        relaxed_capture_mode relaxed;
+        status = cudaMalloc(&ptr, size);
+    }
     if (status == cudaErrorMemoryAllocation) {
         cudaGetLastError();  // clear the sticky-free error so later calls are not affected
         return device_status::out_of_memory;
@@ -214,6 +234,21 @@ void cuda_device::synchronize_device() {
     MEMTRAIL_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+uint64_t cuda_device::stream_capture_id(stream_handle stream) {
+    if (stream == 0) {
+        return 0;  // the legacy default stream cannot capture, and is not asked
+    }
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    // A failed query means "not capturing"; the error is not sticky, but is cleared so that the
+    // caller's next cudaGetLastError does not see it.
+    if (cudaStreamGetCaptureInfo(from_handle<cudaStream_t>(stream), &status, &id) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return status == cudaStreamCaptureStatusNone ? 0 : id;
+}
+
 uint64_t cuda_device::allocation_granularity() {
     const CUmemAllocationProp prop = pinned_on(index_);
     size_t granularity = 0;
@@ -224,6 +259,7 @@ uint64_t cuda_device::allocation_granularity() {
 
 device_status cuda_device::reserve_address_range(uint64_t size, device_address& out) {
     CUdeviceptr ptr = 0;
+    relaxed_capture_mode relaxed;
     const CUresult status = driver().address_reserve(&ptr, size, 0, 0, 0);
     if (status == CUDA_ERROR_OUT_OF_MEMORY) {
         return device_status::out_of_memory;
@@ -240,6 +276,7 @@ void cuda_device::release_address_range(device_address address, uint64_t size) {
 device_status cuda_device::create_physical(uint64_t size, physical_handle& out) {
     const CUmemAllocationProp prop = pinned_on(index_);
     CUmemGenericAllocationHandle handle = 0;
+    relaxed_capture_mode relaxed;
     const CUresult status = driver().create(&handle, size, &prop, 0);
     if (status == CUDA_ERROR_OUT_OF_MEMORY) {
         return device_status::out_of_memory;
@@ -254,6 +291,7 @@ void cuda_device::release_physical(physical_handle handle) {
 }
 
 void cuda_device::map(device_address address, uint64_t size, physical_handle handle) {
+    relaxed_capture_mode relaxed;
     MEMTRAIL_CU_CHECK(driver().map(address, size, 0, handle, 0));
 }
 
@@ -266,6 +304,7 @@ void cuda_device::set_access(device_address address, uint64_t size) {
     desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     desc.location.id = index_;
     desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    relaxed_capture_mode relaxed;
     MEMTRAIL_CU_CHECK(driver().set_access(address, size, &desc, 1));
 }
 

@@ -104,12 +104,20 @@ int device_allocator::pool_use_count(pool_id pool) const {
     return impl_->pool_use_count(pool);
 }
 
+bool device_allocator::allocates_to_pool(stream_handle stream) const {
+    return impl_->allocates_to_pool(stream);
+}
+
 void device_allocator::set_memory_fraction(double fraction) {
     if (!(fraction >= 0.0 && fraction <= 1.0)) {
         throw usage_error("memtrail: memory fraction " + std::to_string(fraction) +
                           " is invalid; accepted: 0.0 to 1.0");
     }
     impl_->set_memory_fraction(fraction);
+}
+
+double device_allocator::memory_fraction() const {
+    return impl_->memory_fraction();
 }
 
 void device_allocator::process_events(context_handle context) {

@@ -101,6 +101,12 @@ int device_allocator_impl::pool_use_count(pool_id id) const {
     return pool ? pool->use_count : 0;
 }
 
+bool device_allocator_impl::allocates_to_pool(stream_handle stream) const {
+    std::lock_guard<reentrant_mutex> lock(mutex);
+    return std::any_of(captures_underway_.begin(), captures_underway_.end(),
+                       [&](const auto& entry) { return entry.second(stream); });
+}
+
 uint64_t device_allocator_impl::free_bytes_in_private_pools() const {
     uint64_t bytes = 0;
     for (const auto& [id, pool] : private_pools_) {

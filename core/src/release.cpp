@@ -16,6 +16,12 @@ void device_allocator_impl::set_memory_fraction(double fraction) {
     const memory_info info = dev.get_memory_info();
     allowed_memory_maximum_ = static_cast<uint64_t>(fraction * static_cast<double>(info.total));
     set_fraction_ = true;
+    memory_fraction_ = fraction;
+}
+
+double device_allocator_impl::memory_fraction() const {
+    std::lock_guard<reentrant_mutex> lock(mutex);
+    return memory_fraction_;
 }
 
 bool device_allocator_impl::release_available_cached_blocks(const alloc_params& p,

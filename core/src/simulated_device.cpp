@@ -82,6 +82,7 @@ device_status simulated_device::allocate(uint64_t size, device_address& out) {
 void simulated_device::free(device_address address) {
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.free++;
+    refuse_during_capture_locked("free");
     auto it = allocations_.find(address);
     if (it == allocations_.end()) {
         throw device_error("simulated device: free of " + hex(address) +
@@ -126,6 +127,7 @@ void simulated_device::record_event(event_handle event, stream_handle stream) {
 bool simulated_device::query_event(event_handle event) {
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.query_event++;
+    refuse_during_capture_locked("query_event");
     auto it = events_.find(event);
     return it == events_.end() || it->second.completed;
 }
@@ -133,6 +135,7 @@ bool simulated_device::query_event(event_handle event) {
 void simulated_device::synchronize_event(event_handle event) {
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.synchronize_event++;
+    refuse_during_capture_locked("synchronize_event");
     auto it = events_.find(event);
     if (it != events_.end()) {
         it->second.completed = true;  // waiting for an event means it is done afterwards
@@ -142,6 +145,7 @@ void simulated_device::synchronize_event(event_handle event) {
 void simulated_device::synchronize_stream(stream_handle stream) {
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.synchronize_stream++;
+    refuse_during_capture_locked("synchronize_stream");
     for (auto& [handle, state] : events_) {
         if (state.recorded && state.stream == stream) {
             state.completed = true;
@@ -152,8 +156,45 @@ void simulated_device::synchronize_stream(stream_handle stream) {
 void simulated_device::synchronize_device() {
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.synchronize_device++;
+    refuse_during_capture_locked("synchronize_device");
     for (auto& [handle, state] : events_) {
         state.completed = true;
+    }
+}
+
+uint64_t simulated_device::stream_capture_id(stream_handle stream) {
+    // Asked on every recorded allocation: no lock while nothing captures.
+    if (capture_count_.load(std::memory_order_acquire) == 0) {
+        return 0;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = captures_.find(stream);
+    return it == captures_.end() ? 0 : it->second;
+}
+
+uint64_t simulated_device::begin_capture(stream_handle stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto [it, inserted] = captures_.try_emplace(stream, next_capture_);
+    if (!inserted) {
+        throw device_error("simulated device: stream " + hex(stream) + " is capturing already");
+    }
+    capture_count_.store(captures_.size(), std::memory_order_release);
+    return next_capture_++;
+}
+
+void simulated_device::end_capture(stream_handle stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (captures_.erase(stream) == 0) {
+        throw device_error("simulated device: stream " + hex(stream) + " is not capturing");
+    }
+    capture_count_.store(captures_.size(), std::memory_order_release);
+}
+
+void simulated_device::refuse_during_capture_locked(const char* call) const {
+    if (!captures_.empty()) {
+        throw device_error(std::string("simulated device: ") + call +
+                           " during a stream capture would invalidate it "
+                           "(cudaErrorStreamCaptureInvalidated)");
     }
 }
 
@@ -168,6 +209,7 @@ device_status simulated_device::reserve_address_range(uint64_t size, device_addr
 void simulated_device::release_address_range(device_address address, uint64_t size) {
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.release_range++;
+    refuse_during_capture_locked("release_address_range");
     auto it = reservations_.find(address);
     if (it == reservations_.end() || it->second != size) {
         throw device_error("simulated device: release of address range " + hex(address) +
@@ -199,6 +241,7 @@ device_status simulated_device::create_physical(uint64_t size, physical_handle& 
 void simulated_device::release_physical(physical_handle handle) {
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.release_physical++;
+    refuse_during_capture_locked("release_physical");
     auto it = physical_.find(handle);
     if (it == physical_.end()) {
         throw device_error("simulated device: release of unknown physical handle " +
@@ -223,6 +266,7 @@ void simulated_device::map(device_address address, uint64_t size, physical_handl
 void simulated_device::unmap(device_address address, uint64_t size) {
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.unmap++;
+    refuse_during_capture_locked("unmap");
     auto it = mappings_.find(address);
     if (it == mappings_.end() || it->second.first != size) {
         throw device_error("simulated device: unmap of " + hex(address) + " which is not mapped");

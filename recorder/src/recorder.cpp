@@ -10,6 +10,7 @@
 #include <string>
 
 #include "detail/call_context.hpp"
+#include "detail/capture_pools.hpp"
 #include "detail/device_history.hpp"
 #include "detail/fast_clock.hpp"
 #include "detail/observed_allocations.hpp"
@@ -80,6 +81,7 @@ recorder::recorder(caching_allocator& allocator)
       observed_(std::make_unique<detail::observed_allocations>(allocator.device_count())) {
     for (int d = 0; d < allocator_.device_count(); ++d) {
         devices_.push_back(std::make_unique<device_history>());
+        captures_.push_back(std::make_unique<detail::capture_pools>());
         devices_.back()->options.enabled = record_mode::off;
         allocator_.on(d).set_observer(this);
     }
@@ -171,14 +173,20 @@ history_options recorder::options(int device) const {
 
 [[gnu::noinline]] device_address recorder::allocate(uint64_t size, int device, stream_handle stream,
                                                     size_t wrapper_frames) {
+    if (device >= 0 && device < static_cast<int>(captures_.size())) {
+        captures_[static_cast<size_t>(device)]->prepare(allocator_.on(device), stream);
+    }
     const context_handle context = capture_context(device, false, wrapper_frames);
     return allocator_.allocate(size, device, stream, context);
 }
 
 [[gnu::noinline]] void recorder::free(device_address address, int expected_device,
-                                      size_t wrapper_frames) {
+                                      size_t wrapper_frames, stream_handle stream) {
     const int device =
         expected_device != unknown_device ? expected_device : allocator_.device_of(address);
+    if (stream != 0 && device >= 0 && device < static_cast<int>(captures_.size())) {
+        captures_[static_cast<size_t>(device)]->prepare(allocator_.on(device), stream);
+    }
     const context_handle context = capture_context(device, true, wrapper_frames);
     allocator_.free(address, device, context);
 }
@@ -194,6 +202,31 @@ history_options recorder::options(int device) const {
         const context_handle context = capture_context(d, true, wrapper_frames);
         allocator_.on(d).empty_cache(context);
     }
+}
+
+void recorder::create_pool(int device, pool_id pool, pool_options options) {
+    allocator_.on(device).create_pool(pool, options);
+}
+
+void recorder::begin_allocate_to_pool(int device, pool_id pool, stream_filter filter) {
+    allocator_.on(device).begin_allocate_to_pool(pool, std::move(filter));
+}
+
+void recorder::end_allocate_to_pool(int device, pool_id pool) {
+    allocator_.on(device).end_allocate_to_pool(pool);
+}
+
+void recorder::release_pool(int device, pool_id pool) {
+    allocator_.on(device).release_pool(pool);
+}
+
+int recorder::pool_use_count(int device, pool_id pool) {
+    return allocator_.on(device).pool_use_count(pool);
+}
+
+[[gnu::noinline]] void recorder::empty_pool_cache(int device, pool_id pool, size_t wrapper_frames) {
+    device_allocator& allocator = allocator_.on(device);
+    allocator.empty_cache(pool, capture_context(device, true, wrapper_frames));
 }
 
 void recorder::on_event(const allocator_event& event) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <unordered_map>
 
@@ -47,6 +48,25 @@ class label_converter {
     std::unordered_map<uint32_t, snapshot::string_id> converted_;
 };
 
+// The per-process memory fraction (settings.other["per_process_memory_fraction"], as the OOM
+// report reads it), when the program set one: settings are the process's, so it is recorded only
+// when every device that has a fraction has the same one (one device per process, the usual).
+void record_memory_fraction(caching_allocator& allocator, snapshot::allocator_settings& settings) {
+    double fraction = 0.0;
+    for (int d = 0; d < allocator.device_count(); ++d) {
+        const double set = allocator.on(d).memory_fraction();
+        if (set > 0.0 && fraction > 0.0 && set != fraction) {
+            return;
+        }
+        fraction = set > 0.0 ? set : fraction;
+    }
+    if (fraction > 0.0) {
+        std::array<char, 32> text{};
+        const auto written = std::to_chars(text.data(), text.data() + text.size(), fraction);
+        settings.other["per_process_memory_fraction"] = std::string(text.data(), written.ptr);
+    }
+}
+
 }  // namespace
 
 snapshot::snapshot recorder::take_snapshot() {
@@ -61,6 +81,7 @@ snapshot::snapshot recorder::take_snapshot() {
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
     out.settings = bridge::to_snapshot_settings(allocator_.on(0).config());
+    record_memory_fraction(allocator_, out.settings);
 
     for (int d = 0; d < allocator_.device_count(); ++d) {
         device_allocator& allocator = allocator_.on(d);

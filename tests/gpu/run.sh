@@ -18,9 +18,11 @@
 #   8. the Python package (python/), pip-installed into a virtual environment: a training loop
 #      after memtrail.torch.use() against PyTorch's allocator, gc.collect on memory pressure,
 #      CuPy through the package where CuPy is installed (tests/gpu/python_package.py)
+#   9. CUDA graphs on memtrail: torch.cuda.graph training and torch.compile(mode="reduce-overhead")
+#      (tests/gpu/torch_graphs.py, with libmemtrail_torch_bridge.so)
 # Set SKIP_<PART>=1 (SKIP_TESTS, SKIP_SAMPLES, SKIP_BENCH, SKIP_TRAINING, SKIP_DISTRIBUTED,
-# SKIP_TRACES, SKIP_RUN, SKIP_PYTHON_PACKAGE) to leave a part out, BENCH_ARGS to pass Google
-# Benchmark flags.
+# SKIP_TRACES, SKIP_RUN, SKIP_PYTHON_PACKAGE, SKIP_GRAPHS) to leave a part out, BENCH_ARGS to pass
+# Google Benchmark flags.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build-gpu}
@@ -40,20 +42,37 @@ if [ ! -x "$build/bin/test_core" ]; then
     -DMEMTRAIL_CUDA=ON ${torch_dir:+-DMEMTRAIL_TORCH_DIR="$torch_dir"} &&
     cmake --build "$build" -j "$(nproc)" || exit 2
 fi
-# A build made elsewhere (without libtorch) gets PyTorch's side of the benchmark built here.
-torch_library=$build/lib/libmemtrail_torch_allocator.so
-if [ ! -f "$torch_library" ] && [ -n "$torch_dir" ]; then
-  # libtorch's headers include the CUDA runtime's, crt/ included: the toolkit's, wherever it is.
+# libtorch's headers include the CUDA runtime's, crt/ included: the toolkit's, wherever it is.
+cuda_include_dir() {
+  local nvcc_root host_config
   nvcc_root=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
   host_config=$(find "$nvcc_root" /usr/local/cuda* "$torch_dir/.." -path '*include/crt/host_config.h' \
     2>/dev/null | head -1)
-  cuda_include=$(dirname "$(dirname "$host_config")")
+  dirname "$(dirname "$host_config")"
+}
+# A build made elsewhere (without libtorch) gets PyTorch's side of the benchmark built here.
+torch_library=$build/lib/libmemtrail_torch_allocator.so
+if [ ! -f "$torch_library" ] && [ -n "$torch_dir" ]; then
+  cuda_include=$(cuda_include_dir)
   mkdir -p "$build/lib"
   ${CXX:-c++} -std=c++20 -O2 -shared -fPIC -D_GLIBCXX_USE_CXX11_ABI=1 -isystem "$torch_dir/include" \
     -isystem "$cuda_include" "$here/bench/gpu/torch_allocator.cpp" -o "$torch_library" \
     -L"$torch_dir/lib" -ltorch_cuda -ltorch_cpu -lc10_cuda -lc10 -Wl,-rpath,"$torch_dir/lib" \
     -Wl,--allow-shlib-undefined > "$out/torch_allocator_build.log" 2>&1 ||
     fail "building libmemtrail_torch_allocator.so (see torch_allocator_build.log)"
+fi
+# The same for the torch bridge (recorder/src/torch_bridge), beside librecorder.so.
+bridge_library=$build/lib/libmemtrail_torch_bridge.so
+if [ ! -f "$bridge_library" ] && [ -n "$torch_dir" ]; then
+  cuda_include=$(cuda_include_dir)
+  ${CXX:-c++} -std=c++20 -O2 -shared -fPIC -fvisibility=hidden -D_GLIBCXX_USE_CXX11_ABI=1 \
+    -isystem "$torch_dir/include" -isystem "$torch_dir/include/torch/csrc/api/include" \
+    -isystem "$cuda_include" -I"$here/recorder/include" -I"$build/include" \
+    "$here/recorder/src/torch_bridge/torch_bridge.cpp" -o "$bridge_library" \
+    -L"$build/lib" -lrecorder -L"$torch_dir/lib" -ltorch_cuda -ltorch_cpu -lc10_cuda -lc10 \
+    -Wl,-rpath,"$torch_dir/lib" -Wl,-rpath,'$ORIGIN' -Wl,--allow-shlib-undefined \
+    > "$out/torch_bridge_build.log" 2>&1 ||
+    fail "building libmemtrail_torch_bridge.so (see torch_bridge_build.log)"
 fi
 
 {
@@ -122,6 +141,16 @@ if ! skip DISTRIBUTED; then
   else
     note "- torch.distributed: left out ($gpus GPU visible, needs 2)"
   fi
+fi
+
+if ! skip GRAPHS; then
+  PYTHONUNBUFFERED=1 "$python" "$here/tests/gpu/torch_graphs.py" "$build/lib/librecorder.so" \
+    "$out/graphs" > "$out/graphs.log" 2>&1 || fail "torch_graphs.py"
+  note ""
+  note "## CUDA graphs on memtrail"
+  note '```'
+  cat "$out/graphs.log" >> "$out/results.md"
+  note '```'
 fi
 
 if ! skip TRACES && [ -f "$shared/tools/torch_parity_traces.py" ]; then

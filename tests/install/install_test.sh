@@ -67,6 +67,8 @@ case "${1:-}" in
       || fail "memtrail_malloc is not in librecorder's MEMTRAIL_0.1 symbol node"
     grep -q " memtrail_memory_stats_json@@MEMTRAIL_0.2$" <<<"$symbols" \
       || fail "memtrail_memory_stats_json is not in librecorder's MEMTRAIL_0.2 symbol node"
+    grep -q " memtrail_create_pool@@MEMTRAIL_0.2$" <<<"$symbols" \
+      || fail "memtrail_create_pool is not in librecorder's MEMTRAIL_0.2 symbol node"
     grep -q 'R.*PATH.*\[\$ORIGIN/../lib\]' <<<"$(readelf -d "$prefix/bin/memtrail")" \
       || fail "bin/memtrail has no run path to the installed libraries"
     "$prefix/bin/memtrail" --version

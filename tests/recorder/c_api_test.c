@@ -12,16 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "c_check.h"
 #include "memtrail/memtrail.h"
-
-#define CHECK(condition)                                                                      \
-    do {                                                                                      \
-        if (!(condition)) {                                                                   \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error %d: \"%s\"\n", __FILE__,     \
-                    __LINE__, #condition, memtrail_last_error_code(), memtrail_last_error()); \
-            return 1;                                                                         \
-        }                                                                                     \
-    } while (0)
 
 static int file_exists(const char* path) {
     struct stat info;

@@ -307,6 +307,37 @@ std::string write_cpp_stack_pickle() {
     return path.string();
 }
 
+// A snapshot with a segment of the default pools and one of a CUDA graph's private pool: the
+// segment and timeline views draw the pool filter and the pools.
+TEST(every_view, segments_and_timeline_show_private_pools) {
+    snapshot::snapshot s;
+    for (const uint64_t pool_first : {0, 3}) {
+        snapshot::segment seg;
+        seg.address = (pool_first + 1) << 24;
+        seg.total_size = 2 << 20;
+        seg.pool_id_first = pool_first;
+        seg.allocated_size = seg.active_size = seg.requested_size = 1 << 20;
+        seg.blocks.push_back({seg.address, 1 << 20, 1 << 20,
+                              snapshot::block_state::active_allocated, snapshot::no_id, 0});
+        seg.blocks.push_back({seg.address + (1 << 20), 1 << 20, 0, snapshot::block_state::inactive,
+                              snapshot::no_id, 0});
+        s.segments.push_back(seg);
+    }
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("memtrail_viewer_pools_" + std::to_string(::getpid()) + ".pickle");
+    snapshot::write_torch_pickle(s, path);
+    const auto doc = load(path.string());
+    ASSERT_TRUE(doc);
+    headless_frame frame(width, height);
+    for (const view_kind kind : {view_kind::segments, view_kind::timeline}) {
+        view v(doc);
+        v.show(kind);
+        const ImDrawData& data = settle(frame, v);
+        EXPECT_GT(data.TotalVtxCount, 100) << view_kind_name(kind);
+    }
+    std::filesystem::remove(path);
+}
+
 TEST(workspace, pytorchs_own_frames_are_hidden_until_the_view_menu_shows_them) {
     const std::string path = write_cpp_stack_pickle();
     headless_frame frame(width, height);

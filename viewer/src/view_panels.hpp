@@ -18,6 +18,7 @@
 #include "memtrail/analysis/memory_state.hpp"
 #include "memtrail/analysis/oom_report.hpp"
 #include "memtrail/analysis/stacked_timeline.hpp"
+#include "memtrail/analysis/segment_pools.hpp"
 #include "memtrail/analysis/timeline.hpp"
 #include "memtrail/viewer/rank_table.hpp"
 #include "memtrail/viewer/view.hpp"
@@ -39,6 +40,20 @@ struct view::panels {
         std::string text;
         std::vector<int8_t> stack_match;  // -1 unknown, 0 no, 1 yes
     } search;
+
+    //--- private pools (view_pools.cpp): the pools of the device's segments and the pool filter
+    // the segment and timeline views share.
+    struct pools_state {
+        bool valid = false;
+        size_t device_index = 0;
+        analysis::segment_pools pools;
+        analysis::pool_filter filter;
+        // The shown device's pools, rebuilt when the device changes (the filter with them).
+        const analysis::segment_pools& of(const view& v);
+        // The filter's combo; draws nothing when the device has no private pool. True when the
+        // filter changed.
+        bool draw_filter(const view& v);
+    } pools;
 
     //--- timeline state (view_timeline.cpp; its layers and legend in view_timeline_layers.cpp)
     struct timeline_state {
@@ -172,13 +187,20 @@ struct view::panels {
         bool color_by_stack = false;
         bool common_scale = false;
 
+        // The segments of this frame that the pool filter lets through, with their pools.
+        struct row {
+            const snapshot::segment* segment = nullptr;
+            std::optional<analysis::segment_pool> pool;  // nullopt: unknown
+        };
+        std::vector<row> rows;
+
         // One segment's row of view::draw_segments: its label, its blocks as a bar, the selected
         // allocation outlined, and the block under the mouse in a tooltip.
-        void draw_row(view& v, const snapshot::segment& seg, uint64_t largest_segment,
-                      float bar_width, const analysis::allocation_lifetime* selected);
+        void draw_row(view& v, const row& r, uint64_t largest_segment, float bar_width,
+                      const analysis::allocation_lifetime* selected);
         void draw_blocks(view& v, const snapshot::segment& seg, float bar_x, float scale, float y0,
                          float y1);
-        void block_tooltip(view& v, const snapshot::segment& seg, float bar_x, float scale);
+        void block_tooltip(view& v, const row& r, float bar_x, float scale);
     } segments;
 
     //--- flame state (view_flame.cpp)

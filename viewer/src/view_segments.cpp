@@ -63,10 +63,21 @@ void view::draw_segments() {
         legend_item(palette::free_block, "free");
     }
     ImGui::TextDisabled("left/right: step events");
+    ImGui::SameLine();
+    panels_->pools.draw_filter(*this);
 
+    // The rows the pool filter lets through, each with its pool (unknown when the snapshot no
+    // longer holds the segment).
+    const analysis::segment_pools& pools = panels_->pools.of(*this);
+    const analysis::pool_filter& filter = panels_->pools.filter;
+    panel.rows.clear();
     uint64_t largest_segment = 1;
     for (const snapshot::segment& s : state.segments) {
-        largest_segment = std::max(largest_segment, s.total_size);
+        const std::optional<analysis::segment_pool> pool = pools.pool_of(s.address, s.total_size);
+        if (filter.accepts(pool)) {
+            panel.rows.push_back({&s, pool});
+            largest_segment = std::max(largest_segment, s.total_size);
+        }
     }
     const analysis::allocation_lifetime* selected =
         allocation_ ? &model().lifetimes()[*allocation_] : nullptr;
@@ -74,25 +85,27 @@ void view::draw_segments() {
     ImGui::BeginChild("##segment_rows");
     const float bar_width = std::max(32.0f, ImGui::GetContentRegionAvail().x - label_width - 8);
     ImGuiListClipper clipper;
-    clipper.Begin(static_cast<int>(state.segments.size()));
+    clipper.Begin(static_cast<int>(panel.rows.size()));
     while (clipper.Step()) {
         for (int row = clipper.DisplayStart; row < clipper.DisplayEnd; ++row) {
-            const snapshot::segment& seg = state.segments[static_cast<size_t>(row)];
-            panel.draw_row(*this, seg, largest_segment, bar_width, selected);
+            panel.draw_row(*this, panel.rows[static_cast<size_t>(row)], largest_segment, bar_width,
+                           selected);
         }
     }
     ImGui::EndChild();
 }
 
-void view::panels::segments_state::draw_row(view& v, const snapshot::segment& seg,
-                                            uint64_t largest_segment, float bar_width,
+void view::panels::segments_state::draw_row(view& v, const row& r, uint64_t largest_segment,
+                                            float bar_width,
                                             const analysis::allocation_lifetime* selected) {
+    const snapshot::segment& seg = *r.segment;
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     ImGui::AlignTextToFramePadding();
-    ImGui::Text("%s %s  %s  s%llu", format_address(seg.address).c_str(),
-                seg.is_large ? "large" : "small", format_bytes(seg.total_size).c_str(),
-                static_cast<unsigned long long>(seg.stream));
+    ImGui::Text(
+        "%s %s  %s  s%llu%s", format_address(seg.address).c_str(), seg.is_large ? "large" : "small",
+        format_bytes(seg.total_size).c_str(), static_cast<unsigned long long>(seg.stream),
+        r.pool && !r.pool->is_default() ? ("  pool " + analysis::pool_name(*r.pool)).c_str() : "");
     const float bar_x = origin.x + label_width;
     const float scale =
         bar_width / static_cast<float>(common_scale ? largest_segment : seg.total_size);
@@ -114,7 +127,7 @@ void view::panels::segments_state::draw_row(view& v, const snapshot::segment& se
     }
 
     if (bar_hovered) {
-        block_tooltip(v, seg, bar_x, scale);
+        block_tooltip(v, r, bar_x, scale);
     }
 }
 
@@ -202,8 +215,8 @@ void view::panels::segments_state::draw_blocks(view& v, const snapshot::segment&
     flush();
 }
 
-void view::panels::segments_state::block_tooltip(view& v, const snapshot::segment& seg, float bar_x,
-                                                 float scale) {
+void view::panels::segments_state::block_tooltip(view& v, const row& r, float bar_x, float scale) {
+    const snapshot::segment& seg = *r.segment;
     const ImGuiIO& io = ImGui::GetIO();
     const uint64_t offset = static_cast<uint64_t>(std::max(0.0f, (io.MousePos.x - bar_x) / scale));
     auto it = std::upper_bound(
@@ -225,6 +238,12 @@ void view::panels::segments_state::block_tooltip(view& v, const snapshot::segmen
         "segment %s  %s of %s allocated, stream %llu, %s pool", format_address(seg.address).c_str(),
         format_bytes(seg.allocated_size).c_str(), format_bytes(seg.total_size).c_str(),
         static_cast<unsigned long long>(seg.stream), seg.is_large ? "large" : "small");
+    ImGui::TextDisabled("%s", !r.pool ? "pool unknown (the snapshot no longer holds it)"
+                              : r.pool->is_default()
+                                  ? "default pools"
+                                  : ("private pool " + analysis::pool_name(*r.pool) +
+                                     " (a CUDA graph's or a torch.cuda.MemPool's)")
+                                        .c_str());
     if (active) {
         ImGui::Separator();
         v.stack_tooltip(b.stack, 12);

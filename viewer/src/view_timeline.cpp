@@ -225,6 +225,9 @@ void view::panels::timeline_state::rebuild(view& v, int width) {
                         largest_shown->device_index == v.device_index_ &&
                         largest_shown->include_pending == include_pending;
     const std::vector<size_t>& stacked = usable ? largest : none;
+    // The pool filter keeps the bands of allocations in segments of the chosen pool.
+    const analysis::segment_pools& pools = v.panels_->pools.of(v);
+    const analysis::pool_filter& pool_filter = v.panels_->pools.filter;
     std::vector<int> open_band(stacked.size(), -1);
     std::vector<size_t> open_column(stacked.size(), 0);
     for (size_t ci = 0; ci < columns.size(); ++ci) {
@@ -233,7 +236,8 @@ void view::panels::timeline_state::rebuild(view& v, int width) {
         for (size_t k = 0; k < stacked.size(); ++k) {
             const analysis::allocation_lifetime& life = lifetimes[stacked[k]];
             const size_t until = include_pending ? life.released : life.end;
-            if (life.begin >= c.last || until <= c.first) {
+            if (life.begin >= c.last || until <= c.first ||
+                !pool_filter.accepts(pools.pool_holding(life.address))) {
                 continue;
             }
             const uint64_t bottom = offset;
@@ -307,6 +311,10 @@ void view::panels::timeline_state::draw_controls(view& v) {
             view_first = v.axis_of(v.range_->first);
             view_last = std::max(view_first + 1, v.axis_of(v.range_->second + 1));
         }
+    }
+    ImGui::SameLine();
+    if (v.panels_->pools.draw_filter(v)) {
+        cached_first = -1;  // the bands change
     }
     ImGui::SameLine();
     ImGui::TextDisabled("wheel: zoom  drag: pan  shift/right drag: range  click: select");

@@ -60,6 +60,7 @@ class device_allocator_impl {
     // release.cpp
     void empty_cache(context_handle context, pool_id pool);
     void set_memory_fraction(double fraction);
+    double memory_fraction() const;
 
     // private_pools.cpp
     void create_pool(pool_id id, pool_options options);
@@ -67,6 +68,7 @@ class device_allocator_impl {
     void end_allocate_to_pool(pool_id id);
     void release_pool(pool_id id);
     int pool_use_count(pool_id id) const;
+    bool allocates_to_pool(stream_handle stream) const;
 
     // introspection.cpp
     bool would_release_memory(uint64_t size, stream_handle stream);
@@ -106,8 +108,8 @@ class device_allocator_impl {
     bool alloc_block(alloc_params& p, bool is_retry, context_handle context,
                      std::unique_lock<reentrant_mutex>& lock);
     bool should_split(const block* b, uint64_t size) const {
-        if (b->pool->owner && !no_split_pools_.empty() &&
-            no_split_pools_.count(b->pool->owner->id)) [[unlikely]] {
+        if (b->pool->owner && !no_split_pools_.empty() && no_split_pools_.count(b->pool->owner->id))
+            [[unlikely]] {
             return false;  // torch.cuda.MemPool(no_split=True)
         }
         return size_rules::should_split(b->pool->is_small, config.expandable_segments, size,
@@ -191,6 +193,7 @@ class device_allocator_impl {
     uint64_t total_allocated_memory_ = 0;  // bytes held from the device (segments + mapped pages)
     uint64_t allowed_memory_maximum_ = 0;
     bool set_fraction_ = false;
+    double memory_fraction_ = 0.0;
     std::vector<std::unique_ptr<expandable_segment>> expandable_segments_;
 
     // Private pools (private_pools.cpp). Ordered maps: empty_cache walks the released pools in

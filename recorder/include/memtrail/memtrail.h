@@ -76,8 +76,10 @@ typedef enum memtrail_error_code {
 /* A block of at least `size` bytes on `device`, usable on `stream` (a cudaStream_t, NULL for the
  * default stream). NULL on failure, out of memory included. */
 MEMTRAIL_API void* memtrail_malloc(ssize_t size, int device, void* stream);
-/* Returns a block from memtrail_malloc; `size` and `stream` are not needed and may be anything.
- * A pointer memtrail does not hold is reported as MEMTRAIL_ERROR_UNKNOWN_POINTER. */
+/* Returns a block from memtrail_malloc; `size` is not needed and may be anything. `stream` is
+ * the block's stream when known (PyTorch passes it; NULL otherwise): a free on a stream that is
+ * capturing a CUDA graph is then handled as one during the capture. A pointer memtrail does not
+ * hold is reported as MEMTRAIL_ERROR_UNKNOWN_POINTER. */
 MEMTRAIL_API void memtrail_free(void* ptr, ssize_t size, int device, void* stream);
 
 /* --- allocations the program makes itself (memtrail run --mode observe) ------------------- */
@@ -163,6 +165,60 @@ typedef int (*memtrail_collect_callback)(int device, int pressure, void* user_da
  * it may free and allocate through memtrail, and wait for threads that do (a GIL). */
 MEMTRAIL_API int memtrail_set_collect_callback(memtrail_collect_callback callback,
                                                void* user_data);
+
+/* --- private pools (CUDA graphs, torch.cuda.MemPool) ----------------------------------------- */
+
+/* A private pool holds its own cached memory, which serves only allocations made to it. Pools are
+ * named by two numbers, as PyTorch names them (MempoolId_t): (0, N) for torch.cuda.MemPool,
+ * (N, 0) for a CUDA graph's; (0, 0) is the default pools and cannot be used here. Each function
+ * acts on the allocator of `device` and returns 0, or -1 with MEMTRAIL_ERROR_BAD_ARGUMENT for a
+ * device that does not exist or a pool used wrongly (ended without a begin, released twice). */
+
+/* memtrail_create_pool's flags. */
+#define MEMTRAIL_POOL_NO_SPLIT 1u   /* its blocks are never split (MemPool's no_split) */
+#define MEMTRAIL_POOL_USE_ON_OOM 2u /* searched before an allocation fails with out of memory */
+
+/* Creates the pool with `flags` (0, or MEMTRAIL_POOL_* or'ed), or takes one more use of it. */
+MEMTRAIL_API int memtrail_create_pool(int device, unsigned long long pool_first,
+                                      unsigned long long pool_second, unsigned int flags);
+/* From now on the calling thread's allocations on `device` go to the pool, until
+ * memtrail_end_allocate_to_pool (torch.cuda.use_mem_pool). Creates the pool, or takes a use of
+ * it. Pools begun later take precedence over those begun before. */
+MEMTRAIL_API int memtrail_begin_allocate_to_pool(int device, unsigned long long pool_first,
+                                                 unsigned long long pool_second);
+/* The same for every allocation on `stream`, whichever thread makes it (a graph capture). */
+MEMTRAIL_API int memtrail_begin_allocate_to_pool_on_stream(int device,
+                                                           unsigned long long pool_first,
+                                                           unsigned long long pool_second,
+                                                           void* stream);
+/* The same for the allocations whose stream `filter` accepts (returns non-zero for), called
+ * with `filter_context` under memtrail's lock on every allocation of `device` until the end:
+ * it must be quick and must not call memtrail. `filter_context` must stay valid until then. */
+typedef int (*memtrail_stream_filter)(void* stream, void* filter_context);
+MEMTRAIL_API int memtrail_begin_allocate_to_pool_with_filter(int device,
+                                                             unsigned long long pool_first,
+                                                             unsigned long long pool_second,
+                                                             memtrail_stream_filter filter,
+                                                             void* filter_context);
+/* Stops allocating to the pool; what it holds stays in it. */
+MEMTRAIL_API int memtrail_end_allocate_to_pool(int device, unsigned long long pool_first,
+                                               unsigned long long pool_second);
+/* Gives up one use of the pool. At none its cached memory goes back to the device at the next
+ * memtrail_empty_cache (or memtrail_empty_pool_cache), and the pool ends once it holds nothing. */
+MEMTRAIL_API int memtrail_release_pool(int device, unsigned long long pool_first,
+                                       unsigned long long pool_second);
+/* The pool's uses; 0 for a pool released or unknown, -1 on failure. */
+MEMTRAIL_API int memtrail_pool_use_count(int device, unsigned long long pool_first,
+                                         unsigned long long pool_second);
+/* Returns the cached, unused memory of the pool to the device once it is released (nothing
+ * before), and ends the pool when it then holds nothing (torch.cuda.empty_cache of a MemPool). */
+MEMTRAIL_API int memtrail_empty_pool_cache(int device, unsigned long long pool_first,
+                                           unsigned long long pool_second);
+
+/* An allocation on a stream that is capturing a CUDA graph, when no pool begun above takes it,
+ * goes to a pool of that capture, (capture id, 0), which is never released: a graph replays the
+ * addresses it captured, so its memory stays reserved until the process ends
+ * (docs/recorder.md). */
 
 /* --- information --------------------------------------------------------------------------- */
 

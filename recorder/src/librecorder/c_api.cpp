@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 
 #include "librecorder/runtime.hpp"
 #include "memtrail/core/allocator_config.hpp"
@@ -111,6 +112,17 @@ memtrail::stream_handle stream_of(const void* stream) {
     return reinterpret_cast<uintptr_t>(stream);
 }
 
+// A pool of the C API; the default pools (0, 0) are not one.
+memtrail::pool_id private_pool(unsigned long long first, unsigned long long second) {
+    const memtrail::pool_id pool{first, second};
+    if (pool.is_default()) {
+        throw std::invalid_argument(
+            "memtrail: pool (0, 0) is the default pools, not a private pool; name pools (0, N) "
+            "or (N, 0) with N > 0");
+    }
+    return pool;
+}
+
 std::string_view text_or(const char* text, std::string_view fallback) {
     return text != nullptr ? std::string_view(text) : fallback;
 }
@@ -160,13 +172,13 @@ extern "C" {
     }
 }
 
-[[gnu::noinline]] void memtrail_free(void* ptr, ssize_t, int device, void*) {
+[[gnu::noinline]] void memtrail_free(void* ptr, ssize_t, int device, void* stream) {
     clear_error();
     if (ptr == nullptr) {
         return;
     }
     try {
-        started().history().free(address_of(ptr), device, c_api_frames);
+        started().history().free(address_of(ptr), device, c_api_frames, stream_of(stream));
     } catch (...) {
         report_current_exception();
     }
@@ -305,6 +317,95 @@ int memtrail_set_allocator_config(const char* config) {
             r.allocator().on(d).set_config(parsed);
         }
     });
+}
+
+int memtrail_create_pool(int device, unsigned long long pool_first, unsigned long long pool_second,
+                         unsigned int flags) {
+    return guarded([&](runtime& r) {
+        constexpr unsigned int known = MEMTRAIL_POOL_NO_SPLIT | MEMTRAIL_POOL_USE_ON_OOM;
+        if ((flags & ~known) != 0) {
+            throw std::invalid_argument("memtrail_create_pool: unknown flags " +
+                                        std::to_string(flags & ~known) +
+                                        "; accepted: MEMTRAIL_POOL_NO_SPLIT (1), "
+                                        "MEMTRAIL_POOL_USE_ON_OOM (2)");
+        }
+        memtrail::pool_options options;
+        options.no_split = (flags & MEMTRAIL_POOL_NO_SPLIT) != 0;
+        options.use_on_oom = (flags & MEMTRAIL_POOL_USE_ON_OOM) != 0;
+        r.history().create_pool(device, private_pool(pool_first, pool_second), options);
+    });
+}
+
+int memtrail_begin_allocate_to_pool(int device, unsigned long long pool_first,
+                                    unsigned long long pool_second) {
+    return guarded([&](runtime& r) {
+        // The filter runs in the allocating thread: it accepts the calls of this one.
+        r.history().begin_allocate_to_pool(
+            device, private_pool(pool_first, pool_second),
+            [caller = std::this_thread::get_id()](memtrail::stream_handle) {
+                return std::this_thread::get_id() == caller;
+            });
+    });
+}
+
+int memtrail_begin_allocate_to_pool_on_stream(int device, unsigned long long pool_first,
+                                              unsigned long long pool_second, void* stream) {
+    return guarded([&](runtime& r) {
+        r.history().begin_allocate_to_pool(
+            device, private_pool(pool_first, pool_second),
+            [only = stream_of(stream)](memtrail::stream_handle s) { return s == only; });
+    });
+}
+
+int memtrail_begin_allocate_to_pool_with_filter(int device, unsigned long long pool_first,
+                                                unsigned long long pool_second,
+                                                memtrail_stream_filter filter,
+                                                void* filter_context) {
+    return guarded([&](runtime& r) {
+        if (filter == nullptr) {
+            throw std::invalid_argument("memtrail_begin_allocate_to_pool_with_filter: no filter");
+        }
+        r.history().begin_allocate_to_pool(device, private_pool(pool_first, pool_second),
+                                           [filter, filter_context](memtrail::stream_handle s) {
+                                               return filter(reinterpret_cast<void*>(s),
+                                                             filter_context) != 0;
+                                           });
+    });
+}
+
+int memtrail_end_allocate_to_pool(int device, unsigned long long pool_first,
+                                  unsigned long long pool_second) {
+    return guarded([&](runtime& r) {
+        r.history().end_allocate_to_pool(device, private_pool(pool_first, pool_second));
+    });
+}
+
+int memtrail_release_pool(int device, unsigned long long pool_first,
+                          unsigned long long pool_second) {
+    return guarded([&](runtime& r) {
+        r.history().release_pool(device, private_pool(pool_first, pool_second));
+    });
+}
+
+int memtrail_pool_use_count(int device, unsigned long long pool_first,
+                            unsigned long long pool_second) {
+    int count = -1;
+    guarded([&](runtime& r) {
+        count = r.history().pool_use_count(device, private_pool(pool_first, pool_second));
+    });
+    return count;
+}
+
+[[gnu::noinline]] int memtrail_empty_pool_cache(int device, unsigned long long pool_first,
+                                                unsigned long long pool_second) {
+    clear_error();
+    try {
+        started().history().empty_pool_cache(device, private_pool(pool_first, pool_second),
+                                             c_api_frames);
+        return 0;
+    } catch (...) {
+        return report_current_exception();
+    }
 }
 
 const char* memtrail_memory_summary(int device) {

@@ -173,8 +173,13 @@ class device_allocator {
     void release_pool(pool_id pool);
     // Uses of a pool; 0 for a pool released or unknown.
     int pool_use_count(pool_id pool) const;
+    // Whether an allocation on `stream` made now by the calling thread would go to a private
+    // pool (a pool being allocated to whose filter accepts it).
+    bool allocates_to_pool(stream_handle stream) const;
     // Limits the allocator to fraction * total device memory.
     void set_memory_fraction(double fraction);
+    // The fraction set_memory_fraction set, or 0 when none was set.
+    double memory_fraction() const;
     // Recycles blocks whose cross-stream uses have completed (done at every allocate as well).
     void process_events(context_handle context = 0);
     // Whether allocate(size, stream) would give cached memory back to the device first

@@ -26,6 +26,7 @@ class cuda_device final : public device {
     void synchronize_event(event_handle event) override;
     void synchronize_stream(stream_handle stream) override;
     void synchronize_device() override;
+    uint64_t stream_capture_id(stream_handle stream) override;  // cudaStreamGetCaptureInfo
 
     uint64_t allocation_granularity() override;
     device_status reserve_address_range(uint64_t size, device_address& out) override;

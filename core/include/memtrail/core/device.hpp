@@ -48,6 +48,9 @@ class device {
     virtual void synchronize_event(event_handle event) = 0;
     virtual void synchronize_stream(stream_handle stream) = 0;
     virtual void synchronize_device() = 0;
+    // The id of the stream capture (CUDA graph) `stream` takes part in, 0 when it is not
+    // capturing. Cheap: the allocator's callers ask it on every allocation.
+    virtual uint64_t stream_capture_id(stream_handle stream) = 0;
 
     // --- virtual memory (expandable segments) ---------------------------------------------------
     virtual uint64_t allocation_granularity() = 0;

@@ -3,6 +3,7 @@
 // it is told to), never touches the memory, so a 141 GB device can be simulated on a laptop;
 // events complete at once or when a test says so; it can fail on purpose and counts every call.
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -54,6 +55,7 @@ class simulated_device final : public device {
     void synchronize_event(event_handle event) override;
     void synchronize_stream(stream_handle stream) override;
     void synchronize_device() override;
+    uint64_t stream_capture_id(stream_handle stream) override;
 
     uint64_t allocation_granularity() override { return options_.granularity; }
     device_status reserve_address_range(uint64_t size, device_address& out) override;
@@ -82,6 +84,13 @@ class simulated_device final : public device {
     // The stream an event was last recorded on.
     stream_handle event_stream(event_handle event) const;
 
+    // --- stream capture (CUDA graphs) ---------------------------------------------------------
+    // Starts a capture on `stream` and returns its id. While any capture is under way, the calls
+    // that would invalidate a real one (event queries, synchronizations, frees and unmaps) throw
+    // device_error, so that tests catch an allocator that makes them.
+    uint64_t begin_capture(stream_handle stream);
+    void end_capture(stream_handle stream);
+
     // --- fault injection --------------------------------------------------------------------
     // The n-th allocate()/create_physical() from now (1 = the next one) reports out of memory.
     void fail_nth_allocation(uint64_t n);
@@ -103,6 +112,7 @@ class simulated_device final : public device {
     bool should_fail_locked();
     device_address next_address_locked(uint64_t size);
     bool range_free_locked(device_address start, uint64_t size) const;
+    void refuse_during_capture_locked(const char* call) const;
 
     simulated_device_options options_;
     mutable std::mutex mutex_;
@@ -126,6 +136,9 @@ class simulated_device final : public device {
     std::unordered_map<event_handle, event_state> events_;
     event_handle next_event_ = 1;
     uint64_t record_counter_ = 0;
+    std::map<stream_handle, uint64_t> captures_;  // capturing stream -> capture id
+    std::atomic<size_t> capture_count_{0};        // captures_.size(), read without the lock
+    uint64_t next_capture_ = 1;
     uint64_t fail_countdown_ = 0;  // 0 = off
     double failure_probability_ = 0.0;
     std::mt19937_64 rng_;

@@ -32,6 +32,10 @@ class observed_allocations;
 
 inline constexpr int all_devices = -1;
 
+namespace detail {
+class capture_pools;
+}
+
 class recorder final : public allocator_observer {
   public:
     // Observes every device of `allocator`, which must outlive the recorder. Records nothing
@@ -54,8 +58,10 @@ class recorder final : public allocator_observer {
     // an API layer (memtrail_malloc) does not appear in every stack it records.
     device_address allocate(uint64_t size, int device, stream_handle stream = 0,
                             size_t wrapper_frames = 0);
+    // `stream`: the block's stream, when the caller knows it (PyTorch passes it); a free on a
+    // stream that is capturing a CUDA graph first begins that capture's pool (see below).
     void free(device_address address, int expected_device = unknown_device,
-              size_t wrapper_frames = 0);
+              size_t wrapper_frames = 0, stream_handle stream = 0);
     void empty_cache(int device = all_devices, size_t wrapper_frames = 0);
     caching_allocator& allocator() { return allocator_; }
 
@@ -67,6 +73,20 @@ class recorder final : public allocator_observer {
                             stream_handle stream = 0, size_t wrapper_frames = 0);
     // False (and nothing recorded) when `address` is not an observed allocation of `device`.
     bool observe_free(device_address address, int device, size_t wrapper_frames = 0);
+
+    // --- private pools (CUDA graphs, torch.cuda.MemPool) on the allocator of `device` ----------
+    // As device_allocator's. They throw usage_error for a device that does not exist or a pool
+    // used wrongly (released twice, ended without a begin). An allocation on a stream that is
+    // capturing a CUDA graph, made while no pool being allocated to takes it, goes to a pool of
+    // that capture, (capture id, 0), which is never released (detail/capture_pools.hpp).
+    void create_pool(int device, pool_id pool, pool_options options = {});
+    void begin_allocate_to_pool(int device, pool_id pool, stream_filter filter);
+    void end_allocate_to_pool(int device, pool_id pool);
+    void release_pool(int device, pool_id pool);
+    int pool_use_count(int device, pool_id pool);
+    // Gives the cached blocks of released pools back to the device (device_allocator's
+    // empty_cache(pool)).
+    void empty_pool_cache(int device, pool_id pool, size_t wrapper_frames = 0);
 
     // --- annotations, shown in every recording device's trace ----------------------------------
     void range_start(std::string_view name);
@@ -99,6 +119,8 @@ class recorder final : public allocator_observer {
     stack_table stacks_;
     std::vector<std::unique_ptr<device_history>> devices_;
     std::unique_ptr<detail::observed_allocations> observed_;
+
+    std::vector<std::unique_ptr<detail::capture_pools>> captures_;
 };
 
 }  // namespace memtrail::recorder

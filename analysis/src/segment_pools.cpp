@@ -1,0 +1,62 @@
+#include "memtrail/analysis/segment_pools.hpp"
+
+#include <algorithm>
+
+namespace memtrail::analysis {
+
+std::string pool_name(segment_pool pool) {
+    if (pool.is_default()) {
+        return "default";
+    }
+    return "(" + std::to_string(pool.first) + ", " + std::to_string(pool.second) + ")";
+}
+
+segment_pools::segment_pools(const snapshot::snapshot& source, int device) {
+    for (const snapshot::segment& seg : source.segments) {
+        if (seg.device != device) {
+            continue;
+        }
+        const segment_pool pool{seg.pool_id_first, seg.pool_id_second};
+        by_address_[seg.address] = {seg.total_size, pool};
+        if (!pool.is_default()) {
+            private_pools_.push_back(pool);
+        }
+    }
+    std::sort(private_pools_.begin(), private_pools_.end());
+    private_pools_.erase(std::unique(private_pools_.begin(), private_pools_.end()),
+                         private_pools_.end());
+}
+
+std::optional<segment_pool> segment_pools::pool_of(uint64_t address, uint64_t total_size) const {
+    const auto it = by_address_.find(address);
+    if (it == by_address_.end() || it->second.total_size != total_size) {
+        return std::nullopt;
+    }
+    return it->second.pool;
+}
+
+std::optional<segment_pool> segment_pools::pool_holding(uint64_t address) const {
+    auto it = by_address_.upper_bound(address);
+    if (it == by_address_.begin()) {
+        return std::nullopt;
+    }
+    --it;
+    if (address >= it->first + it->second.total_size) {
+        return std::nullopt;
+    }
+    return it->second.pool;
+}
+
+bool pool_filter::accepts(std::optional<segment_pool> candidate) const {
+    switch (shown) {
+        case kind::all:
+            return true;
+        case kind::default_pools:
+            return candidate && candidate->is_default();
+        case kind::one_private:
+            return candidate && *candidate == pool;
+    }
+    return true;
+}
+
+}  // namespace memtrail::analysis

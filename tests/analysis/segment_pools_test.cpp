@@ -1,0 +1,71 @@
+// The pools of segments, from a snapshot's own segments, and the pool filter of the viewer.
+
+#include <gtest/gtest.h>
+
+#include "memtrail/analysis/segment_pools.hpp"
+
+namespace memtrail::analysis {
+namespace {
+
+snapshot::segment segment_at(int8_t device, uint64_t address, uint64_t size, uint64_t first,
+                             uint64_t second) {
+    snapshot::segment seg;
+    seg.device = device;
+    seg.address = address;
+    seg.total_size = size;
+    seg.pool_id_first = first;
+    seg.pool_id_second = second;
+    return seg;
+}
+
+constexpr uint64_t MiB = 1 << 20;
+
+snapshot::snapshot with_pools() {
+    snapshot::snapshot s;
+    s.segments = {segment_at(0, 10 * MiB, 2 * MiB, 0, 0), segment_at(0, 20 * MiB, 20 * MiB, 3, 0),
+                  segment_at(0, 50 * MiB, 2 * MiB, 0, 1), segment_at(0, 60 * MiB, 2 * MiB, 3, 0),
+                  segment_at(1, 80 * MiB, 2 * MiB, 0, 9)};
+    return s;
+}
+
+TEST(segment_pools, a_segment_gets_the_pool_of_the_snapshots_segment_of_its_address_and_size) {
+    const segment_pools pools(with_pools(), 0);
+    EXPECT_EQ(pools.pool_of(20 * MiB, 20 * MiB), (segment_pool{3, 0}));
+    EXPECT_EQ(pools.pool_of(10 * MiB, 2 * MiB), (segment_pool{0, 0}));
+    EXPECT_EQ(pools.pool_of(20 * MiB, 2 * MiB), std::nullopt);  // another segment, given back
+    EXPECT_EQ(pools.pool_of(30 * MiB, 2 * MiB), std::nullopt);
+    EXPECT_EQ(pools.pool_of(80 * MiB, 2 * MiB), std::nullopt);  // device 1's
+}
+
+TEST(segment_pools, an_address_inside_a_segment_has_its_pool) {
+    const segment_pools pools(with_pools(), 0);
+    EXPECT_EQ(pools.pool_holding(20 * MiB + 19 * MiB), (segment_pool{3, 0}));
+    EXPECT_EQ(pools.pool_holding(50 * MiB), (segment_pool{0, 1}));
+    EXPECT_EQ(pools.pool_holding(40 * MiB), std::nullopt);  // just past the pool's segment
+    EXPECT_EQ(pools.pool_holding(MiB), std::nullopt);
+}
+
+TEST(segment_pools, private_pools_are_listed_once_in_order) {
+    const segment_pools pools(with_pools(), 0);
+    EXPECT_EQ(pools.private_pools(), (std::vector<segment_pool>{{0, 1}, {3, 0}}));
+    EXPECT_EQ(segment_pools(with_pools(), 1).private_pools(), (std::vector<segment_pool>{{0, 9}}));
+    EXPECT_EQ(pool_name({0, 0}), "default");
+    EXPECT_EQ(pool_name({3, 0}), "(3, 0)");
+}
+
+TEST(pool_filter, unknown_pools_pass_only_when_every_pool_is_shown) {
+    using kind = pool_filter::kind;
+    const pool_filter all{kind::all, {}};
+    const pool_filter defaults{kind::default_pools, {}};
+    const pool_filter graph{kind::one_private, {3, 0}};
+    EXPECT_TRUE(all.accepts(std::nullopt));
+    EXPECT_FALSE(defaults.accepts(std::nullopt));
+    EXPECT_FALSE(graph.accepts(std::nullopt));
+    EXPECT_TRUE(defaults.accepts(segment_pool{0, 0}));
+    EXPECT_FALSE(defaults.accepts(segment_pool{3, 0}));
+    EXPECT_TRUE(graph.accepts(segment_pool{3, 0}));
+    EXPECT_FALSE(graph.accepts(segment_pool{0, 1}));
+}
+
+}  // namespace
+}  // namespace memtrail::analysis
