@@ -8,10 +8,10 @@
  * call: MEMTRAIL_RECORD (off | state | all), MEMTRAIL_STACKS (native | python | all),
  * MEMTRAIL_MAX_ENTRIES (0: the default), MEMTRAIL_UNWINDER (libunwind | frame_pointer),
  * MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF syntax), MEMTRAIL_OOM_DUMP (a path pattern:
- * a snapshot is written there on each out-of-memory, the first 16), MEMTRAIL_SIGNAL_DUMP (a path pattern:
- * a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL: SIGUSR1 by
- * default, SIGUSR2 or a real-time signal). Path patterns expand %p (pid), %d (device) and %t
- * (time, ns since the epoch). docs/recorder.md describes each.
+ * a snapshot is written there on each out-of-memory, the first 16), MEMTRAIL_SIGNAL_DUMP (a
+ * path pattern: a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL:
+ * SIGUSR1 by default, SIGUSR2 or a real-time signal). Path patterns expand %p (pid), %d
+ * (device) and %t (time, ns since the epoch). docs/recorder.md describes each.
  *
  * Errors: functions returning int return 0 on success and -1 on failure; memtrail_malloc returns
  * NULL. Every call first clears the calling thread's error, so after a call
@@ -139,8 +139,8 @@ MEMTRAIL_API int memtrail_reset_accumulated_memory_stats(int device);
 
 /* --- post-mortem --------------------------------------------------------------------------- */
 
-/* After each out-of-memory (the first 16), a snapshot is written to `pattern` (as MEMTRAIL_OOM_DUMP; NULL or
- * "" for none), replacing what was set before. */
+/* After each out-of-memory (the first 16), a snapshot is written to `pattern` (as
+ * MEMTRAIL_OOM_DUMP; NULL or "" for none), replacing what was set before. */
 MEMTRAIL_API int memtrail_set_oom_dump(const char* pattern);
 /* When the process receives `signal` (SIGUSR1, SIGUSR2 or a real-time signal), a snapshot is
  * written to `pattern` (as MEMTRAIL_SIGNAL_DUMP; NULL, "" or signal 0 for none), replacing what
