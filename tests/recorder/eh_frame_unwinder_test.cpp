@@ -1,0 +1,169 @@
+// The eh_frame unwinder against libunwind on code built without frame pointers (this file is
+// compiled with -fomit-frame-pointer -O2): stacks of every depth up to past 64 frames, through
+// frames whose CFA is rsp-based, rbp-based (a variable-length array keeps a frame pointer) and
+// through frames that use rbp as an ordinary register, on the main thread and on another. The
+// walk itself must not fall back on libunwind for any of them, or the comparison would prove
+// nothing.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <thread>
+#include <vector>
+
+#include "detail/eh_frame_unwinder.hpp"
+#include "memtrail/recorder/stack_capture.hpp"
+#include "sanitizer_skips.hpp"
+
+namespace {
+
+using memtrail::recorder::capture_stack;
+using memtrail::recorder::max_stack_depth;
+using memtrail::recorder::prepare_stack_capture;
+using memtrail::recorder::unwinder;
+namespace detail = memtrail::recorder::detail;
+
+struct both_stacks {
+    std::vector<uintptr_t> eh_frame = std::vector<uintptr_t>(max_stack_depth);
+    std::vector<uintptr_t> libunwind = std::vector<uintptr_t>(max_stack_depth);
+    std::vector<uintptr_t> public_eh_frame = std::vector<uintptr_t>(max_stack_depth);
+    bool walked = false;  // the eh_frame walk finished without falling back on libunwind
+};
+
+// Both unwinders from one frame: the walk starts at this function's return address, libunwind
+// leaves out this function's own frame to start there too. This one frame keeps its frame
+// record, which is where the walk reads its first registers.
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void capture_both(both_stacks& out) {
+    const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
+    size_t walked = 0;
+    out.walked =
+        detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
+                              detail::this_thread_stack(), 0, out.eh_frame, walked);
+    out.eh_frame.resize(walked);
+    out.libunwind.resize(capture_stack(unwinder::libunwind, out.libunwind, 1));
+    out.public_eh_frame.resize(capture_stack(unwinder::eh_frame, out.public_eh_frame, 1));
+    asm volatile("");
+}
+
+volatile int sink;
+
+// rsp-based frames of several sizes.
+[[gnu::noinline]] void plain(int depth, both_stacks& out);
+// A run-time sized allocation: the frame keeps rbp as its CFA register.
+[[gnu::noinline]] void with_vla(int depth, both_stacks& out);
+// Many live values: with -fomit-frame-pointer the compiler saves and uses rbp as a register.
+[[gnu::noinline]] void register_hungry(int depth, both_stacks& out);
+
+void next(int depth, both_stacks& out) {
+    switch (depth % 3) {
+        case 0:
+            plain(depth - 1, out);
+            break;
+        case 1:
+            with_vla(depth - 1, out);
+            break;
+        default:
+            register_hungry(depth - 1, out);
+            break;
+    }
+}
+
+void plain(int depth, both_stacks& out) {
+    volatile char local[96];
+    local[depth % 5 * 16] = static_cast<char>(depth);
+    if (depth <= 0) {
+        capture_both(out);
+    } else {
+        next(depth, out);
+    }
+    sink = local[depth % 5 * 16];
+}
+
+void with_vla(int depth, both_stacks& out) {
+    auto* local = static_cast<volatile char*>(
+        __builtin_alloca(16 + (depth & 7) * sizeof(long) + static_cast<unsigned>(sink % 2)));
+    local[0] = static_cast<char>(depth);
+    if (depth <= 0) {
+        capture_both(out);
+    } else {
+        next(depth, out);
+    }
+    sink = local[0];
+}
+
+void register_hungry(int depth, both_stacks& out) {
+    int a = sink + depth, b = a * 3, c = b ^ 5, d = c + a, e = d * b, f = e - c, g = f + 11,
+        h = g * d, i = h ^ e, j = i + f;
+    if (depth <= 0) {
+        capture_both(out);
+    } else {
+        next(depth, out);
+    }
+    sink = a + b + c + d + e + f + g + h + i + j;
+}
+
+void expect_same_stacks(int depth) {
+    both_stacks out;
+    next(depth + 1, out);
+    EXPECT_TRUE(out.walked) << "the walk fell back on libunwind at depth " << depth;
+    EXPECT_GE(out.libunwind.size(), static_cast<size_t>(depth));
+    EXPECT_EQ(out.eh_frame, out.libunwind) << "at depth " << depth;
+    EXPECT_EQ(out.public_eh_frame, out.libunwind) << "at depth " << depth;
+}
+
+class eh_frame_unwinder_test : public ::testing::Test {
+  protected:
+    void SetUp() override { prepare_stack_capture(unwinder::eh_frame); }
+};
+
+TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_without_frame_pointers) {
+    for (int depth = 0; depth <= 80; ++depth) {
+        expect_same_stacks(depth);
+    }
+}
+
+TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_on_other_threads) {
+    MEMTRAIL_SKIP_LIBUNWIND_THREADS_UNDER_TSAN(unwinder::libunwind);
+    std::thread worker([] {
+        for (int depth = 0; depth <= 70; depth += 7) {
+            expect_same_stacks(depth);
+        }
+    });
+    worker.join();
+}
+
+// From one call site, so that both see the same first return address.
+[[gnu::noinline]] std::vector<uintptr_t> capture_with(unwinder method, size_t size, size_t skip) {
+    std::vector<uintptr_t> out(size);
+    out.resize(capture_stack(method, out, skip));
+    return out;
+}
+
+TEST_F(eh_frame_unwinder_test, stops_at_the_output_and_skips_like_libunwind) {
+    for (size_t size : {1u, 5u, 64u}) {
+        for (size_t skip : {0u, 1u, 3u}) {
+            std::array<std::vector<uintptr_t>, 2> stacks;
+            // One call site for both: not unrolled, so both return to the same address.
+            static volatile int methods = 2;
+#pragma GCC unroll 1
+            for (int i = 0; i < methods; ++i) {
+                stacks[i] =
+                    capture_with(i == 0 ? unwinder::libunwind : unwinder::eh_frame, size, skip);
+            }
+            EXPECT_EQ(stacks[1], stacks[0]) << "size " << size << ", skip " << skip;
+            // The test's own stack is deeper than 5 frames, shallower than 64.
+            if (size < 64) {
+                EXPECT_EQ(stacks[0].size(), size) << "size " << size << ", skip " << skip;
+            }
+        }
+    }
+}
+
+TEST(eh_frame_unwinder_names, parse_and_print) {
+    unwinder parsed{};
+    ASSERT_TRUE(memtrail::recorder::parse_unwinder("eh_frame", parsed));
+    EXPECT_EQ(parsed, unwinder::eh_frame);
+    EXPECT_EQ(memtrail::recorder::unwinder_name(unwinder::eh_frame), "eh_frame");
+}
+
+}  // namespace
