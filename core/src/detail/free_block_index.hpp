@@ -128,6 +128,7 @@ class free_block_index {
     struct stream_bins {
         explicit stream_bins(stream_handle s) : stream(s) {}
         stream_handle stream;
+        size_t slot = 0;       // its place in streams_
         uint64_t summary = 0;  // bit w: nonempty[w] has a bit set
         std::array<uint64_t, bitmap_words> nonempty{};
         std::array<sorted_run, class_count> runs;
@@ -264,14 +265,20 @@ class free_block_index {
 
     // The first entry not ordered before `key` by (stream, size, address).
     iterator lower_bound(const free_entry& key) const {
-        size_t slot = slot_at_or_after(key.stream);
-        if (slot == streams_.size()) {
-            return end();
+        stream_bins* found = last_used_;
+        if (!found || found->stream != key.stream) [[unlikely]] {
+            const size_t slot = slot_at_or_after(key.stream);
+            if (slot == streams_.size()) {
+                return end();
+            }
+            found = streams_[slot].get();
+            if (found->stream != key.stream) {
+                return first_from_slot(slot);
+            }
+            last_used_ = found;
         }
-        stream_bins& bins = *streams_[slot];
-        if (bins.stream != key.stream) {
-            return first_from_slot(slot);
-        }
+        stream_bins& bins = *found;
+        const size_t slot = bins.slot;
         const uint32_t first_class = size_class(key.size);
         const sorted_run& run = bins.runs[first_class];
         if (!run.empty()) {
@@ -307,7 +314,7 @@ class free_block_index {
 
     // Erases the entry with this key; the caller knows it is there.
     void erase(stream_handle stream, uint64_t size, device_address ptr) {
-        stream_bins& bins = *streams_[slot_at_or_after(stream)];
+        stream_bins& bins = bins_for(stream);
         const uint32_t c = size_class(size);
         sorted_run& run = bins.runs[c];
         run.erase(run.lower_bound(size, ptr));
@@ -325,17 +332,25 @@ class free_block_index {
         return slot;
     }
 
+    // Most pools serve one stream at a time: the last one used is checked first.
     stream_bins& bins_for(stream_handle stream) {
-        const size_t slot = slot_at_or_after(stream);
-        if (slot < streams_.size() && streams_[slot]->stream == stream) [[likely]] {
-            return *streams_[slot];
+        if (last_used_ && last_used_->stream == stream) [[likely]] {
+            return *last_used_;
         }
-        return add_stream(slot, stream);
+        return find_or_add_stream(stream);
     }
 
-    [[gnu::noinline]] stream_bins& add_stream(size_t slot, stream_handle stream) {
-        return **streams_.insert(streams_.begin() + static_cast<std::ptrdiff_t>(slot),
-                                 std::make_unique<stream_bins>(stream));
+    [[gnu::noinline]] stream_bins& find_or_add_stream(stream_handle stream) {
+        const size_t slot = slot_at_or_after(stream);
+        if (slot == streams_.size() || streams_[slot]->stream != stream) {
+            streams_.insert(streams_.begin() + static_cast<std::ptrdiff_t>(slot),
+                            std::make_unique<stream_bins>(stream));
+            for (size_t i = slot; i < streams_.size(); ++i) {
+                streams_[i]->slot = i;
+            }
+        }
+        last_used_ = streams_[slot].get();
+        return *last_used_;
     }
 
     iterator first_from_slot(size_t slot) const {
@@ -360,6 +375,7 @@ class free_block_index {
     }
 
     std::vector<std::unique_ptr<stream_bins>> streams_;  // ordered by stream
+    mutable stream_bins* last_used_ = nullptr;
 };
 
 }  // namespace memtrail::detail
