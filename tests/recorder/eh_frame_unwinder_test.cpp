@@ -132,6 +132,39 @@ TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_on_other_threads) {
     worker.join();
 }
 
+// The walk keeps the thread's last stack and reuses its outer frames when they still hold. Here
+// the leaf frames match the last walk's (same code, same stack pointer) while a frame further out
+// changed (from_a or from_b): the words read there differ, and the walk must see it.
+[[gnu::noinline]] void leaf_twice_removed(both_stacks& out) {
+    capture_both(out);
+    asm volatile("");
+}
+[[gnu::noinline]] void from_a(both_stacks& out) {
+    leaf_twice_removed(out);
+    sink = 1;
+}
+[[gnu::noinline]] void from_b(both_stacks& out) {
+    leaf_twice_removed(out);
+    sink = 2;
+}
+
+TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_the_same_frames) {
+    static void (*volatile callers[])(both_stacks&) = {from_a, from_b, from_a, from_a, from_b};
+    std::vector<uintptr_t> previous;
+#pragma GCC unroll 1
+    for (auto* caller : callers) {
+        both_stacks out;
+        caller(out);
+        EXPECT_TRUE(out.walked);
+        EXPECT_EQ(out.eh_frame, out.libunwind);
+        EXPECT_EQ(out.public_eh_frame, out.libunwind);
+        if (!previous.empty()) {
+            EXPECT_EQ(previous.size(), out.libunwind.size());
+        }
+        previous = out.libunwind;
+    }
+}
+
 // From one call site, so that both see the same first return address.
 [[gnu::noinline]] std::vector<uintptr_t> capture_with(unwinder method, size_t size, size_t skip) {
     std::vector<uintptr_t> out(size);
