@@ -197,10 +197,13 @@ bool read_cie(const uint8_t* record, cie_facts& cie) {
     }
     const auto version = in.fixed<uint8_t>();
     const char* augmentation = reinterpret_cast<const char*>(in.position());
-    const size_t augmentation_length =
-        strnlen(augmentation, static_cast<size_t>(cie.end - in.position()));
+    const auto room = static_cast<size_t>(cie.end - in.position());
+    const size_t augmentation_length = strnlen(augmentation, room);
+    if (augmentation_length == room) {
+        return false;  // not terminated inside the record
+    }
     in.skip(augmentation_length + 1);
-    if (std::strstr(augmentation, "eh") == augmentation) {
+    if (std::strncmp(augmentation, "eh", 2) == 0) {
         in.skip(sizeof(uintptr_t));  // an old GCC's exception-table pointer
     }
     cie.code_alignment = in.uleb128();
