@@ -1,13 +1,16 @@
 // The eh_frame unwinder against libunwind on code built without frame pointers (this file is
 // compiled with -fomit-frame-pointer -O2): stacks of every depth up to past 64 frames, through
 // frames whose CFA is rsp-based, rbp-based (a variable-length array keeps a frame pointer) and
-// through frames that use rbp as an ordinary register, on the main thread and on another. The
-// walk itself must not fall back on libunwind for any of them, or the comparison would prove
-// nothing.
+// through frames that use rbp as an ordinary register, on the main thread and on another, and
+// through the C library's frames. The walk itself must not fall back on libunwind for any of
+// them, or the comparison would prove nothing; a signal frame is the case it must leave to
+// libunwind.
 
 #include <gtest/gtest.h>
 
 #include <array>
+#include <csignal>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -190,6 +193,59 @@ TEST_F(eh_frame_unwinder_test, stops_at_the_output_and_skips_like_libunwind) {
             }
         }
     }
+}
+
+// Through the C library's own frames (built without frame pointers): qsort calls back into
+// this file from varying depths of its merge sort.
+std::vector<both_stacks>* sorted_stacks = nullptr;
+
+int compare_and_capture(const void* a, const void* b) {
+    if (sorted_stacks->size() < 64) {
+        capture_both(sorted_stacks->emplace_back());
+    }
+    return *static_cast<const int*>(a) - *static_cast<const int*>(b);
+}
+
+TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_through_the_c_library) {
+    std::vector<both_stacks> stacks;
+    stacks.reserve(64);
+    sorted_stacks = &stacks;
+    std::array<int, 200> values{};
+    for (size_t i = 0; i < values.size(); ++i) {
+        values[i] = static_cast<int>((i * 7919) % 211);
+    }
+    std::qsort(values.data(), values.size(), sizeof(int), compare_and_capture);
+    sorted_stacks = nullptr;
+    ASSERT_FALSE(stacks.empty());
+    for (const both_stacks& out : stacks) {
+        EXPECT_TRUE(out.walked);
+        EXPECT_EQ(out.eh_frame, out.libunwind);
+        EXPECT_EQ(out.public_eh_frame, out.libunwind);
+    }
+}
+
+// A signal handler's caller is the kernel's signal frame, whose rule is a DWARF expression:
+// the walk leaves the whole capture to libunwind, and the stacks stay the same.
+both_stacks* signal_stacks = nullptr;
+
+void capture_in_handler(int) {
+    capture_both(*signal_stacks);
+}
+
+TEST_F(eh_frame_unwinder_test, leaves_signal_frames_to_libunwind) {
+    both_stacks out;
+    signal_stacks = &out;
+    struct sigaction action = {};
+    struct sigaction previous = {};
+    action.sa_handler = capture_in_handler;
+    sigemptyset(&action.sa_mask);
+    ASSERT_EQ(sigaction(SIGUSR2, &action, &previous), 0);
+    raise(SIGUSR2);
+    sigaction(SIGUSR2, &previous, nullptr);
+    signal_stacks = nullptr;
+    EXPECT_FALSE(out.walked);
+    EXPECT_GT(out.libunwind.size(), 3u);
+    EXPECT_EQ(out.public_eh_frame, out.libunwind);
 }
 
 TEST(eh_frame_unwinder_names, parse_and_print) {
