@@ -108,9 +108,11 @@ rule_table& rules() {
     return *table;
 }
 
+// Reads a word of the thread's stack at or above the stack pointer; false outside it, and
+// always when the thread's stack is unknown (both bounds 0).
 bool read_stack_word(stack_range stack, uintptr_t sp, uintptr_t address, uintptr_t& value) {
-    if (address < sp || address > stack.high - sizeof(uintptr_t) ||
-        address % alignof(uintptr_t) != 0) {
+    if (stack.high < sizeof(uintptr_t) || address < sp ||
+        address > stack.high - sizeof(uintptr_t) || address % alignof(uintptr_t) != 0) {
         return false;
     }
     value = *reinterpret_cast<const uintptr_t*>(address);

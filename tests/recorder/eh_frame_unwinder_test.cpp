@@ -248,6 +248,24 @@ TEST_F(eh_frame_unwinder_test, leaves_signal_frames_to_libunwind) {
     EXPECT_EQ(out.public_eh_frame, out.libunwind);
 }
 
+// Without the thread's stack bounds the walk cannot tell a stack word from any other memory, so
+// it reads nothing and leaves the capture to libunwind (on a new thread: no walk kept yet).
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] bool walk_with_unknown_stack() {
+    const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
+    std::array<uintptr_t, 8> out{};
+    size_t written = 0;
+    const bool walked = detail::walk_eh_frame(
+        {record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]}, {}, 0, out, written);
+    asm volatile("");
+    return walked;
+}
+
+TEST(eh_frame_unwinder_walk, refuses_a_thread_whose_stack_is_unknown) {
+    bool walked = true;
+    std::thread([&] { walked = walk_with_unknown_stack(); }).join();
+    EXPECT_FALSE(walked);
+}
+
 TEST(eh_frame_unwinder_names, parse_and_print) {
     unwinder parsed{};
     ASSERT_TRUE(memtrail::recorder::parse_unwinder("eh_frame", parsed));
