@@ -32,6 +32,29 @@ recorder::history_options options_for(setting s) {
     }
 }
 
+// Each allocation and free from one of two places in turn, so that consecutive captures differ
+// in their innermost frames as a program's do (the eh_frame walk reuses only the outer ones).
+[[gnu::noinline, gnu::optimize("omit-frame-pointer")]] device_address allocate_here(
+    recorder::recorder& history) {
+    const device_address p = history.allocate(4096, 0);
+    benchmark::DoNotOptimize(p);
+    return p;
+}
+[[gnu::noinline, gnu::optimize("omit-frame-pointer")]] device_address allocate_there(
+    recorder::recorder& history) {
+    const device_address p = history.allocate(4096, 0);
+    benchmark::ClobberMemory();
+    return p;
+}
+
+[[gnu::noinline]] void pairs_from_two_places(benchmark::State& state, recorder::recorder& history) {
+    bool here = false;
+    for (auto _ : state) {
+        here = !here;
+        history.free(here ? allocate_here(history) : allocate_there(history));
+    }
+}
+
 // Real programs allocate from deep stacks (PyTorch: 30 to 60 native frames).
 [[gnu::noinline]] void at_depth(int depth, benchmark::State& state, recorder::recorder& history) {
     if (depth == 0) {
@@ -44,12 +67,16 @@ recorder::history_options options_for(setting s) {
 
 // The same recursion without frame pointers, as most libraries are built.
 [[gnu::noinline, gnu::optimize("omit-frame-pointer")]] void at_depth_without_frame_pointers(
-    int depth, benchmark::State& state, recorder::recorder& history) {
+    int depth, benchmark::State& state, recorder::recorder& history, bool two_places) {
     if (depth == 0) {
-        pairs(state, history);
+        if (two_places) {
+            pairs_from_two_places(state, history);
+        } else {
+            pairs(state, history);
+        }
         return;
     }
-    at_depth_without_frame_pointers(depth - 1, state, history);
+    at_depth_without_frame_pointers(depth - 1, state, history, two_places);
     benchmark::ClobberMemory();
 }
 
@@ -69,7 +96,7 @@ const char* label_of(setting s) {
     return "";
 }
 
-template <bool frame_pointers>
+template <bool frame_pointers, bool two_places = false>
 void alloc_free_pair(benchmark::State& state) {
     const auto s = static_cast<setting>(state.range(0));
     const auto depth = static_cast<int>(state.range(1));
@@ -80,7 +107,7 @@ void alloc_free_pair(benchmark::State& state) {
     if (frame_pointers) {
         at_depth(depth, state, history);
     } else {
-        at_depth_without_frame_pointers(depth, state, history);
+        at_depth_without_frame_pointers(depth, state, history, two_places);
     }
     state.SetLabel(label_of(s));
 }
@@ -92,5 +119,9 @@ BENCHMARK(alloc_free_pair<false>)
     ->Name("alloc_free_pair_no_frame_pointers")
     ->ArgNames({"setting", "extra_frames"})
     ->ArgsProduct({{0, 2, 4}, {0, 16, 32, 64}});
+BENCHMARK(alloc_free_pair<false, true>)
+    ->Name("alloc_free_pair_no_frame_pointers_two_places")
+    ->ArgNames({"setting", "extra_frames"})
+    ->ArgsProduct({{0, 2, 4}, {32}});
 
 }  // namespace
