@@ -251,6 +251,7 @@ enum class recording {
     memtrail_trace,
     memtrail_frame_pointer_stacks,
     memtrail_libunwind_stacks,
+    memtrail_eh_frame_stacks,
     torch_off,
     torch_trace,
     torch_cpp_stacks
@@ -266,6 +267,8 @@ const char* name_of(recording r) {
             return "memtrail/frame_pointer_stacks";
         case recording::memtrail_libunwind_stacks:
             return "memtrail/libunwind_stacks";
+        case recording::memtrail_eh_frame_stacks:
+            return "memtrail/eh_frame_stacks";
         case recording::torch_off:
             return "torch/off";
         case recording::torch_trace:
@@ -299,6 +302,10 @@ void apply(recording r) {
             options.context = recorder::context_mode::all;
             options.stack_unwinder = recorder::unwinder::libunwind;
             break;
+        case recording::memtrail_eh_frame_stacks:
+            options.context = recorder::context_mode::all;
+            options.stack_unwinder = recorder::unwinder::eh_frame;
+            break;
         case recording::torch_off:
             load_torch()->record_history(memtrail_torch_recording_off);
             return;
@@ -328,6 +335,18 @@ void switch_off(recording r) {
         return;
     }
     at_depth(depth - 1, state, allocator);
+    benchmark::ClobberMemory();
+}
+
+// The same from frames built without frame pointers, as most distributions' and PyTorch's
+// libraries are: what libunwind, the eh_frame unwinder and PyTorch's unwinder must walk.
+[[gnu::noinline, gnu::optimize("omit-frame-pointer")]] void at_depth_without_frame_pointers(
+    int depth, benchmark::State& state, backend& allocator) {
+    if (depth == 0) {
+        recorded_pairs(state, allocator);
+        return;
+    }
+    at_depth_without_frame_pointers(depth - 1, state, allocator);
     benchmark::ClobberMemory();
 }
 
@@ -364,7 +383,8 @@ void register_all() {
     for (recording r :
          {recording::memtrail_off, recording::memtrail_trace,
           recording::memtrail_frame_pointer_stacks, recording::memtrail_libunwind_stacks,
-          recording::torch_off, recording::torch_trace, recording::torch_cpp_stacks}) {
+          recording::memtrail_eh_frame_stacks, recording::torch_off, recording::torch_trace,
+          recording::torch_cpp_stacks}) {
         backend& allocator = is_torch(r) ? static_cast<backend&>(torch_allocator())
                                          : static_cast<backend&>(memtrail_behind_recorder());
         for (int depth : {0, 40}) {
@@ -374,6 +394,22 @@ void register_all() {
                                          [&allocator, depth, r](benchmark::State& s) {
                                              apply(r);
                                              at_depth(depth, s, allocator);
+                                             switch_off(r);
+                                         });
+        }
+    }
+    for (recording r :
+         {recording::memtrail_off, recording::memtrail_libunwind_stacks,
+          recording::memtrail_eh_frame_stacks, recording::torch_off, recording::torch_cpp_stacks}) {
+        backend& allocator = is_torch(r) ? static_cast<backend&>(torch_allocator())
+                                         : static_cast<backend&>(memtrail_behind_recorder());
+        for (int depth : {0, 16, 32, 64}) {
+            benchmark::RegisterBenchmark((std::string("recording_pair_512_no_frame_pointers/") +
+                                          name_of(r) + "/extra_frames:" + std::to_string(depth))
+                                             .c_str(),
+                                         [&allocator, depth, r](benchmark::State& s) {
+                                             apply(r);
+                                             at_depth_without_frame_pointers(depth, s, allocator);
                                              switch_off(r);
                                          });
         }

@@ -1,5 +1,6 @@
 // What recording adds to an alloc+free pair served from the cache: off, trace without stacks,
-// trace with native stacks (libunwind and frame pointers), from a shallow and a deep call stack.
+// trace with native stacks (libunwind, eh_frame and frame pointers), from a shallow and a deep call
+// stack, and the unwinders that read .eh_frame from stacks built without frame pointers.
 
 #include <benchmark/benchmark.h>
 
@@ -10,7 +11,7 @@ namespace {
 
 using namespace memtrail;
 
-enum class setting { off, no_stacks, libunwind_stacks, frame_pointer_stacks };
+enum class setting { off, no_stacks, libunwind_stacks, frame_pointer_stacks, eh_frame_stacks };
 
 recorder::history_options options_for(setting s) {
     recorder::history_options options;
@@ -18,6 +19,7 @@ recorder::history_options options_for(setting s) {
     options.context = s == setting::off || s == setting::no_stacks ? recorder::context_mode::none
                                                                    : recorder::context_mode::all;
     options.stack_unwinder = s == setting::frame_pointer_stacks ? recorder::unwinder::frame_pointer
+                             : s == setting::eh_frame_stacks    ? recorder::unwinder::eh_frame
                                                                 : recorder::unwinder::libunwind;
     return options;
 }
@@ -27,6 +29,29 @@ recorder::history_options options_for(setting s) {
         const device_address p = history.allocate(4096, 0);
         benchmark::DoNotOptimize(p);
         history.free(p);
+    }
+}
+
+// Each allocation and free from one of two places in turn, so that consecutive captures differ
+// in their innermost frames as a program's do (the eh_frame walk reuses only the outer ones).
+[[gnu::noinline, gnu::optimize("omit-frame-pointer")]] device_address allocate_here(
+    recorder::recorder& history) {
+    const device_address p = history.allocate(4096, 0);
+    benchmark::DoNotOptimize(p);
+    return p;
+}
+[[gnu::noinline, gnu::optimize("omit-frame-pointer")]] device_address allocate_there(
+    recorder::recorder& history) {
+    const device_address p = history.allocate(4096, 0);
+    benchmark::ClobberMemory();
+    return p;
+}
+
+[[gnu::noinline]] void pairs_from_two_places(benchmark::State& state, recorder::recorder& history) {
+    bool here = false;
+    for (auto _ : state) {
+        here = !here;
+        history.free(here ? allocate_here(history) : allocate_there(history));
     }
 }
 
@@ -40,6 +65,38 @@ recorder::history_options options_for(setting s) {
     benchmark::ClobberMemory();
 }
 
+// The same recursion without frame pointers, as most libraries are built.
+[[gnu::noinline, gnu::optimize("omit-frame-pointer")]] void at_depth_without_frame_pointers(
+    int depth, benchmark::State& state, recorder::recorder& history, bool two_places) {
+    if (depth == 0) {
+        if (two_places) {
+            pairs_from_two_places(state, history);
+        } else {
+            pairs(state, history);
+        }
+        return;
+    }
+    at_depth_without_frame_pointers(depth - 1, state, history, two_places);
+    benchmark::ClobberMemory();
+}
+
+const char* label_of(setting s) {
+    switch (s) {
+        case setting::off:
+            return "off";
+        case setting::no_stacks:
+            return "trace, no stacks";
+        case setting::libunwind_stacks:
+            return "trace + libunwind stacks";
+        case setting::frame_pointer_stacks:
+            return "trace + frame-pointer stacks";
+        case setting::eh_frame_stacks:
+            return "trace + eh_frame stacks";
+    }
+    return "";
+}
+
+template <bool frame_pointers, bool two_places = false>
 void alloc_free_pair(benchmark::State& state) {
     const auto s = static_cast<setting>(state.range(0));
     const auto depth = static_cast<int>(state.range(1));
@@ -47,15 +104,24 @@ void alloc_free_pair(benchmark::State& state) {
     caching_allocator allocator({&gpu});
     recorder::recorder history(allocator);
     history.record_memory_history(options_for(s));
-    at_depth(depth, state, history);
-    state.SetLabel(s == setting::off                ? "off"
-                   : s == setting::no_stacks        ? "trace, no stacks"
-                   : s == setting::libunwind_stacks ? "trace + libunwind stacks"
-                                                    : "trace + frame-pointer stacks");
+    if (frame_pointers) {
+        at_depth(depth, state, history);
+    } else {
+        at_depth_without_frame_pointers(depth, state, history, two_places);
+    }
+    state.SetLabel(label_of(s));
 }
 
-BENCHMARK(alloc_free_pair)
+BENCHMARK(alloc_free_pair<true>)
     ->ArgNames({"setting", "extra_frames"})
-    ->ArgsProduct({{0, 1, 2, 3}, {0, 40}});
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 40}});
+BENCHMARK(alloc_free_pair<false>)
+    ->Name("alloc_free_pair_no_frame_pointers")
+    ->ArgNames({"setting", "extra_frames"})
+    ->ArgsProduct({{0, 2, 4}, {0, 16, 32, 64}});
+BENCHMARK(alloc_free_pair<false, true>)
+    ->Name("alloc_free_pair_no_frame_pointers_two_places")
+    ->ArgNames({"setting", "extra_frames"})
+    ->ArgsProduct({{0, 2, 4}, {32}});
 
 }  // namespace

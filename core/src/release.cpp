@@ -92,10 +92,11 @@ bool device_allocator_impl::release_cached_blocks(context_handle context, pool_i
 }
 
 void device_allocator_impl::release_blocks(block_pool& pool, context_handle context) {
+    // Releasing a block erases it from the index, which moves the positions after it: walk a
+    // copy, in the index's order.
+    const std::vector<block*> free_blocks(pool.blocks.begin(), pool.blocks.end());
     std::vector<block*> to_unmap;
-    for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
-        block* b = *it;
-        ++it;
+    for (block* b : free_blocks) {
         if (b->expandable) {
             to_unmap.push_back(b);  // unmapping changes the pool: do it after the walk
         } else if (!b->prev && !b->next) {
@@ -155,9 +156,9 @@ void device_allocator_impl::garbage_collect_cached_blocks(context_handle context
         freed_one = false;
         // Free every block at least as old as the average, not only up to the target, so
         // collection does not run again at once.
-        for (auto it = large_blocks_.blocks.begin(); it != large_blocks_.blocks.end();) {
-            block* b = *it;
-            ++it;
+        const std::vector<block*> free_blocks(large_blocks_.blocks.begin(),
+                                              large_blocks_.blocks.end());
+        for (block* b : free_blocks) {
             if (!b->is_split() && !b->expandable &&
                 static_cast<double>(large_blocks_.gc_count(b)) >= age_threshold) {
                 freed_one = true;

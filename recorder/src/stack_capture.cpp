@@ -10,24 +10,16 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "detail/eh_frame_unwinder.hpp"
 #include "detail/libunwind_library.hpp"
 
 namespace memtrail::recorder {
 
-namespace {
-
-std::atomic<detail::unw_backtrace_function> unw_backtrace_pointer{nullptr};
-
-struct stack_bounds {
-    uintptr_t low = 0;
-    uintptr_t high = 0;
-};
-
 // The calling thread's stack, asked once per thread (pthread_getattr_np reads /proc for the
 // main thread, far too slow for every capture).
-const stack_bounds& thread_stack_bounds() {
-    thread_local const stack_bounds bounds = [] {
-        stack_bounds result;
+const detail::stack_range& detail::this_thread_stack() {
+    thread_local const stack_range bounds = [] {
+        stack_range result;
         pthread_attr_t attributes;
         if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
             void* address = nullptr;
@@ -43,13 +35,17 @@ const stack_bounds& thread_stack_bounds() {
     return bounds;
 }
 
+namespace {
+
+std::atomic<detail::unw_backtrace_function> unw_backtrace_pointer{nullptr};
+
 // Follows the chain of frame records (saved frame pointer, return address) up the stack. Ends
 // at the first record that is outside this thread's stack, misaligned, or not above the previous
 // one (callers' frames lie at higher addresses), so a frame built without frame pointers ends the
 // walk instead of sending it through arbitrary memory.
 class frame_walk {
   public:
-    frame_walk(uintptr_t frame, const stack_bounds& bounds)
+    frame_walk(uintptr_t frame, const detail::stack_range& bounds)
         : frame_(frame),
           // Frames only go up from the first, so the low bound is checked once.
           highest_record_(frame >= bounds.low && bounds.high >= bounds.low + record_size
@@ -76,7 +72,7 @@ class frame_walk {
 // Leaves out the first `skip` return addresses from `frame` on, and writes the next ones
 // straight to `out`.
 size_t walk_frame_pointers(uintptr_t frame, size_t skip, std::span<uintptr_t> out) {
-    frame_walk walk(frame, thread_stack_bounds());
+    frame_walk walk(frame, detail::this_thread_stack());
     for (size_t i = 0; i < skip; ++i) {
         if (walk.next() == 0) {
             return 0;
@@ -101,23 +97,30 @@ constexpr size_t libunwind_own_frames = 1;
 }  // namespace
 
 std::string_view unwinder_name(unwinder method) {
-    return method == unwinder::frame_pointer ? "frame_pointer" : "libunwind";
+    switch (method) {
+        case unwinder::frame_pointer:
+            return "frame_pointer";
+        case unwinder::eh_frame:
+            return "eh_frame";
+        case unwinder::libunwind:
+            break;
+    }
+    return "libunwind";
 }
 
 bool parse_unwinder(std::string_view name, unwinder& out) {
-    if (name == "libunwind") {
-        out = unwinder::libunwind;
-        return true;
-    }
-    if (name == "frame_pointer") {
-        out = unwinder::frame_pointer;
-        return true;
+    for (const unwinder method :
+         {unwinder::libunwind, unwinder::eh_frame, unwinder::frame_pointer}) {
+        if (name == unwinder_name(method)) {
+            out = method;
+            return true;
+        }
     }
     return false;
 }
 
 void prepare_stack_capture(unwinder method) {
-    if (method == unwinder::libunwind) {
+    if (method != unwinder::frame_pointer) {  // eh_frame falls back on libunwind
         unw_backtrace_pointer.store(detail::load_unw_backtrace(), std::memory_order_release);
     }
     std::array<uintptr_t, max_stack_depth> warm_up;
@@ -129,6 +132,16 @@ void prepare_stack_capture(unwinder method) {
         // The walk starts in capture_stack's own record, whose return address is its caller's.
         return walk_frame_pointers(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), skip,
                                    out);
+    }
+    if (method == unwinder::eh_frame) {
+        // capture_stack's own frame record gives its caller's registers: its return address, the
+        // stack pointer after the return (just above the record) and the caller's rbp.
+        const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
+        size_t written = 0;
+        if (detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
+                                  detail::this_thread_stack(), skip, out, written)) {
+            return written;
+        }
     }
     const auto backtrace = unw_backtrace_pointer.load(std::memory_order_acquire);
     if (backtrace == nullptr) {

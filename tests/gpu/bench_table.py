@@ -48,7 +48,8 @@ def main(path):
     print("| recording | extra frames 0 | added | extra frames 40 | added |")
     print("|---|---|---|---|---|")
     for owner in ("memtrail", "torch"):
-        for setting in ("off", "trace", "frame_pointer_stacks", "libunwind_stacks", "cpp_stacks"):
+        for setting in ("off", "trace", "frame_pointer_stacks", "libunwind_stacks", "eh_frame_stacks",
+                        "cpp_stacks"):
             row = []
             for depth in (0, 40):
                 value = medians.get((f"recording_pair_512/{owner}/{setting}/extra_frames:{depth}", 1))
@@ -57,6 +58,49 @@ def main(path):
                         else f"+{value - base:.0f} ns"]
             if row[0] != "-":
                 print(f"| {owner} {setting.replace('_', ' ')} | " + " | ".join(row) + " |")
+    print()
+    print("The same from frames built without frame pointers (`recording_pair_512_no_frame_pointers`):\n")
+    depths = (0, 16, 32, 64)
+    print("| recording | " + " | ".join(f"extra frames {d} | added" for d in depths) + " |")
+    print("|---" * (2 * len(depths) + 1) + "|")
+    added_without_frame_pointers = {}
+    for owner, setting in (("memtrail", "off"), ("memtrail", "libunwind_stacks"),
+                           ("memtrail", "eh_frame_stacks"), ("torch", "off"), ("torch", "cpp_stacks")):
+        row = []
+        for depth in depths:
+            value = medians.get((f"recording_pair_512_no_frame_pointers/{owner}/{setting}/extra_frames:{depth}", 1))
+            base = medians.get((f"recording_pair_512_no_frame_pointers/{owner}/off/extra_frames:{depth}", 1))
+            added = None if value is None or base is None or setting == "off" else value - base
+            if added is not None:
+                added_without_frame_pointers.setdefault((owner, setting), []).append(added)
+            row += [text(value), "" if added is None else f"+{added:.0f} ns"]
+        if row[0] != "-":
+            print(f"| {owner} {setting.replace('_', ' ')} | " + " | ".join(row) + " |")
+    print()
+    print_issue_rows(medians, added_without_frame_pointers)
+
+
+def print_issue_rows(medians, added_without_frame_pointers):
+    """The three rows of issue 17, memtrail beside PyTorch from this run."""
+    def rate(backend, threads):
+        value = medians.get((f"pair/{backend}/512", threads))
+        return None if value is None else threads * 1e9 / value
+    print("Issue 17's rows (memtrail beside PyTorch, this run):\n")
+    print("| path | memtrail | PyTorch | goal |")
+    print("|---|---|---|---|")
+    mix, torch_mix = medians.get(("random_mix/memtrail", 1)), medians.get(("random_mix/torch", 1))
+    ratio = f" ({mix / torch_mix:.2f}x)" if mix and torch_mix else ""
+    print(f"| random-mix step | {text(mix)}{ratio} | {text(torch_mix)} | at most 0.20x PyTorch's |")
+    worst = {key: max(values) for key, values in added_without_frame_pointers.items()}
+    eh_frame, torch_stacks = worst.get(("memtrail", "eh_frame_stacks")), worst.get(("torch", "cpp_stacks"))
+    print(f"| pair with native stacks, no frame pointers, most added at 0-64 extra frames | "
+          f"{'-' if eh_frame is None else f'+{eh_frame:.0f} ns'} (eh_frame) | "
+          f"{'-' if torch_stacks is None else f'+{torch_stacks:.0f} ns'} (C++ stacks) | at most +250 ns |")
+    one, eight, torch_eight = rate("memtrail", 1), rate("memtrail", 8), rate("torch", 8)
+    def per_second(value):
+        return "-" if value is None else f"{value / 1e6:.1f} M/s"
+    print(f"| 8 threads, aggregate pairs of 512 B per second | {per_second(eight)} (1 thread: "
+          f"{per_second(one)}) | {per_second(torch_eight)} | at least the 1-thread rate |")
     print()
 
 

@@ -202,7 +202,8 @@ TEST_P(eight_threads, lose_and_duplicate_nothing) {
 
 INSTANTIATE_TEST_SUITE_P(unwinders, eight_threads,
                          ::testing::Values(recorder::unwinder::libunwind,
-                                           recorder::unwinder::frame_pointer),
+                                           recorder::unwinder::frame_pointer,
+                                           recorder::unwinder::eh_frame),
                          [](const ::testing::TestParamInfo<recorder::unwinder>& parameter) {
                              return std::string(recorder::unwinder_name(parameter.param));
                          });

@@ -108,13 +108,15 @@ TEST_P(stack_capture_test, works_from_other_threads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(unwinders, stack_capture_test,
-                         ::testing::Values(unwinder::libunwind, unwinder::frame_pointer),
+                         ::testing::Values(unwinder::libunwind, unwinder::frame_pointer,
+                                           unwinder::eh_frame),
                          [](const ::testing::TestParamInfo<unwinder>& parameter) {
                              return std::string(memtrail::recorder::unwinder_name(parameter.param));
                          });
 
 TEST(unwinder_names, round_trip) {
-    for (const unwinder method : {unwinder::libunwind, unwinder::frame_pointer}) {
+    for (const unwinder method :
+         {unwinder::libunwind, unwinder::frame_pointer, unwinder::eh_frame}) {
         unwinder parsed{};
         ASSERT_TRUE(
             memtrail::recorder::parse_unwinder(memtrail::recorder::unwinder_name(method), parsed));

@@ -1,7 +1,9 @@
 #pragma once
-// Native stack capture: the return addresses of the calling thread, innermost first. Two
-// unwinders: libunwind (reads .eh_frame, so it works for any code) and a frame-pointer walk (far
-// cheaper, but only complete for code built with -fno-omit-frame-pointer).
+// Native stack capture: the return addresses of the calling thread, innermost first. Three
+// unwinders: libunwind (reads .eh_frame, so it works for any code); eh_frame, the same stacks
+// from the same tables read once and kept by return address, far cheaper, falling back on
+// libunwind for frames its rules cannot describe (signal frames, DWARF expressions); and a
+// frame-pointer walk (cheapest, but only complete for code built with -fno-omit-frame-pointer).
 
 #include <cstddef>
 #include <cstdint>
@@ -10,19 +12,19 @@
 
 namespace memtrail::recorder {
 
-enum class unwinder : uint8_t { libunwind, frame_pointer };
+enum class unwinder : uint8_t { libunwind, frame_pointer, eh_frame };
 
-// "libunwind" or "frame_pointer".
+// "libunwind", "frame_pointer" or "eh_frame".
 std::string_view unwinder_name(unwinder method);
-// Inverse of unwinder_name; false when `name` is neither.
+// Inverse of unwinder_name; false when `name` is none of them.
 bool parse_unwinder(std::string_view name, unwinder& out);
 
 // The deepest stack capture_stack returns.
 inline constexpr size_t max_stack_depth = 256;
 
-// Makes `method` ready: loads libunwind on first use and captures one stack so that its caches
-// are warm before the first recorded allocation. Throws std::runtime_error when libunwind cannot
-// be loaded. Thread-safe.
+// Makes `method` ready: loads libunwind on first use (eh_frame's fallback too) and captures one
+// stack so that its caches are warm before the first recorded allocation. Throws std::runtime_error
+// when libunwind cannot be loaded. Thread-safe.
 void prepare_stack_capture(unwinder method);
 
 // Writes up to out.size() return addresses of the calling thread, innermost first: the first lies

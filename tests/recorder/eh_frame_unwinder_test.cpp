@@ -1,0 +1,276 @@
+// The eh_frame unwinder against libunwind on code built without frame pointers (this file is
+// compiled with -fomit-frame-pointer -O2): stacks of every depth up to past 64 frames, through
+// frames whose CFA is rsp-based, rbp-based (a variable-length array keeps a frame pointer) and
+// through frames that use rbp as an ordinary register, on the main thread and on another, and
+// through the C library's frames. The walk itself must not fall back on libunwind for any of
+// them, or the comparison would prove nothing; a signal frame is the case it must leave to
+// libunwind.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "detail/eh_frame_unwinder.hpp"
+#include "memtrail/recorder/stack_capture.hpp"
+#include "sanitizer_skips.hpp"
+
+namespace {
+
+using memtrail::recorder::capture_stack;
+using memtrail::recorder::max_stack_depth;
+using memtrail::recorder::prepare_stack_capture;
+using memtrail::recorder::unwinder;
+namespace detail = memtrail::recorder::detail;
+
+struct both_stacks {
+    std::vector<uintptr_t> eh_frame = std::vector<uintptr_t>(max_stack_depth);
+    std::vector<uintptr_t> libunwind = std::vector<uintptr_t>(max_stack_depth);
+    std::vector<uintptr_t> public_eh_frame = std::vector<uintptr_t>(max_stack_depth);
+    bool walked = false;  // the eh_frame walk finished without falling back on libunwind
+};
+
+// Both unwinders from one frame: the walk starts at this function's return address, libunwind
+// leaves out this function's own frame to start there too. This one frame keeps its frame
+// record, which is where the walk reads its first registers.
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void capture_both(both_stacks& out) {
+    const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
+    size_t walked = 0;
+    out.walked =
+        detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
+                              detail::this_thread_stack(), 0, out.eh_frame, walked);
+    out.eh_frame.resize(walked);
+    out.libunwind.resize(capture_stack(unwinder::libunwind, out.libunwind, 1));
+    out.public_eh_frame.resize(capture_stack(unwinder::eh_frame, out.public_eh_frame, 1));
+    asm volatile("");
+}
+
+volatile int sink;
+
+// rsp-based frames of several sizes.
+[[gnu::noinline]] void plain(int depth, both_stacks& out);
+// A run-time sized allocation: the frame keeps rbp as its CFA register.
+[[gnu::noinline]] void with_vla(int depth, both_stacks& out);
+// Many live values: with -fomit-frame-pointer the compiler saves and uses rbp as a register.
+[[gnu::noinline]] void register_hungry(int depth, both_stacks& out);
+
+void next(int depth, both_stacks& out) {
+    switch (depth % 3) {
+        case 0:
+            plain(depth - 1, out);
+            break;
+        case 1:
+            with_vla(depth - 1, out);
+            break;
+        default:
+            register_hungry(depth - 1, out);
+            break;
+    }
+}
+
+void plain(int depth, both_stacks& out) {
+    volatile char local[96];
+    local[depth % 5 * 16] = static_cast<char>(depth);
+    if (depth <= 0) {
+        capture_both(out);
+    } else {
+        next(depth, out);
+    }
+    sink = local[depth % 5 * 16];
+}
+
+void with_vla(int depth, both_stacks& out) {
+    auto* local = static_cast<volatile char*>(
+        __builtin_alloca(16 + (depth & 7) * sizeof(long) + static_cast<unsigned>(sink % 2)));
+    local[0] = static_cast<char>(depth);
+    if (depth <= 0) {
+        capture_both(out);
+    } else {
+        next(depth, out);
+    }
+    sink = local[0];
+}
+
+void register_hungry(int depth, both_stacks& out) {
+    int a = sink + depth, b = a * 3, c = b ^ 5, d = c + a, e = d * b, f = e - c, g = f + 11,
+        h = g * d, i = h ^ e, j = i + f;
+    if (depth <= 0) {
+        capture_both(out);
+    } else {
+        next(depth, out);
+    }
+    sink = a + b + c + d + e + f + g + h + i + j;
+}
+
+void expect_same_stacks(int depth) {
+    both_stacks out;
+    next(depth + 1, out);
+    EXPECT_TRUE(out.walked) << "the walk fell back on libunwind at depth " << depth;
+    EXPECT_GE(out.libunwind.size(), static_cast<size_t>(depth));
+    EXPECT_EQ(out.eh_frame, out.libunwind) << "at depth " << depth;
+    EXPECT_EQ(out.public_eh_frame, out.libunwind) << "at depth " << depth;
+}
+
+class eh_frame_unwinder_test : public ::testing::Test {
+  protected:
+    void SetUp() override { prepare_stack_capture(unwinder::eh_frame); }
+};
+
+TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_without_frame_pointers) {
+    for (int depth = 0; depth <= 80; ++depth) {
+        expect_same_stacks(depth);
+    }
+}
+
+TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_on_other_threads) {
+    MEMTRAIL_SKIP_LIBUNWIND_THREADS_UNDER_TSAN(unwinder::libunwind);
+    std::thread worker([] {
+        for (int depth = 0; depth <= 70; depth += 7) {
+            expect_same_stacks(depth);
+        }
+    });
+    worker.join();
+}
+
+// The walk keeps the thread's last stack and reuses its outer frames when they still hold. Here
+// the leaf frames match the last walk's (same code, same stack pointer) while a frame further out
+// changed (from_a or from_b): the words read there differ, and the walk must see it.
+[[gnu::noinline]] void leaf_twice_removed(both_stacks& out) {
+    capture_both(out);
+    asm volatile("");
+}
+[[gnu::noinline]] void from_a(both_stacks& out) {
+    leaf_twice_removed(out);
+    sink = 1;
+}
+[[gnu::noinline]] void from_b(both_stacks& out) {
+    leaf_twice_removed(out);
+    sink = 2;
+}
+
+TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_the_same_frames) {
+    static void (*volatile callers[])(both_stacks&) = {from_a, from_b, from_a, from_a, from_b};
+    std::vector<uintptr_t> previous;
+#pragma GCC unroll 1
+    for (auto* caller : callers) {
+        both_stacks out;
+        caller(out);
+        EXPECT_TRUE(out.walked);
+        EXPECT_EQ(out.eh_frame, out.libunwind);
+        EXPECT_EQ(out.public_eh_frame, out.libunwind);
+        if (!previous.empty()) {
+            EXPECT_EQ(previous.size(), out.libunwind.size());
+        }
+        previous = out.libunwind;
+    }
+}
+
+// From one call site, so that both see the same first return address.
+[[gnu::noinline]] std::vector<uintptr_t> capture_with(unwinder method, size_t size, size_t skip) {
+    std::vector<uintptr_t> out(size);
+    out.resize(capture_stack(method, out, skip));
+    return out;
+}
+
+TEST_F(eh_frame_unwinder_test, stops_at_the_output_and_skips_like_libunwind) {
+    for (size_t size : {1u, 5u, 64u}) {
+        for (size_t skip : {0u, 1u, 3u}) {
+            std::array<std::vector<uintptr_t>, 2> stacks;
+            // One call site for both: not unrolled, so both return to the same address.
+            static volatile int methods = 2;
+#pragma GCC unroll 1
+            for (int i = 0; i < methods; ++i) {
+                stacks[i] =
+                    capture_with(i == 0 ? unwinder::libunwind : unwinder::eh_frame, size, skip);
+            }
+            EXPECT_EQ(stacks[1], stacks[0]) << "size " << size << ", skip " << skip;
+            // The test's own stack is deeper than 5 frames, shallower than 64.
+            if (size < 64) {
+                EXPECT_EQ(stacks[0].size(), size) << "size " << size << ", skip " << skip;
+            }
+        }
+    }
+}
+
+// Through the C library's own frames (built without frame pointers): qsort calls back into
+// this file from varying depths of its merge sort.
+std::vector<both_stacks>* sorted_stacks = nullptr;
+
+int compare_and_capture(const void* a, const void* b) {
+    if (sorted_stacks->size() < 64) {
+        capture_both(sorted_stacks->emplace_back());
+    }
+    return *static_cast<const int*>(a) - *static_cast<const int*>(b);
+}
+
+TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_through_the_c_library) {
+    std::vector<both_stacks> stacks;
+    stacks.reserve(64);
+    sorted_stacks = &stacks;
+    std::array<int, 200> values{};
+    for (size_t i = 0; i < values.size(); ++i) {
+        values[i] = static_cast<int>((i * 7919) % 211);
+    }
+    std::qsort(values.data(), values.size(), sizeof(int), compare_and_capture);
+    sorted_stacks = nullptr;
+    ASSERT_FALSE(stacks.empty());
+    for (const both_stacks& out : stacks) {
+        EXPECT_TRUE(out.walked);
+        EXPECT_EQ(out.eh_frame, out.libunwind);
+        EXPECT_EQ(out.public_eh_frame, out.libunwind);
+    }
+}
+
+// A signal handler's caller is the kernel's signal frame, whose rule is a DWARF expression:
+// the walk leaves the whole capture to libunwind, and the stacks stay the same.
+both_stacks* signal_stacks = nullptr;
+
+void capture_in_handler(int) {
+    capture_both(*signal_stacks);
+}
+
+TEST_F(eh_frame_unwinder_test, leaves_signal_frames_to_libunwind) {
+    both_stacks out;
+    signal_stacks = &out;
+    struct sigaction action = {};
+    struct sigaction previous = {};
+    action.sa_handler = capture_in_handler;
+    sigemptyset(&action.sa_mask);
+    ASSERT_EQ(sigaction(SIGUSR2, &action, &previous), 0);
+    raise(SIGUSR2);
+    sigaction(SIGUSR2, &previous, nullptr);
+    signal_stacks = nullptr;
+    EXPECT_FALSE(out.walked);
+    EXPECT_GT(out.libunwind.size(), 3u);
+    EXPECT_EQ(out.public_eh_frame, out.libunwind);
+}
+
+// Without the thread's stack bounds the walk cannot tell a stack word from any other memory, so
+// it reads nothing and leaves the capture to libunwind (on a new thread: no walk kept yet).
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] bool walk_with_unknown_stack() {
+    const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
+    std::array<uintptr_t, 8> out{};
+    size_t written = 0;
+    const bool walked = detail::walk_eh_frame(
+        {record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]}, {}, 0, out, written);
+    asm volatile("");
+    return walked;
+}
+
+TEST(eh_frame_unwinder_walk, refuses_a_thread_whose_stack_is_unknown) {
+    bool walked = true;
+    std::thread([&] { walked = walk_with_unknown_stack(); }).join();
+    EXPECT_FALSE(walked);
+}
+
+TEST(eh_frame_unwinder_names, parse_and_print) {
+    unwinder parsed{};
+    ASSERT_TRUE(memtrail::recorder::parse_unwinder("eh_frame", parsed));
+    EXPECT_EQ(parsed, unwinder::eh_frame);
+    EXPECT_EQ(memtrail::recorder::unwinder_name(unwinder::eh_frame), "eh_frame");
+}
+
+}  // namespace
