@@ -73,9 +73,15 @@ def train(mode, library, snapshot):
     out = {"mode": mode, "losses": losses, "step_ms_median": 1000 * statistics.median(times[WARMUP:]),
            "warnings": sorted({str(w.message)[:200] for w in nondeterminism_warnings})}
     if mode.startswith("torch"):
-        stats = torch.cuda.memory_stats()
-        out.update(peak_allocated=stats["allocated_bytes.all.peak"], peak_reserved=stats["reserved_bytes.all.peak"],
-                   device_allocations=stats["num_device_alloc"])
+        try:
+            stats = torch.cuda.memory_stats()
+            out.update(peak_allocated=stats["allocated_bytes.all.peak"],
+                       peak_reserved=stats["reserved_bytes.all.peak"],
+                       device_allocations=stats["num_device_alloc"])
+        except RuntimeError as error:
+            # Under `memtrail run` PyTorch's allocator is memtrail's (CUDAPluggableAllocator),
+            # which PyTorch does not ask for statistics: the snapshot holds them.
+            out["memory_stats"] = str(error)[:200]
     else:
         for path in (snapshot, snapshot.replace(".memtrail", ".pickle")):
             if memtrail.memtrail_dump_snapshot(path.encode()) != 0:
