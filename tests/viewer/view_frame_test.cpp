@@ -266,6 +266,25 @@ TEST(view, a_selected_range_drives_every_view) {
     EXPECT_NE(settled_text(frame, v).find("bytes at the selected moment"), std::string::npos);
 }
 
+// With a range selected every view of both files still draws within the per-pixel budget (the
+// segments' marks are merged per pixel).
+TEST(view, every_view_over_a_range_stays_within_the_pixel_budget) {
+    for (const auto* doc : {&torch_document(), &memtrail_document()}) {
+        headless_frame frame(width, height);
+        view v(*doc);
+        const size_t count = (*doc)->main_device().model.event_count();
+        v.set_range(std::pair(count / 4, count * 3 / 4));
+        v.compare_range_ends(true);
+        for (int k = 0; k < view_kind_count; ++k) {
+            SCOPED_TRACE(view_kind_name(static_cast<view_kind>(k)));
+            v.show(static_cast<view_kind>(k));
+            const ImDrawData& data = settle(frame, v);
+            EXPECT_GT(data.TotalVtxCount, 200);
+            EXPECT_LT(data.TotalVtxCount, 4 * 12 * width + 200000);
+        }
+    }
+}
+
 // The compare view sets the range's start against its end; without a range it says how to get
 // one.
 TEST(view, the_compare_view_compares_the_ranges_start_with_its_end) {

@@ -164,7 +164,8 @@ bool running(const std::future<T>& job) {
 
 bool view::busy() const {
     return running(panels_->flame.pending) || running(panels_->compare.pending) ||
-           running(panels_->timeline.largest_job) || running(panels_->timeline.layers_job);
+           running(panels_->timeline.largest_job) || running(panels_->timeline.layers_job) ||
+           running(panels_->segments.range_job);
 }
 
 void view::handle_keys() {

@@ -197,15 +197,20 @@ struct view::panels {
         bool common_scale = false;
 
         // With a range selected the segments are drawn as at its end, with what the range
-        // allocated and freed marked; rebuilt when the range or device changes.
+        // allocated and freed marked. They are computed in the background when the range or
+        // device changes; until then the previous range's stay on screen.
         struct range_cache {
             size_t device_index = 0;
             analysis::range_changes changes;
             analysis::memory_totals totals;
         };
         std::optional<range_cache> range;
-        // The changes of the view's range, or nullptr when no range is selected.
+        std::future<range_cache> range_job;
+        // The changes to draw while the view has a range: its own once computed, else the
+        // previous range's; nullptr without a range or before the first are ready.
         const range_cache* changes_of(const view& v);
+        // Whether `range` is of the view's range.
+        bool range_current(const view& v) const;
 
         // The segments of this frame that the pool filter lets through, with their pools.
         struct row {

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
+#include <future>
 
 #include "format.hpp"
 #include "palette.hpp"
@@ -70,22 +72,35 @@ class span_marks {
 
 }  // namespace
 
+bool view::panels::segments_state::range_current(const view& v) const {
+    const size_t count = v.model().event_count();
+    return v.range_ && range && range->device_index == v.device_index_ &&
+           range->changes.first == std::min(v.range_->first, count) &&
+           range->changes.last == std::min(v.range_->second, count);
+}
+
 const view::panels::segments_state::range_cache* view::panels::segments_state::changes_of(
     const view& v) {
+    if (range_job.valid() &&
+        range_job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        range = range_job.get();
+    }
     if (!v.range_) {
-        range.reset();
         return nullptr;
     }
-    const auto [first, last] = *v.range_;
-    if (!range || range->device_index != v.device_index_ || range->changes.first != first ||
-        range->changes.last != std::min(last, v.model().event_count())) {
-        range_cache c;
-        c.device_index = v.device_index_;
-        c.changes = analysis::changes_over(v.model(), first, last);
-        c.totals = analysis::totals_of(c.changes.at_end);
-        range = std::move(c);
+    if (!range_job.valid() && !range_current(v)) {
+        const analysis::device_model m = v.model();
+        const size_t device_index = v.device_index_;
+        const auto [first, last] = *v.range_;
+        range_job = std::async(std::launch::async, [m, device_index, first, last] {
+            range_cache c;
+            c.device_index = device_index;
+            c.changes = analysis::changes_over(m, first, last);
+            c.totals = analysis::totals_of(c.changes.at_end);
+            return c;
+        });
     }
-    return &*range;
+    return range ? &*range : nullptr;
 }
 
 void view::draw_segments() {
@@ -97,7 +112,11 @@ void view::draw_segments() {
     const size_t position = changes ? changes->last : moment_;
     if (changes) {
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::selection),
-                           "at the end of the range %zu..%zu:", changes->first, changes->last);
+                           "at the end of the range %zu..%zu%s:", changes->first, changes->last,
+                           panel.range_current(*this) ? "" : " (updating...)");
+        ImGui::SameLine();
+    } else if (range_) {
+        ImGui::TextDisabled("(computing the range's changes...)");
         ImGui::SameLine();
     }
     ImGui::Text("%s segments  reserved %s  allocated %s  pending free %s  free %s  waste %s",
