@@ -266,6 +266,20 @@ TEST(view, a_selected_range_drives_every_view) {
     EXPECT_NE(settled_text(frame, v).find("bytes at the selected moment"), std::string::npos);
 }
 
+// The segment rows start on a line of their own below the legend, also when the device has no
+// private pool and so no pool filter ends the legend's line (they used to start to its right).
+TEST(view, the_segment_rows_start_below_the_legend) {
+    headless_frame frame(width, height);
+    view v(torch_document());
+    v.show(view_kind::segments);
+    const std::string text = settled_text(frame, v);
+    const size_t hint = text.find("left/right: step events");
+    ASSERT_NE(hint, std::string::npos);
+    const size_t first_row = text.find("0x", hint);
+    ASSERT_NE(first_row, std::string::npos);
+    EXPECT_LT(text.find('\n', hint), first_row) << text.substr(hint, 200);
+}
+
 // With a range selected every view of both files still draws within the per-pixel budget (the
 // segments' marks are merged per pixel).
 TEST(view, every_view_over_a_range_stays_within_the_pixel_budget) {
