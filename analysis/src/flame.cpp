@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "memtrail/analysis/frame_text.hpp"
+#include "memtrail/analysis/range_changes.hpp"
 
 namespace memtrail::analysis {
 namespace {
@@ -151,6 +152,16 @@ flame_graph flame_over_range(const device_model& model, size_t first, size_t las
     std::sort(stacks.begin(), stacks.end(),
               [](const stack_bytes& a, const stack_bytes& b) { return a.stack < b.stack; });
     return build_flame(model.source(), stacks);
+}
+
+flame_graph flame_allocated_in_range(const device_model& model, size_t first, size_t last,
+                                     live_measure measure) {
+    range_changes changes = changes_over(model, first, last);
+    for (snapshot::segment& seg : changes.at_end.segments) {
+        std::erase_if(seg.blocks,
+                      [&](const snapshot::block& b) { return !changes.is_new_block(b.address); });
+    }
+    return build_flame(model.source(), bytes_by_stack(changes.at_end, measure));
 }
 
 std::string to_folded(const flame_graph& graph) {

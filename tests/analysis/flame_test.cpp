@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "memtrail/analysis/flame.hpp"
+#include "memtrail/analysis/range_changes.hpp"
 #include "reference_allocator.hpp"
 
 namespace memtrail::analysis {
@@ -81,6 +82,62 @@ TEST(flame, range_graph_holds_each_stack_at_its_maximum) {
     EXPECT_EQ(graph.total(), expected_total);
     expect_consistent(graph);
     EXPECT_GE(graph.total(), model.min_max(series::active, first, last + 1).second);
+}
+
+TEST(flame, allocated_in_range_holds_what_the_range_allocated_and_kept) {
+    const device_model model = random_model(6, 500);
+    for (const auto& [first, last] : {std::pair<size_t, size_t>{100, 300}, {0, 250}, {40, 41}}) {
+        // Counted from the lifetimes: allocated inside, not yet freed at `last`.
+        uint64_t expected = 0;
+        for (const allocation_lifetime& life : model.lifetimes()) {
+            if (life.begin > first && life.begin <= last && life.end > last) {
+                expected += life.size;
+            }
+        }
+        const flame_graph graph =
+            flame_allocated_in_range(model, first, last, live_measure::allocated);
+        EXPECT_EQ(graph.total(), expected) << first << ".." << last;
+        expect_consistent(graph);
+    }
+    EXPECT_EQ(flame_allocated_in_range(model, 200, 200, live_measure::active).total(), 0u);
+}
+
+// Every freed span was held at the range's start and is free at its end; the new blocks and
+// segments are exactly those absent at the start.
+TEST(range_changes, freed_spans_and_new_blocks_match_the_states) {
+    const device_model model = random_model(7, 500);
+    const size_t first = 150;
+    const size_t last = 350;
+    const range_changes changes = changes_over(model, last, first);
+    ASSERT_EQ(changes.first, first) << "the ends are put in order";
+    const memory_state start = model.state_after(first);
+    auto held_at = [](const memory_state& state, uint64_t address) {
+        for (const snapshot::segment& seg : state.segments) {
+            for (const snapshot::block& b : seg.blocks) {
+                if (address >= b.address && address < b.address + b.size) {
+                    return b.state != snapshot::block_state::inactive;
+                }
+            }
+        }
+        return false;
+    };
+    ASSERT_FALSE(changes.freed.empty());
+    for (const auto& [begin, end] : changes.freed) {
+        ASSERT_LT(begin, end);
+        EXPECT_TRUE(held_at(start, begin));
+        EXPECT_TRUE(held_at(start, end - 1));
+        EXPECT_FALSE(held_at(changes.at_end, begin));
+    }
+    ASSERT_FALSE(changes.new_blocks.empty());
+    for (const snapshot::segment& seg : changes.at_end.segments) {
+        for (const snapshot::block& b : seg.blocks) {
+            if (b.state == snapshot::block_state::inactive) {
+                EXPECT_FALSE(changes.is_new_block(b.address));
+            }
+        }
+    }
+    EXPECT_TRUE(changes_over(model, 200, 200).new_blocks.empty());
+    EXPECT_TRUE(changes_over(model, 200, 200).freed.empty());
 }
 
 TEST(flame, differential_graph_moves_by_the_change) {

@@ -1,5 +1,6 @@
 // The views, headless: every view builds a frame for a PyTorch pickle and a memtrail snapshot,
-// the frame stays within a per-pixel budget, and the linked selection and the keyboard work.
+// the frame stays within a per-pixel budget, and the linked selection (a selected range driving
+// every view among it) and the keyboard work.
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include <imgui_internal.h>
 #include <unistd.h>
 
 #include "../../viewer/src/file_dialog.hpp"
@@ -64,6 +66,35 @@ const ImDrawData& settle(headless_frame& frame, view& v) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+}
+
+// The text a settled frame of `v` shows (ImGui's log of the rendered text items).
+std::string settled_text(headless_frame& frame, view& v) {
+    settle(frame, v);
+    draw_frame(frame, v);
+    frame.end();
+    frame.begin();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
+    ImGui::Begin("view", nullptr, ImGuiWindowFlags_NoDecoration);
+    ImGui::LogToBuffer();
+    v.draw();
+    std::string text = ImGui::GetCurrentContext()->LogBuffer.c_str();
+    ImGui::LogFinish();
+    ImGui::End();
+    frame.end();
+    return text;
+}
+
+// How many of the frame's vertices have `color`.
+size_t vertices_of_color(const ImDrawData& data, ImU32 color) {
+    size_t count = 0;
+    for (int l = 0; l < data.CmdListsCount; ++l) {
+        for (const ImDrawVert& vertex : data.CmdLists[l]->VtxBuffer) {
+            count += vertex.col == color;
+        }
+    }
+    return count;
 }
 
 struct view_case {
@@ -184,6 +215,109 @@ TEST(view, arrow_keys_step_and_escape_clears) {
     press(256);
     EXPECT_FALSE(v.allocation().has_value());
     EXPECT_FALSE(v.range().has_value());
+}
+
+// A selected range drives every view: the flame graph shows what it allocated and kept, the
+// segments its end with its changes marked, the events its entries, the legend its end and
+// change; clearing it brings back the moment.
+TEST(view, a_selected_range_drives_every_view) {
+    headless_frame frame(width, height);
+    view v(torch_document());
+    ASSERT_TRUE(v.select_moment("end"));
+    const std::pair<size_t, size_t> range(3000, 8426);  // growth up to the peak
+    v.set_range(range);
+
+    v.show(view_kind::flame);
+    EXPECT_NE(settled_text(frame, v).find("allocated in the range and live at its end"),
+              std::string::npos);
+
+    v.show(view_kind::segments);
+    std::string text = settled_text(frame, v);
+    EXPECT_NE(text.find("at the end of the range 3000..8426"), std::string::npos) << text;
+    EXPECT_NE(text.find("4 segments reserved in the range"), std::string::npos) << text;
+    EXPECT_NE(text.find("  new"), std::string::npos) << "the new segments' rows say so";
+    // Beyond the legend's swatch of each colour (4 vertices), the marks along the bars: many
+    // allocated by the growth to the peak, one span freed.
+    const ImU32 allocated_mark = IM_COL32(220, 90, 80, 255);
+    const ImU32 freed_mark = IM_COL32(80, 170, 110, 255);
+    EXPECT_GT(vertices_of_color(settle(frame, v), allocated_mark), 4u * 4);
+    EXPECT_GT(vertices_of_color(settle(frame, v), freed_mark), 4u);
+
+    v.show(view_kind::events);
+    text = settled_text(frame, v);
+    EXPECT_NE(text.find("5,426 of 10,983 events (in the selected range)"), std::string::npos)
+        << text.substr(0, 600);
+
+    v.show(view_kind::timeline);
+    ASSERT_TRUE(v.stack_timeline_by("category"));
+    text = settled_text(frame, v);
+    EXPECT_NE(text.find("bytes at the end of the selected range"), std::string::npos);
+
+    v.set_range(std::nullopt);
+    v.show(view_kind::flame);
+    text = settled_text(frame, v);
+    EXPECT_EQ(text.find("allocated in the range"), std::string::npos);
+    EXPECT_NE(text.find(" live in "), std::string::npos);
+    v.show(view_kind::segments);
+    text = settled_text(frame, v);
+    EXPECT_EQ(text.find("at the end of the range"), std::string::npos);
+    EXPECT_EQ(vertices_of_color(settle(frame, v), allocated_mark), 0u);
+    v.show(view_kind::timeline);
+    EXPECT_NE(settled_text(frame, v).find("bytes at the selected moment"), std::string::npos);
+}
+
+// The segment rows start on a line of their own below the legend, also when the device has no
+// private pool and so no pool filter ends the legend's line (they used to start to its right).
+TEST(view, the_segment_rows_start_below_the_legend) {
+    headless_frame frame(width, height);
+    view v(torch_document());
+    v.show(view_kind::segments);
+    const std::string text = settled_text(frame, v);
+    const size_t hint = text.find("left/right: step events");
+    ASSERT_NE(hint, std::string::npos);
+    const size_t first_row = text.find("0x", hint);
+    ASSERT_NE(first_row, std::string::npos);
+    EXPECT_LT(text.find('\n', hint), first_row) << text.substr(hint, 200);
+}
+
+// With a range selected every view of both files still draws within the per-pixel budget (the
+// segments' marks are merged per pixel).
+TEST(view, every_view_over_a_range_stays_within_the_pixel_budget) {
+    for (const auto* doc : {&torch_document(), &memtrail_document()}) {
+        headless_frame frame(width, height);
+        view v(*doc);
+        const size_t count = (*doc)->main_device().model.event_count();
+        v.set_range(std::pair(count / 4, count * 3 / 4));
+        v.compare_range_ends(true);
+        for (int k = 0; k < view_kind_count; ++k) {
+            SCOPED_TRACE(view_kind_name(static_cast<view_kind>(k)));
+            v.show(static_cast<view_kind>(k));
+            const ImDrawData& data = settle(frame, v);
+            EXPECT_GT(data.TotalVtxCount, 200);
+            EXPECT_LT(data.TotalVtxCount, 4 * 12 * width + 200000);
+        }
+    }
+}
+
+// The compare view sets the range's start against its end; without a range it says how to get
+// one.
+TEST(view, the_compare_view_compares_the_ranges_start_with_its_end) {
+    headless_frame frame(width, height);
+    view v(torch_document());
+    v.show(view_kind::compare);
+    v.compare_range_ends(true);
+    ASSERT_TRUE(v.comparing_range_ends());
+    EXPECT_NE(settled_text(frame, v).find("Select a range on the timeline"), std::string::npos);
+
+    v.set_range(std::pair<size_t, size_t>(3000, 8426));
+    const std::string text = settled_text(frame, v);
+    EXPECT_NE(text.find("at 3000"), std::string::npos) << text.substr(0, 600);
+    EXPECT_NE(text.find("at 8426"), std::string::npos);
+    EXPECT_NE(text.find("this trace at the range's start"), std::string::npos);
+    EXPECT_GT(settle(frame, v).TotalVtxCount, 1000) << "the differential graph is drawn";
+
+    v.compare_range_ends(false);
+    EXPECT_NE(settled_text(frame, v).find("Open a second snapshot"), std::string::npos);
 }
 
 TEST(view, a_click_in_the_timeline_selects_that_moment_and_the_wheel_zooms) {

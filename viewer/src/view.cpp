@@ -108,6 +108,15 @@ void view::set_comparison(std::shared_ptr<const document> other) {
     panels_->compare.zoom = 0;
 }
 
+void view::compare_range_ends(bool on) {
+    panels_->compare.range_ends = on;
+    panels_->compare.zoom = 0;
+}
+
+bool view::comparing_range_ends() const {
+    return panels_->compare.range_ends;
+}
+
 void view::set_candidates(std::vector<std::shared_ptr<const document>> documents) {
     candidates_ = std::move(documents);
 }
@@ -128,6 +137,14 @@ void view::set_range(std::optional<std::pair<size_t, size_t>> positions) {
     if (positions && positions->first > positions->second) {
         std::swap(positions->first, positions->second);
     }
+    // A range drives the flame graph: while one is selected it shows what the range allocated
+    // and kept, unless another graph was chosen.
+    panels::flame_source& flame = panels_->flame.source;
+    if (positions && !range_ && flame == panels::flame_source::moment) {
+        flame = panels::flame_source::range_allocated;
+    } else if (!positions && range_ && flame == panels::flame_source::range_allocated) {
+        flame = panels::flame_source::moment;
+    }
     range_ = positions;
 }
 
@@ -147,7 +164,8 @@ bool running(const std::future<T>& job) {
 
 bool view::busy() const {
     return running(panels_->flame.pending) || running(panels_->compare.pending) ||
-           running(panels_->timeline.largest_job) || running(panels_->timeline.layers_job);
+           running(panels_->timeline.largest_job) || running(panels_->timeline.layers_job) ||
+           running(panels_->segments.range_job);
 }
 
 void view::handle_keys() {

@@ -1,6 +1,7 @@
 // Compare: this snapshot against a baseline (another open snapshot), side by side at their ends
-// or their peaks, and a differential flame graph: a frame's width is its bytes in both
-// snapshots, its colour says whether it grew (red) or shrank (green).
+// or their peaks, or two moments of this trace (the selected range's start and end); and a
+// differential flame graph: a frame's width is its bytes in both, its colour says whether it
+// grew (red) or shrank (green).
 
 #include <algorithm>
 #include <chrono>
@@ -66,33 +67,58 @@ void view::draw_compare() {
     ImGui::TextUnformatted("baseline:");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(320);
-    if (ImGui::BeginCombo("##baseline", compare_doc_ ? compare_doc_->name.c_str() : "(none)")) {
+    const char* this_trace = "this trace at the range's start";
+    if (ImGui::BeginCombo("##baseline", c.range_ends   ? this_trace
+                                        : compare_doc_ ? compare_doc_->name.c_str()
+                                                       : "(none)")) {
+        if (ImGui::Selectable(this_trace, c.range_ends)) {
+            compare_range_ends(true);
+        }
         for (const auto& candidate : candidates_) {
             if (candidate != doc_ &&
-                ImGui::Selectable(candidate->name.c_str(), candidate == compare_doc_)) {
+                ImGui::Selectable(candidate->name.c_str(),
+                                  !c.range_ends && candidate == compare_doc_)) {
                 set_comparison(candidate);
+                compare_range_ends(false);
             }
         }
         ImGui::EndCombo();
     }
     ImGui::SameLine();
-    int at_peak = c.at_peak ? 1 : 0;
-    ImGui::RadioButton("at the ends", &at_peak, 0);
-    ImGui::SameLine();
-    ImGui::RadioButton("at the peaks", &at_peak, 1);
-    c.at_peak = at_peak == 1;
-    ImGui::SameLine();
+    if (!c.range_ends) {
+        int at_peak = c.at_peak ? 1 : 0;
+        ImGui::RadioButton("at the ends", &at_peak, 0);
+        ImGui::SameLine();
+        ImGui::RadioButton("at the peaks", &at_peak, 1);
+        c.at_peak = at_peak == 1;
+        ImGui::SameLine();
+    }
     if (ImGui::SmallButton("reset zoom")) {
         c.zoom = 0;
     }
-    if (!compare_doc_) {
+    panels::compare_state::key want{compare_doc_.get(), doc_.get(), device_index_, c.at_peak, {}};
+    std::string before_name = compare_doc_ ? compare_doc_->name : "";
+    std::string after_name = doc_->name;
+    if (c.range_ends) {
+        if (!range_) {
+            ImGui::TextDisabled(
+                "Select a range on the timeline (shift or right drag) to compare its start with "
+                "its end.");
+            return;
+        }
+        const size_t count = model().event_count();
+        want = {doc_.get(), doc_.get(), device_index_, false,
+                std::pair(std::min(range_->first, count), std::min(range_->second, count))};
+        before_name = "at " + std::to_string(want.moments->first);
+        after_name = "at " + std::to_string(want.moments->second);
+    } else if (!compare_doc_) {
         ImGui::TextDisabled(
-            "Open a second snapshot (or pass FILE2 on the command line) and pick "
-            "it as the baseline.");
+            "Open a second snapshot (or pass FILE2 on the command line) and pick it as the "
+            "baseline, or pick \"%s\" with a range selected.",
+            this_trace);
         return;
     }
 
-    const panels::compare_state::key want{compare_doc_.get(), doc_.get(), device_index_, c.at_peak};
     c.update(*this, want);
     if (c.diff.nodes.empty()) {
         ImGui::TextDisabled("comparing...");
@@ -110,8 +136,8 @@ void view::draw_compare() {
                                     std::max(at_least, ImGui::CalcTextSize(label).x + 12));
         };
         fixed("", ImGui::CalcTextSize("largest free block").x + 12);
-        fixed(compare_doc_->name.c_str(), number);
-        fixed(doc_->name.c_str(), number);
+        fixed(before_name.c_str(), number);
+        fixed(after_name.c_str(), number);
         fixed("change", number);
         ImGui::TableHeadersRow();
         const analysis::memory_totals& b = c.before_totals;
@@ -164,16 +190,17 @@ void view::panels::compare_state::update(const view& v, const key& want) {
         zoom = 0;
     }
     if (!pending.valid() && shown_key != want) {
-        const analysis::device_model before = model_for(*v.compare_doc_, v.dev().device);
         const analysis::device_model after = v.model();
-        const bool peak = at_peak;
+        const analysis::device_model before =
+            want.moments ? after : model_for(*v.compare_doc_, v.dev().device);
         pending_key = want;
-        pending = std::async(std::launch::async, [before, after, peak] {
-            auto position = [peak](const analysis::device_model& m) {
-                return peak ? m.peak_position(analysis::series::allocated) : m.event_count();
+        pending = std::async(std::launch::async, [before, after, want] {
+            auto position = [&want](const analysis::device_model& m) {
+                return want.at_peak ? m.peak_position(analysis::series::allocated)
+                                    : m.event_count();
             };
-            const size_t before_at = position(before);
-            const size_t after_at = position(after);
+            const size_t before_at = want.moments ? want.moments->first : position(before);
+            const size_t after_at = want.moments ? want.moments->second : position(after);
             result r;
             r.diff = analysis::diff_flames(
                 analysis::flame_at(before, before_at, analysis::live_measure::allocated),

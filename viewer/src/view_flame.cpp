@@ -1,6 +1,7 @@
 // Flame: live bytes by allocation stack as a flame graph or an icicle, at the selected moment,
-// at the peak, or each stack at its worst over the selected range. The graph is computed in the
-// background; the previous one stays on screen until the new one is ready.
+// at the peak, each stack at its worst over the selected range, or what the range allocated and
+// still holds at its end. The graph is computed in the background; the previous one stays on
+// screen until the new one is ready.
 
 #include <algorithm>
 #include <chrono>
@@ -70,6 +71,10 @@ void view::draw_flame() {
     ImGui::SameLine();
     ImGui::RadioButton(range_ ? "worst over the range" : "worst over the trace", &source,
                        static_cast<int>(panels::flame_source::range));
+    ImGui::SameLine();
+    ImGui::RadioButton(range_ ? "allocated in the range, live at its end"
+                              : "allocated in the trace, live at its end",
+                       &source, static_cast<int>(panels::flame_source::range_allocated));
     f.source = static_cast<panels::flame_source>(source);
     ImGui::SameLine();
     ImGui::Checkbox("include pending frees", &f.active);
@@ -83,7 +88,8 @@ void view::draw_flame() {
     panels::flame_state::key want{device_index_, f.source, 0, 0, f.active};
     if (f.source == panels::flame_source::moment) {
         want.first = moment_;
-    } else if (f.source == panels::flame_source::range) {
+    } else if (f.source == panels::flame_source::range ||
+               f.source == panels::flame_source::range_allocated) {
         want.first = range_ ? range_->first : 0;
         want.last = range_ ? range_->second : model().event_count();
     }
@@ -111,6 +117,8 @@ void view::draw_flame() {
                     return analysis::flame_at_peak(m, measure);
                 case panels::flame_source::range:
                     return analysis::flame_over_range(m, want.first, want.last, measure);
+                case panels::flame_source::range_allocated:
+                    return analysis::flame_allocated_in_range(m, want.first, want.last, measure);
             }
             return analysis::flame_graph{};
         });
@@ -121,7 +129,12 @@ void view::draw_flame() {
     }
 
     const auto& nodes = f.graph.nodes;
-    ImGui::Text("%s live in %s blocks", format_bytes(f.graph.total()).c_str(),
+    ImGui::Text("%s %s in %s blocks", format_bytes(f.graph.total()).c_str(),
+                f.shown_key && f.shown_key->source == panels::flame_source::range_allocated
+                    ? "allocated in the range and live at its end"
+                : f.shown_key && f.shown_key->source == panels::flame_source::range
+                    ? "at each stack's worst"
+                    : "live",
                 format_count(nodes[0].blocks).c_str());
     if (f.pending.valid() || f.shown_key != want) {
         ImGui::SameLine();

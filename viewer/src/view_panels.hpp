@@ -17,8 +17,9 @@
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/memory_state.hpp"
 #include "memtrail/analysis/oom_report.hpp"
-#include "memtrail/analysis/stacked_timeline.hpp"
+#include "memtrail/analysis/range_changes.hpp"
 #include "memtrail/analysis/segment_pools.hpp"
+#include "memtrail/analysis/stacked_timeline.hpp"
 #include "memtrail/analysis/timeline.hpp"
 #include "memtrail/viewer/rank_table.hpp"
 #include "memtrail/viewer/view.hpp"
@@ -140,9 +141,17 @@ struct view::panels {
             size_t column = 0;
             size_t layer = 0;
         };
-        // The categories at the moment, for the legend.
-        std::optional<std::pair<size_t, size_t>> legend_key;  // device index, position
+        // The categories at the moment, or at the end of the selected range with those at its
+        // start to show the change, for the legend.
+        struct legend_key_type {
+            size_t device_index = 0;
+            size_t position = 0;
+            std::optional<size_t> since;  // the range's start
+            bool operator==(const legend_key_type&) const = default;
+        };
+        std::optional<legend_key_type> legend_key;
         analysis::category_breakdown legend;
+        analysis::category_breakdown legend_since;
 
         // Where a frame draws: the annotation lanes, the plot below them, the axis below it.
         struct frame {
@@ -187,6 +196,22 @@ struct view::panels {
         bool color_by_stack = false;
         bool common_scale = false;
 
+        // With a range selected the segments are drawn as at its end, with what the range
+        // allocated and freed marked. They are computed in the background when the range or
+        // device changes; until then the previous range's stay on screen.
+        struct range_cache {
+            size_t device_index = 0;
+            analysis::range_changes changes;
+            analysis::memory_totals totals;
+        };
+        std::optional<range_cache> range;
+        std::future<range_cache> range_job;
+        // The changes to draw while the view has a range: its own once computed, else the
+        // previous range's; nullptr without a range or before the first are ready.
+        const range_cache* changes_of(const view& v);
+        // Whether `range` is of the view's range.
+        bool range_current(const view& v) const;
+
         // The segments of this frame that the pool filter lets through, with their pools.
         struct row {
             const snapshot::segment* segment = nullptr;
@@ -197,14 +222,23 @@ struct view::panels {
         // One segment's row of view::draw_segments: its label, its blocks as a bar, the selected
         // allocation outlined, and the block under the mouse in a tooltip.
         void draw_row(view& v, const row& r, uint64_t largest_segment, float bar_width,
-                      const analysis::allocation_lifetime* selected);
+                      const analysis::allocation_lifetime* selected, size_t position,
+                      const analysis::range_changes* changes);
         void draw_blocks(view& v, const snapshot::segment& seg, float bar_x, float scale, float y0,
                          float y1);
-        void block_tooltip(view& v, const row& r, float bar_x, float scale);
+        // Marks the blocks the range allocated (a line along the bar's top) and the space it
+        // freed (along its bottom), merged per pixel.
+        static void draw_changes(const snapshot::segment& seg,
+                                 const analysis::range_changes& changes, float bar_x, float scale,
+                                 float y0, float y1);
+        void block_tooltip(view& v, const row& r, float bar_x, float scale, size_t position,
+                           const analysis::range_changes* changes);
     } segments;
 
     //--- flame state (view_flame.cpp)
-    enum class flame_source { moment, peak, range };
+    // What the graph counts: the blocks live at the moment or at the peak, each stack at its
+    // worst over the range, or the blocks allocated inside the range and still live at its end.
+    enum class flame_source { moment, peak, range, range_allocated };
     struct flame_state {
         flame_source source = flame_source::moment;
         bool icicle = false;
@@ -294,13 +328,16 @@ struct view::panels {
 
     //--- compare state (view_compare.cpp)
     struct compare_state {
-        bool at_peak = false;  // compare the peaks, else the ends
+        bool at_peak = false;     // compare the peaks, else the ends
+        bool range_ends = false;  // this trace at the range's start against its end
         uint32_t zoom = 0;
         struct key {
             const document* before = nullptr;
             const document* after = nullptr;
             size_t device_index = 0;
             bool at_peak = false;
+            // Set when comparing two moments of one trace: the positions compared.
+            std::optional<std::pair<size_t, size_t>> moments;
             bool operator==(const key&) const = default;
         };
         std::optional<key> shown_key;

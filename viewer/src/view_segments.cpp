@@ -1,11 +1,14 @@
-// Segments: the allocator's state at the selected moment, one row per segment, its blocks
-// coloured by state (allocated, rounding waste, pending free, free) or by allocation stack.
+// Segments: the allocator's state at the selected moment (or at the end of the selected range,
+// with what the range allocated and freed marked), one row per segment, its blocks coloured by
+// state (allocated, rounding waste, pending free, free) or by allocation stack.
 // Blocks narrower than a pixel are merged into one pixel column coloured by what fills most of
 // it, so a segment of thousands of small blocks still costs one item per pixel.
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
+#include <future>
 
 #include "format.hpp"
 #include "palette.hpp"
@@ -37,12 +40,85 @@ void legend_item(ImU32 color, const char* label) {
     ImGui::SameLine();
 }
 
+// One mark per run of pixels: spans closer than a pixel are drawn as one.
+class span_marks {
+  public:
+    span_marks(float y0, float y1, ImU32 color) : y0_(y0), y1_(y1), color_(color) {}
+    ~span_marks() { flush(); }
+    span_marks(const span_marks&) = delete;
+    span_marks& operator=(const span_marks&) = delete;
+    void add(float x0, float x1) {
+        x1 = std::max(x1, x0 + 1.0f);
+        if (x0_ >= 0 && x0 <= x1_ + 1.0f) {
+            x1_ = std::max(x1_, x1);
+            return;
+        }
+        flush();
+        x0_ = x0;
+        x1_ = x1;
+    }
+
+  private:
+    void flush() {
+        if (x0_ >= 0) {
+            ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(x0_, y0_), ImVec2(x1_, y1_), color_);
+        }
+        x0_ = -1;
+    }
+    float y0_, y1_;
+    ImU32 color_;
+    float x0_ = -1, x1_ = -1;
+};
+
 }  // namespace
 
+bool view::panels::segments_state::range_current(const view& v) const {
+    const size_t count = v.model().event_count();
+    return v.range_ && range && range->device_index == v.device_index_ &&
+           range->changes.first == std::min(v.range_->first, count) &&
+           range->changes.last == std::min(v.range_->second, count);
+}
+
+const view::panels::segments_state::range_cache* view::panels::segments_state::changes_of(
+    const view& v) {
+    if (range_job.valid() &&
+        range_job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        range = range_job.get();
+    }
+    if (!v.range_) {
+        return nullptr;
+    }
+    if (!range_job.valid() && !range_current(v)) {
+        const analysis::device_model m = v.model();
+        const size_t device_index = v.device_index_;
+        const auto [first, last] = *v.range_;
+        range_job = std::async(std::launch::async, [m, device_index, first, last] {
+            range_cache c;
+            c.device_index = device_index;
+            c.changes = analysis::changes_over(m, first, last);
+            c.totals = analysis::totals_of(c.changes.at_end);
+            return c;
+        });
+    }
+    return range ? &*range : nullptr;
+}
+
 void view::draw_segments() {
-    const analysis::memory_state& state = state_at_moment();
-    const analysis::memory_totals& totals = panels_->state.totals;
     panels::segments_state& panel = panels_->segments;
+    const panels::segments_state::range_cache* in_range = panel.changes_of(*this);
+    const analysis::range_changes* changes = in_range ? &in_range->changes : nullptr;
+    const analysis::memory_state& state = changes ? changes->at_end : state_at_moment();
+    const analysis::memory_totals& totals = in_range ? in_range->totals : panels_->state.totals;
+    const size_t position = changes ? changes->last : moment_;
+    if (changes) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::selection),
+                           "at the end of the range %zu..%zu%s:", changes->first, changes->last,
+                           panel.range_current(*this) ? "" : " (updating...)");
+        ImGui::SameLine();
+    } else if (range_) {
+        ImGui::TextDisabled("(computing the range's changes...)");
+        ImGui::SameLine();
+    }
     ImGui::Text("%s segments  reserved %s  allocated %s  pending free %s  free %s  waste %s",
                 format_count(totals.segments).c_str(), format_bytes(totals.reserved).c_str(),
                 format_bytes(totals.allocated).c_str(), format_bytes(totals.pending_free).c_str(),
@@ -63,8 +139,17 @@ void view::draw_segments() {
         legend_item(palette::free_block, "free");
     }
     ImGui::TextDisabled("left/right: step events");
-    ImGui::SameLine();
-    panels_->pools.draw_filter(*this);
+    // The filter's combo ends the line; without one the legend's line ends here.
+    if (!panels_->pools.of(*this).private_pools().empty()) {
+        ImGui::SameLine();
+        panels_->pools.draw_filter(*this);
+    }
+    if (changes) {
+        legend_item(palette::grown, "allocated in the range (a line along the top)");
+        legend_item(palette::shrunk, "freed in the range (a line along the bottom)");
+        ImGui::TextDisabled("%zu segments reserved in the range (marked new)",
+                            changes->new_segments.size());
+    }
 
     // The rows the pool filter lets through, each with its pool (unknown when the snapshot no
     // longer holds the segment).
@@ -89,7 +174,7 @@ void view::draw_segments() {
     while (clipper.Step()) {
         for (int row = clipper.DisplayStart; row < clipper.DisplayEnd; ++row) {
             panel.draw_row(*this, panel.rows[static_cast<size_t>(row)], largest_segment, bar_width,
-                           selected);
+                           selected, position, changes);
         }
     }
     ImGui::EndChild();
@@ -97,15 +182,19 @@ void view::draw_segments() {
 
 void view::panels::segments_state::draw_row(view& v, const row& r, uint64_t largest_segment,
                                             float bar_width,
-                                            const analysis::allocation_lifetime* selected) {
+                                            const analysis::allocation_lifetime* selected,
+                                            size_t position,
+                                            const analysis::range_changes* changes) {
     const snapshot::segment& seg = *r.segment;
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     ImGui::AlignTextToFramePadding();
     ImGui::Text(
-        "%s %s  %s  s%llu%s", format_address(seg.address).c_str(), seg.is_large ? "large" : "small",
-        format_bytes(seg.total_size).c_str(), static_cast<unsigned long long>(seg.stream),
-        r.pool && !r.pool->is_default() ? ("  pool " + analysis::pool_name(*r.pool)).c_str() : "");
+        "%s %s  %s  s%llu%s%s", format_address(seg.address).c_str(),
+        seg.is_large ? "large" : "small", format_bytes(seg.total_size).c_str(),
+        static_cast<unsigned long long>(seg.stream),
+        r.pool && !r.pool->is_default() ? ("  pool " + analysis::pool_name(*r.pool)).c_str() : "",
+        changes && changes->is_new_segment(seg.address) ? "  new" : "");
     const float bar_x = origin.x + label_width;
     const float scale =
         bar_width / static_cast<float>(common_scale ? largest_segment : seg.total_size);
@@ -117,9 +206,12 @@ void view::panels::segments_state::draw_row(view& v, const row& r, uint64_t larg
     const bool bar_hovered = ImGui::IsItemHovered();
 
     draw_blocks(v, seg, bar_x, scale, y0, y1);
+    if (changes) {
+        draw_changes(seg, *changes, bar_x, scale, y0, y1);
+    }
     if (selected != nullptr && selected->address >= seg.address &&
-        selected->address < seg.address + seg.total_size && selected->begin <= v.moment_ &&
-        v.moment_ < selected->released) {
+        selected->address < seg.address + seg.total_size && selected->begin <= position &&
+        position < selected->released) {
         const float x0 = bar_x + static_cast<float>(selected->address - seg.address) * scale;
         const float x1 = x0 + std::max(2.0f, static_cast<float>(selected->size) * scale);
         draw->AddRect(ImVec2(x0 - 1, y0 - 2), ImVec2(x1 + 1, y1 + 2), palette::selection, 0, 0,
@@ -127,7 +219,32 @@ void view::panels::segments_state::draw_row(view& v, const row& r, uint64_t larg
     }
 
     if (bar_hovered) {
-        block_tooltip(v, r, bar_x, scale);
+        block_tooltip(v, r, bar_x, scale, position, changes);
+    }
+}
+
+void view::panels::segments_state::draw_changes(const snapshot::segment& seg,
+                                                const analysis::range_changes& changes, float bar_x,
+                                                float scale, float y0, float y1) {
+    const float line = std::max(2.0f, (y1 - y0) * 0.2f);
+    auto x_of = [&](uint64_t address) {
+        return bar_x + static_cast<float>(address - seg.address) * scale;
+    };
+    {
+        span_marks allocated(y0, y0 + line, palette::grown);
+        for (const snapshot::block& b : seg.blocks) {
+            if (b.state != snapshot::block_state::inactive && changes.is_new_block(b.address)) {
+                allocated.add(x_of(b.address), x_of(b.address + b.size));
+            }
+        }
+    }
+    span_marks freed(y1 - line, y1, palette::shrunk);
+    const uint64_t seg_end = seg.address + seg.total_size;
+    auto it = std::lower_bound(
+        changes.freed.begin(), changes.freed.end(), seg.address,
+        [](const std::pair<uint64_t, uint64_t>& span, uint64_t a) { return span.second <= a; });
+    for (; it != changes.freed.end() && it->first < seg_end; ++it) {
+        freed.add(x_of(std::max(it->first, seg.address)), x_of(std::min(it->second, seg_end)));
     }
 }
 
@@ -215,7 +332,9 @@ void view::panels::segments_state::draw_blocks(view& v, const snapshot::segment&
     flush();
 }
 
-void view::panels::segments_state::block_tooltip(view& v, const row& r, float bar_x, float scale) {
+void view::panels::segments_state::block_tooltip(view& v, const row& r, float bar_x, float scale,
+                                                 size_t position,
+                                                 const analysis::range_changes* changes) {
     const snapshot::segment& seg = *r.segment;
     const ImGuiIO& io = ImGui::GetIO();
     const uint64_t offset = static_cast<uint64_t>(std::max(0.0f, (io.MousePos.x - bar_x) / scale));
@@ -244,13 +363,17 @@ void view::panels::segments_state::block_tooltip(view& v, const row& r, float ba
                                   : ("private pool " + analysis::pool_name(*r.pool) +
                                      " (a CUDA graph's or a torch.cuda.MemPool's)")
                                         .c_str());
+    if (changes && active && changes->is_new_block(b.address)) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::grown),
+                           "allocated in the selected range");
+    }
     if (active) {
         ImGui::Separator();
         v.stack_tooltip(b.stack, 12);
     }
     ImGui::EndTooltip();
     if (active && ImGui::IsItemClicked(ImGuiMouseButton_Left)) {
-        v.set_allocation(v.dev().allocation_at(b.address, v.moment_));
+        v.set_allocation(v.dev().allocation_at(b.address, position));
     }
 }
 

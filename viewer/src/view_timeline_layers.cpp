@@ -100,18 +100,33 @@ void view::panels::timeline_state::draw_legend(view& v) {
             if (!v.dev().categories) {
                 break;
             }
-            const std::pair<size_t, size_t> key(v.device_index_, v.moment_);
+            panels::timeline_state::legend_key_type key{v.device_index_, v.moment_, std::nullopt};
+            if (v.range_) {
+                key.position = std::min(v.range_->second, v.model().event_count());
+                key.since = std::min(v.range_->first, v.model().event_count());
+            }
             if (legend_key != key) {
-                legend = analysis::categories_at(v.model(), *v.dev().categories, v.moment_);
+                legend = analysis::categories_at(v.model(), *v.dev().categories, key.position);
+                if (key.since) {
+                    legend_since =
+                        analysis::categories_at(v.model(), *v.dev().categories, *key.since);
+                }
                 legend_key = key;
             }
             const float right = ImGui::GetCursorScreenPos().x + ImGui::GetContentRegionAvail().x;
             for (size_t c = 0; c < analysis::memory_category_count; ++c) {
                 ImGui::PushID(static_cast<int>(c));
                 const auto& t = legend.totals[c];
-                const std::string label =
+                std::string label =
                     std::string(analysis::category_name(analysis::memory_category(c))) + " " +
                     format_bytes(t.bytes);
+                const int64_t change = key.since
+                                           ? static_cast<int64_t>(t.bytes) -
+                                                 static_cast<int64_t>(legend_since.totals[c].bytes)
+                                           : 0;
+                if (key.since) {
+                    label += " (" + format_bytes_delta(change) + ")";
+                }
                 // Items that would not fit go on the next line rather than past the edge.
                 const float item =
                     ImGui::GetTextLineHeight() + 4 + ImGui::CalcTextSize(label.c_str()).x;
@@ -122,17 +137,21 @@ void view::panels::timeline_state::draw_legend(view& v) {
                 ImGui::TextUnformatted(label.c_str());
                 if (ImGui::IsItemHovered()) {
                     ImGui::SetTooltip(
-                        "%s: %s\nat the selected moment: %s in %zu blocks, confidence %.2f",
+                        "%s: %s\n%s: %s in %zu blocks, confidence %.2f%s%s",
                         analysis::category_name(analysis::memory_category(c)).data(),
                         analysis::category_description(analysis::memory_category(c)).data(),
-                        format_bytes(t.bytes).c_str(), t.blocks, t.confidence);
+                        key.since ? "at the end of the selected range" : "at the selected moment",
+                        format_bytes(t.bytes).c_str(), t.blocks, t.confidence,
+                        key.since ? "\nchange over the range: " : "",
+                        key.since ? format_bytes_delta(change).c_str() : "");
                 }
                 ImGui::PopID();
             }
-            note(
-                "bytes at the selected moment; the plot shows each pixel's highest "
-                "moment. Training steps from %s.",
-                analysis::step_source_name(v.dev().categories->steps().source).data());
+            note(key.since ? "bytes at the end of the selected range (change over the range); "
+                             "the plot shows each pixel's highest moment. Training steps from %s."
+                           : "bytes at the selected moment; the plot shows each pixel's highest "
+                             "moment. Training steps from %s.",
+                 analysis::step_source_name(v.dev().categories->steps().source).data());
             return;
         }
         case stacking::stack:

@@ -28,7 +28,7 @@ const char* usage() {
            "       memtrail-viewer --help | --version\n"
            "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end]\n"
            "                       [--size WxH] [--device N] [--all-frames] [--stack-by KIND]\n"
-           "                       FILE [FILE2...]\n"
+           "                       [--range FIRST:LAST] FILE [FILE2...]\n"
            "FILE: a memtrail snapshot (plain or zstd) or a PyTorch snapshot pickle; several\n"
            "      files are the ranks of one job (one file per rank).\n"
            "NAME: timeline, segments, flame, events, allocation, stats, oom, compare, ranks\n"
@@ -36,7 +36,9 @@ const char* usage() {
            "--all-frames: show PyTorch's own frames (unwinder, caching allocator, dispatcher)\n"
            "      and the Python interpreter's C frames in stacks (View > PyTorch's own frames).\n"
            "KIND: what the timeline stacks: category (the default where categories are\n"
-           "      known), stack, allocation or segment.\n";
+           "      known), stack, allocation or segment.\n"
+           "--range: select the event positions FIRST to LAST, as a drag on the timeline does;\n"
+           "      with one FILE the compare view sets the range's start against its end.\n";
 }
 
 options parse_command_line(int argc, char** argv) {
@@ -63,6 +65,18 @@ options parse_command_line(int argc, char** argv) {
             result.all_frames = true;
         } else if (arg == "--stack-by") {
             result.stack_by = value("--stack-by");
+        } else if (arg == "--range") {
+            const std::string_view range = value("--range");
+            const size_t colon = range.find(':');
+            if (colon == std::string_view::npos) {
+                throw std::invalid_argument("--range wants FIRST:LAST, e.g. 100:2000");
+            }
+            const int first = parse_int(range.substr(0, colon), "range start");
+            const int last = parse_int(range.substr(colon + 1), "range end");
+            if (first < 0 || last < 0) {
+                throw std::invalid_argument("--range wants positions of 0 or more");
+            }
+            result.range = std::pair<size_t, size_t>(first, last);
         } else if (arg == "--device") {
             result.device = parse_int(value("--device"), "device");
         } else if (arg == "--size") {

@@ -3,9 +3,13 @@
 //   memtrail-viewer --help | --version
 //   memtrail-viewer [--all-frames] [FILE...]
 //   memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end] [--size WxH]
-//                   [--device N] [--all-frames] [--stack-by KIND] FILE [FILE2...]
+//                   [--device N] [--all-frames] [--stack-by KIND] [--range FIRST:LAST]
+//                   FILE [FILE2...]
 
+#include <cstddef>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memtrail::viewer::app {
@@ -16,7 +20,9 @@ struct options {
     std::string view = "timeline";
     std::string at = "end";
     std::string stack_by;  // the timeline's stacking; "": its default
-    int device = -1;       // -1: the first device with a trace
+    // The selected range of event positions; with one FILE the compare view compares its ends.
+    std::optional<std::pair<size_t, size_t>> range;
+    int device = -1;  // -1: the first device with a trace
     int width = 1600;
     int height = 900;
     bool all_frames = false;  // PyTorch's and the interpreter's own frames shown too

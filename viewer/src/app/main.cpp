@@ -84,8 +84,13 @@ int run_screenshot(const options& opts) {
                      opts.stack_by.c_str());
         return 2;
     }
+    if (opts.range) {
+        v.set_range(*opts.range);
+    }
     if (views.size() > 1) {
         v.set_comparison(views[1]->shared_doc());
+    } else if (opts.range) {
+        v.compare_range_ends(true);
     }
     if (kind == memtrail::viewer::view_kind::allocation) {
         v.select_largest_live_allocation();  // the details of something, not the picking list

@@ -59,6 +59,11 @@ flame_graph flame_at_peak(const device_model& model, live_measure measure);
 // moment, so the total is the sum of those maxima, not the live bytes of one position.
 flame_graph flame_over_range(const device_model& model, size_t first, size_t last,
                              live_measure measure);
+// What the range [first, last] added and kept: the blocks live at `last` (as `measure` counts
+// them) whose allocation is inside the range. Its total is the growth the range left behind,
+// not counting what it freed.
+flame_graph flame_allocated_in_range(const device_model& model, size_t first, size_t last,
+                                     live_measure measure);
 
 // One line per frame with self bytes: "outer;inner;leaf BYTES". Frame labels have ';' replaced
 // by ','. The values sum to the graph's total.

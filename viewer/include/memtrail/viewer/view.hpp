@@ -2,7 +2,9 @@
 // The view of one snapshot: a toolbar, an overview strip, and tabs for the features, each
 // feature in a file of its own (view_timeline.cpp, view_segments.cpp, ...). The features are
 // linked by one selection: a moment (a position in the device's trace), optionally a range of
-// positions and an allocation.
+// positions and an allocation. A range drives the views: the flame graph shows what it allocated
+// and kept, the segments its end with its changes marked, the events its entries, the category
+// legend its end and change, and the compare view can set its start against its end.
 //
 // A view only builds ImGui draw lists; it never touches GL, so a frame can be built and
 // measured without a window (headless_frame).
@@ -56,6 +58,10 @@ class view {
     bool stack_timeline_by(std::string_view name);
     // The snapshot the compare view sets against this one (another open view's document).
     void set_comparison(std::shared_ptr<const document> other);
+    // Whether the compare view sets the selected range's start against its end (two moments of
+    // this trace) instead of another snapshot's end or peak against this one's.
+    void compare_range_ends(bool on);
+    bool comparing_range_ends() const;
     // The open documents (this one among them): the compare view's baselines, the Ranks view's
     // ranks.
     void set_candidates(std::vector<std::shared_ptr<const document>> documents);
