@@ -20,9 +20,11 @@
 #      CuPy through the package where CuPy is installed (tests/gpu/python_package.py)
 #   9. CUDA graphs on memtrail: torch.cuda.graph training and torch.compile(mode="reduce-overhead")
 #      (tests/gpu/torch_graphs.py, with libmemtrail_torch_bridge.so)
+#  10. the cost of recording inside training: 6 alternating processes of PyTorch's allocator and
+#      of memtrail recording everything, with each unwinder (tests/gpu/training_overhead.py)
 # Set SKIP_<PART>=1 (SKIP_TESTS, SKIP_SAMPLES, SKIP_BENCH, SKIP_TRAINING, SKIP_DISTRIBUTED,
-# SKIP_TRACES, SKIP_RUN, SKIP_PYTHON_PACKAGE, SKIP_GRAPHS) to leave a part out, BENCH_ARGS to pass
-# Google Benchmark flags.
+# SKIP_TRACES, SKIP_RUN, SKIP_PYTHON_PACKAGE, SKIP_GRAPHS, SKIP_OVERHEAD) to leave a part out,
+# BENCH_ARGS to pass Google Benchmark flags.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build-gpu}
@@ -126,6 +128,20 @@ if ! skip TRAINING; then
   note "## PyTorch training"
   note '```'
   cat "$out/training.log" >> "$out/results.md"
+  note '```'
+fi
+
+if ! skip OVERHEAD; then
+  # Recording inside training: 6 alternating processes of each, with each unwinder.
+  note ""
+  note "## Recording inside training (context all, stacks all)"
+  note '```'
+  for unwinder in ${OVERHEAD_UNWINDERS:-eh_frame libunwind}; do
+    PYTHONUNBUFFERED=1 "$python" "$here/tests/gpu/training_overhead.py" "$build/lib/librecorder.so" \
+      "$out/overhead.$unwinder" "${OVERHEAD_RUNS:-6}" "$unwinder" > "$out/overhead.$unwinder.log" 2>&1 ||
+      fail "training_overhead.py ($unwinder)"
+    tail -3 "$out/overhead.$unwinder.log" >> "$out/results.md"
+  done
   note '```'
 fi
 
