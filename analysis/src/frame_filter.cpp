@@ -27,16 +27,29 @@ bool memory_viz_drops(std::string_view function, std::string_view file) {
                                "pycore_ceval.h", "ceval.c", "cpython/abstract.h"});
 }
 
+// The dispatcher's generated code that memory_viz drops by its file (core/boxing, Register*.cpp,
+// RedispatchFunctions.cpp), by name, for stacks whose frames carry no file (a libtorch without
+// line tables, memtrail's own unwinding through CUDAPluggableAllocator).
+bool is_dispatcher_plumbing(std::string_view function) {
+    return contains_any(
+        function,
+        {"c10::impl::wrap_kernel_functor_unboxed_", "c10::impl::make_boxed_from_unboxed_functor",
+         "c10::impl::BoxedKernelWrapper", "c10::BoxedKernel::", "(anonymous namespace)::wrapper_",
+         "::redispatch(", "at::_ops::empty_strided::", "at::_ops::empty_memory_format::"});
+}
+
 // The caching allocator and the tensor-creation plumbing between an operator and it, which
 // memory_viz leaves in: with them the innermost frame of every stack is the allocator's.
 bool is_allocation_plumbing(std::string_view function) {
-    return contains_any(
-        function, {"c10::cuda::CUDACachingAllocator::", "torch::cuda::CUDAPluggableAllocator::",
-                   "at::detail::empty_generic", "at::detail::_empty_generic",
-                   "at::detail::empty_strided_generic", "at::detail::_empty_strided_generic",
-                   "at::detail::empty_cuda", "at::detail::empty_strided_cuda",
-                   "at::native::empty_cuda", "at::native::empty_strided_cuda",
-                   "c10::StorageImpl::StorageImpl", "c10::make_intrusive<c10::StorageImpl"});
+    return is_dispatcher_plumbing(function) ||
+           contains_any(
+               function,
+               {"c10::cuda::CUDACachingAllocator::", "torch::cuda::CUDAPluggableAllocator::",
+                "at::detail::empty_generic", "at::detail::_empty_generic",
+                "at::detail::empty_strided_generic", "at::detail::_empty_strided_generic",
+                "at::detail::empty_cuda", "at::detail::empty_strided_cuda",
+                "at::native::empty_cuda", "at::native::empty_strided_cuda",
+                "c10::StorageImpl::StorageImpl", "c10::make_intrusive<c10::StorageImpl"});
 }
 
 // The interpreter's own C code: its C API and internals by name (Py..., _Py...), its sources

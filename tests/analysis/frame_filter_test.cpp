@@ -58,11 +58,18 @@ std::shared_ptr<const snapshot::snapshot> torch_like_snapshot() {
     const auto start = native(*s, "_start");
     const auto user = python(*s, "forward", "/work/model.py", 12);
     const auto user_start = native(*s, "train_start", "train.cpp");
+    // The dispatcher's generated code, named but without a file (no line tables).
+    const auto boxing_nofile = native(*s, "c10::impl::wrap_kernel_functor_unboxed_<...>::call");
+    const auto wrapper =
+        native(*s, "at::(anonymous namespace)::(anonymous namespace)::wrapper_CUDA__empty_strided");
+    const auto redispatch = native(*s, "at::_ops::empty_strided::redispatch(c10::DispatchKeySet)");
+    const auto empty_op = native(*s, "at::_ops::empty_strided::call(c10::ArrayRef<c10::SymInt>)");
 
     const auto stack_a =
         s->intern_stack({unwind, gather, cache_malloc, empty, boxing, op, binding, cfunction, eval,
                          user, vectorcall, in_binary, main, start});
-    const auto stack_b = s->intern_stack({unwind, cache_malloc, op, binding, eval, user, main});
+    const auto stack_b = s->intern_stack({unwind, cache_malloc, wrapper, boxing_nofile, redispatch,
+                                          empty_op, op, binding, eval, user, main});
     const auto only_torch = s->intern_stack({unwind, cache_malloc});
     const auto user_native = s->intern_stack({user_start});
 
@@ -102,7 +109,7 @@ TEST(frame_filter, hides_pytorchs_and_the_interpreters_frames) {
               (std::vector<std::string>{"forward (/work/model.py:12)",
                                         "torch::autograd::THPVariable_randn (python_torch.cpp)",
                                         "at::native::randn(...) (TensorFactories.cpp)"}));
-    // The same user frames under other hidden frames: one stack.
+    // The same user frames under other hidden frames (the dispatcher's, without files): one stack.
     EXPECT_EQ(entries[1].stack, entries[0].stack);
     // Only PyTorch's frames: kept whole rather than shown as no stack.
     EXPECT_EQ(shown->stack_at(entries[2].stack).size(), 2u);
