@@ -95,14 +95,15 @@ void with_vla(int depth, both_stacks& out) {
 }
 
 void register_hungry(int depth, both_stacks& out) {
-    int a = sink + depth, b = a * 3, c = b ^ 5, d = c + a, e = d * b, f = e - c, g = f + 11,
-        h = g * d, i = h ^ e, j = i + f;
+    // Unsigned: the arithmetic only keeps registers busy, and must not overflow (UBSan).
+    unsigned a = static_cast<unsigned>(sink + depth), b = a * 3, c = b ^ 5, d = c + a, e = d * b,
+             f = e - c, g = f + 11, h = g * d, i = h ^ e, j = i + f;
     if (depth <= 0) {
         capture_both(out);
     } else {
         next(depth, out);
     }
-    sink = a + b + c + d + e + f + g + h + i + j;
+    sink = static_cast<int>(a + b + c + d + e + f + g + h + i + j);
 }
 
 void expect_same_stacks(int depth) {
@@ -233,6 +234,10 @@ void capture_in_handler(int) {
 }
 
 TEST_F(eh_frame_unwinder_test, leaves_signal_frames_to_libunwind) {
+    // A thread's first capture allocates its dynamic thread-local storage (glibc mallocs it in
+    // __tls_get_addr, which is not async-signal-safe): capture once before the signal.
+    both_stacks warm_up;
+    capture_both(warm_up);
     both_stacks out;
     signal_stacks = &out;
     struct sigaction action = {};
