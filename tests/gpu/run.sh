@@ -24,7 +24,8 @@
 #      of memtrail recording everything, with each unwinder (tests/gpu/training_overhead.py)
 # Set SKIP_<PART>=1 (SKIP_TESTS, SKIP_SAMPLES, SKIP_BENCH, SKIP_TRAINING, SKIP_DISTRIBUTED,
 # SKIP_TRACES, SKIP_RUN, SKIP_PYTHON_PACKAGE, SKIP_GRAPHS, SKIP_OVERHEAD) to leave a part out,
-# BENCH_ARGS to pass Google Benchmark flags.
+# BENCH_ARGS to pass Google Benchmark flags; OVERHEAD_RUNS, OVERHEAD_UNWINDERS and OVERHEAD_MODES
+# for part 10 (see training_overhead.py).
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build-gpu}
@@ -138,9 +139,9 @@ if ! skip OVERHEAD; then
   note '```'
   for unwinder in ${OVERHEAD_UNWINDERS:-eh_frame libunwind}; do
     PYTHONUNBUFFERED=1 "$python" "$here/tests/gpu/training_overhead.py" "$build/lib/librecorder.so" \
-      "$out/overhead.$unwinder" "${OVERHEAD_RUNS:-6}" "$unwinder" > "$out/overhead.$unwinder.log" 2>&1 ||
-      fail "training_overhead.py ($unwinder)"
-    tail -3 "$out/overhead.$unwinder.log" >> "$out/results.md"
+      "$out/overhead.$unwinder" "${OVERHEAD_RUNS:-6}" "$unwinder" "${OVERHEAD_MODES:-memtrail_all}" \
+      > "$out/overhead.$unwinder.log" 2>&1 || fail "training_overhead.py ($unwinder)"
+    grep median "$out/overhead.$unwinder.log" >> "$out/results.md"
   done
   note '```'
 fi

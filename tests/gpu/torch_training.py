@@ -17,8 +17,15 @@ OUTDIR/memory_viz_stats.txt.
 """
 import ctypes, json, os, pickle, statistics, subprocess, sys, time, warnings
 
-STEPS, WARMUP, BATCH, SEQ = 40, 6, 8, 512
+STEPS = int(os.environ.get("MEMTRAIL_TRAINING_STEPS", "40"))
+# The GPU's clocks climb from idle over the first steps: a longer run skips more of them.
+WARMUP, BATCH, SEQ = max(6, STEPS // 6), 8, 512
 MODES = ["torch", "memtrail_all", "torch_again", "memtrail_state"]
+# What memtrail records in each child mode (context, stacks); None: memtrail allocates, records
+# nothing. training_overhead.py uses the others to split recording's cost.
+RECORDING = {"memtrail_all": (b"all", b"all"), "memtrail_state": (b"state", b"native"),
+             "memtrail_native": (b"all", b"native"), "memtrail_python": (b"all", b"python"),
+             "memtrail_nostacks": (b"none", b"native"), "memtrail_off": None}
 
 
 def train(mode, library, snapshot):
@@ -46,19 +53,20 @@ def train(mode, library, snapshot):
         memtrail.memtrail_record_memory_history.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
         memtrail.memtrail_dump_snapshot.argtypes = [ctypes.c_char_p]
         memtrail.memtrail_last_error.restype = ctypes.c_char_p
-        context, stacks = (b"state", b"native") if mode == "memtrail_state" else (b"all", b"all")
-        if memtrail.memtrail_record_memory_history(b"all", context, stacks, 10_000_000) != 0:
-            raise RuntimeError(memtrail.memtrail_last_error().decode())
+        if RECORDING[mode] is not None:
+            context, stacks = RECORDING[mode]
+            if memtrail.memtrail_record_memory_history(b"all", context, stacks, 10_000_000) != 0:
+                raise RuntimeError(memtrail.memtrail_last_error().decode())
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(d_model=1024, nhead=16, dim_feedforward=4096, batch_first=True)
     model = nn.Sequential(nn.Embedding(32000, 1024), nn.TransformerEncoder(layer, num_layers=8),
                           nn.Linear(1024, 32000)).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device="cuda").manual_seed(1)
-    losses, times = [], []
+    losses, times, cpu_times = [], [], []
     for step in range(STEPS):
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         x = torch.randint(0, 32000, (BATCH, SEQ), device="cuda", generator=gen)
         with torch.autocast("cuda", dtype=torch.bfloat16):
             y = model(x)
@@ -66,11 +74,13 @@ def train(mode, library, snapshot):
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        cpu_times.append(time.thread_time() - c0)  # the main thread's CPU, before waiting
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         losses.append(loss.item())
     caught.__exit__(None, None, None)
     out = {"mode": mode, "losses": losses, "step_ms_median": 1000 * statistics.median(times[WARMUP:]),
+           "main_thread_cpu_ms_median": 1000 * statistics.median(cpu_times[WARMUP:]),
            "warnings": sorted({str(w.message)[:200] for w in nondeterminism_warnings})}
     if mode.startswith("torch"):
         try:
@@ -82,7 +92,7 @@ def train(mode, library, snapshot):
             # Under `memtrail run` PyTorch's allocator is memtrail's (CUDAPluggableAllocator),
             # which PyTorch does not ask for statistics: the snapshot holds them.
             out["memory_stats"] = str(error)[:200]
-    else:
+    elif RECORDING[mode] is not None:
         for path in (snapshot, snapshot.replace(".memtrail", ".pickle")):
             if memtrail.memtrail_dump_snapshot(path.encode()) != 0:
                 raise RuntimeError(memtrail.memtrail_last_error().decode())
