@@ -81,6 +81,7 @@ def train(mode, library, snapshot):
     caught.__exit__(None, None, None)
     out = {"mode": mode, "losses": losses, "step_ms_median": 1000 * statistics.median(times[WARMUP:]),
            "main_thread_cpu_ms_median": 1000 * statistics.median(cpu_times[WARMUP:]),
+           "step_ms": [round(1000 * t, 3) for t in times],
            "warnings": sorted({str(w.message)[:200] for w in nondeterminism_warnings})}
     if mode.startswith("torch"):
         try:

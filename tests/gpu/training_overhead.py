@@ -38,6 +38,8 @@ def step_ms(mode, index):
     if os.path.exists(snapshot):
         os.remove(snapshot)  # only the time is wanted here
     result = json.loads(run.stdout.strip().splitlines()[-1])
+    with open(os.path.join(outdir, f"{mode}.{index}.json"), "w") as f:
+        json.dump(result, f)  # every step's time, to see drifts inside a process
     return result["step_ms_median"], result["main_thread_cpu_ms_median"]
 
 
