@@ -169,6 +169,75 @@ TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_the_same_frames) {
     }
 }
 
+// The walk keeps two walks per thread, so that allocations and frees from two places each find
+// theirs whole. Here two leaves at the same depth take turns under outer callers that change
+// (outer_a or outer_b): a kept walk whose innermost frames match may hold an outer frame that
+// changed since, and the walk must see it. Only the walk and libunwind capture, so the two kept
+// walks are the two leaves'.
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void walk_and_libunwind(
+    both_stacks& out) {
+    const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
+    size_t walked = 0;
+    out.walked =
+        detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
+                              detail::this_thread_stack(), 0, out.eh_frame, walked);
+    out.eh_frame.resize(walked);
+    out.libunwind.resize(capture_stack(unwinder::libunwind, out.libunwind, 1));
+    asm volatile("");
+}
+[[gnu::noinline]] void leaf_x(both_stacks& out) {
+    walk_and_libunwind(out);
+    sink = 3;
+}
+[[gnu::noinline]] void leaf_y(both_stacks& out) {
+    walk_and_libunwind(out);
+    sink = 4;
+}
+// Between the leaf and the outer caller, so that the change lies beyond the leaf's own step.
+[[gnu::noinline]] void middle(void (*leaf)(both_stacks&), both_stacks& out) {
+    leaf(out);
+    sink = 5;
+}
+[[gnu::noinline]] void outer_a(void (*leaf)(both_stacks&), both_stacks& out) {
+    middle(leaf, out);
+    sink = 6;
+}
+[[gnu::noinline]] void outer_b(void (*leaf)(both_stacks&), both_stacks& out) {
+    middle(leaf, out);
+    sink = 7;
+}
+
+using outer = void (*)(void (*)(both_stacks&), both_stacks&);
+
+// Sets rbp to its own frame, so that every call below starts with the same registers (the
+// test's loop would otherwise leave a counter in rbp, and no kept frame would ever match).
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void from_a_fixed_rbp(
+    outer via, void (*leaf)(both_stacks&), both_stacks& out) {
+    via(leaf, out);
+    asm volatile("");
+}
+
+TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_either_kept_walk) {
+    struct call {
+        outer via;
+        void (*leaf)(both_stacks&);
+    };
+    static volatile const call calls[] = {
+        {outer_a, leaf_x}, {outer_a, leaf_y}, {outer_a, leaf_x}, {outer_b, leaf_y},
+        {outer_b, leaf_x}, {outer_b, leaf_y}, {outer_a, leaf_y}, {outer_a, leaf_x},
+        {outer_b, leaf_x}, {outer_a, leaf_x}, {outer_b, leaf_y}, {outer_a, leaf_y},
+    };
+    size_t i = 0;
+#pragma GCC unroll 1
+    for (const volatile call& c : calls) {
+        both_stacks out;
+        from_a_fixed_rbp(c.via, c.leaf, out);
+        EXPECT_TRUE(out.walked) << "call " << i;
+        EXPECT_EQ(out.eh_frame, out.libunwind) << "call " << i;
+        ++i;
+    }
+}
+
 // From one call site, so that both see the same first return address.
 [[gnu::noinline]] std::vector<uintptr_t> capture_with(unwinder method, size_t size, size_t skip) {
     std::vector<uintptr_t> out(size);
