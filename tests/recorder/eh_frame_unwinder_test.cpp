@@ -185,53 +185,49 @@ TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_the_same_frames) {
     out.libunwind.resize(capture_stack(unwinder::libunwind, out.libunwind, 1));
     asm volatile("");
 }
-[[gnu::noinline]] void leaf_x(both_stacks& out) {
+// Two leaves (and below, two outer callers): one function each, told apart by `tag`.
+template <int tag>
+[[gnu::noinline]] void leaf(both_stacks& out) {
     walk_and_libunwind(out);
-    sink = 3;
-}
-[[gnu::noinline]] void leaf_y(both_stacks& out) {
-    walk_and_libunwind(out);
-    sink = 4;
+    sink = tag;
 }
 // Between the leaf and the outer caller, so that the change lies beyond the leaf's own step.
-[[gnu::noinline]] void middle(void (*leaf)(both_stacks&), both_stacks& out) {
-    leaf(out);
+[[gnu::noinline]] void middle(void (*callee)(both_stacks&), both_stacks& out) {
+    callee(out);
     sink = 5;
 }
-[[gnu::noinline]] void outer_a(void (*leaf)(both_stacks&), both_stacks& out) {
-    middle(leaf, out);
-    sink = 6;
-}
-[[gnu::noinline]] void outer_b(void (*leaf)(both_stacks&), both_stacks& out) {
-    middle(leaf, out);
-    sink = 7;
+template <int tag>
+[[gnu::noinline]] void outer(void (*callee)(both_stacks&), both_stacks& out) {
+    middle(callee, out);
+    sink = tag;
 }
 
-using outer = void (*)(void (*)(both_stacks&), both_stacks&);
+using outer_caller = void (*)(void (*)(both_stacks&), both_stacks&);
 
 // Sets rbp to its own frame, so that every call below starts with the same registers (the
 // test's loop would otherwise leave a counter in rbp, and no kept frame would ever match).
-[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void from_a_fixed_rbp(
-    outer via, void (*leaf)(both_stacks&), both_stacks& out) {
-    via(leaf, out);
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void with_fixed_rbp(
+    outer_caller via, void (*callee)(both_stacks&), both_stacks& out) {
+    via(callee, out);
     asm volatile("");
 }
 
 TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_either_kept_walk) {
     struct call {
-        outer via;
+        outer_caller via;
         void (*leaf)(both_stacks&);
     };
+    constexpr auto a = outer<6>, b = outer<7>;
+    constexpr auto x = leaf<3>, y = leaf<4>;
     static volatile const call calls[] = {
-        {outer_a, leaf_x}, {outer_a, leaf_y}, {outer_a, leaf_x}, {outer_b, leaf_y},
-        {outer_b, leaf_x}, {outer_b, leaf_y}, {outer_a, leaf_y}, {outer_a, leaf_x},
-        {outer_b, leaf_x}, {outer_a, leaf_x}, {outer_b, leaf_y}, {outer_a, leaf_y},
+        {a, x}, {a, y}, {a, x}, {b, y}, {b, x}, {b, y},
+        {a, y}, {a, x}, {b, x}, {a, x}, {b, y}, {a, y},
     };
     size_t i = 0;
 #pragma GCC unroll 1
     for (const volatile call& c : calls) {
         both_stacks out;
-        from_a_fixed_rbp(c.via, c.leaf, out);
+        with_fixed_rbp(c.via, c.leaf, out);
         EXPECT_TRUE(out.walked) << "call " << i;
         EXPECT_EQ(out.eh_frame, out.libunwind) << "call " << i;
         ++i;
