@@ -35,8 +35,10 @@ struct both_stacks {
 
 // Both unwinders from one frame: the walk starts at this function's return address, libunwind
 // leaves out this function's own frame to start there too. This one frame keeps its frame
-// record, which is where the walk reads its first registers.
-[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void capture_both(both_stacks& out) {
+// record, which is where the walk reads its first registers. Without `public_too`, the public
+// capture_stack (which walks too) is left out, so that only this call's walk is kept.
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void capture_both(
+    both_stacks& out, bool public_too = true) {
     const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
     size_t walked = 0;
     out.walked =
@@ -44,7 +46,9 @@ struct both_stacks {
                               detail::this_thread_stack(), 0, out.eh_frame, walked);
     out.eh_frame.resize(walked);
     out.libunwind.resize(capture_stack(unwinder::libunwind, out.libunwind, 1));
-    out.public_eh_frame.resize(capture_stack(unwinder::eh_frame, out.public_eh_frame, 1));
+    if (public_too) {
+        out.public_eh_frame.resize(capture_stack(unwinder::eh_frame, out.public_eh_frame, 1));
+    }
     asm volatile("");
 }
 
@@ -174,21 +178,10 @@ TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_the_same_frames) {
 // (outer_a or outer_b): a kept walk whose innermost frames match may hold an outer frame that
 // changed since, and the walk must see it. Only the walk and libunwind capture, so the two kept
 // walks are the two leaves'.
-[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void walk_and_libunwind(
-    both_stacks& out) {
-    const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
-    size_t walked = 0;
-    out.walked =
-        detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
-                              detail::this_thread_stack(), 0, out.eh_frame, walked);
-    out.eh_frame.resize(walked);
-    out.libunwind.resize(capture_stack(unwinder::libunwind, out.libunwind, 1));
-    asm volatile("");
-}
 // Two leaves (and below, two outer callers): one function each, told apart by `tag`.
 template <int tag>
 [[gnu::noinline]] void leaf(both_stacks& out) {
-    walk_and_libunwind(out);
+    capture_both(out, false);
     sink = tag;
 }
 // Between the leaf and the outer caller, so that the change lies beyond the leaf's own step.
