@@ -119,33 +119,46 @@ bool read_stack_word(stack_range stack, uintptr_t sp, uintptr_t address, uintptr
     return true;
 }
 
-// One frame of a walk: the registers on entering it, and the stack words its step read (the
-// return address, the caller's saved rbp; a slot of 0: not read). The walk is a function of the
-// registers it starts from and of the words it reads, so a step whose words still hold the
-// values it read then would give the same caller again.
-struct frame_step {
-    uintptr_t pc;
+// A stack word a step read, and what it held. The walk is a function of the registers it starts
+// from and of the words it reads, so steps whose words still hold what they read then would give
+// the same callers again.
+struct read_word {
+    const uintptr_t* slot;
+    uintptr_t value;
+};
+
+// Whether a word of [first, last) has changed since it was read. No branch per word: the loads
+// do not wait on each other.
+bool any_changed(const read_word* first, const read_word* last) {
+    uintptr_t changed = 0;
+    uintptr_t changed_too = 0;  // two chains of or, so that neither waits on the other
+    for (; last - first >= 2; first += 2) {
+        changed |= *first[0].slot ^ first[0].value;
+        changed_too |= *first[1].slot ^ first[1].value;
+    }
+    if (first != last) {
+        changed |= *first->slot ^ first->value;
+    }
+    return (changed | changed_too) != 0;
+}
+
+// One step of a walk: the registers on entering its frame (its return address is kept apart),
+// and the words it read: the return address and, where the rule says, the caller's saved rbp.
+struct step_reads {
     uintptr_t sp;
     uintptr_t bp;
-    uintptr_t return_address_slot;
-    uintptr_t return_address;
-    uintptr_t saved_bp_slot;
-    uintptr_t saved_bp;
-
-    bool still_holds() const {
-        return (return_address_slot == 0 ||
-                *reinterpret_cast<const uintptr_t*>(return_address_slot) == return_address) &&
-               (saved_bp_slot == 0 ||
-                *reinterpret_cast<const uintptr_t*>(saved_bp_slot) == saved_bp);
-    }
+    uint32_t count;
+    std::array<read_word, 2> words;
 };
 
 enum class step_result { caller, outermost, unsupported };
 
 // Steps from the frame `registers` describe to its caller, noting what it read in `step`.
 step_result step_out(rule_table& table, stack_range stack, unwind_registers& registers,
-                     frame_step& step) {
-    step = {registers.pc, registers.sp, registers.bp, 0, 0, 0, 0};
+                     step_reads& step) {
+    step.sp = registers.sp;
+    step.bp = registers.bp;
+    step.count = 0;
     const uint64_t rule = table.lookup(registers.pc);
     if (rule & packed_unsupported) {
         return step_result::unsupported;
@@ -156,33 +169,102 @@ step_result step_out(rule_table& table, stack_range stack, unwind_registers& reg
     const auto cfa_offset = static_cast<int32_t>(static_cast<uint32_t>(rule >> 32));
     const uintptr_t cfa = ((rule & packed_cfa_from_rbp) ? registers.bp : registers.sp) +
                           static_cast<uintptr_t>(int64_t{cfa_offset});
-    step.return_address_slot = cfa - sizeof(uintptr_t);
-    if (!read_stack_word(stack, registers.sp, step.return_address_slot, step.return_address)) {
+    const uintptr_t return_address_slot = cfa - sizeof(uintptr_t);
+    uintptr_t return_address = 0;
+    if (!read_stack_word(stack, registers.sp, return_address_slot, return_address)) {
         return step_result::unsupported;
     }
+    step.words[step.count++] = {reinterpret_cast<const uintptr_t*>(return_address_slot),
+                                return_address};
     if (rule & packed_rbp_saved) {
         const auto rbp_offset = static_cast<int16_t>(static_cast<uint16_t>(rule >> 16));
-        step.saved_bp_slot = cfa + static_cast<uintptr_t>(int64_t{rbp_offset});
-        if (!read_stack_word(stack, registers.sp, step.saved_bp_slot, step.saved_bp)) {
+        const uintptr_t saved_bp_slot = cfa + static_cast<uintptr_t>(int64_t{rbp_offset});
+        if (!read_stack_word(stack, registers.sp, saved_bp_slot, registers.bp)) {
             return step_result::unsupported;
         }
-        registers.bp = step.saved_bp;
+        step.words[step.count++] = {reinterpret_cast<const uintptr_t*>(saved_bp_slot),
+                                    registers.bp};
     }
     registers.sp = cfa;
-    registers.pc = step.return_address;
+    registers.pc = return_address;
     // The outermost frame may also end the chain with a null return address.
-    return step.return_address == 0 ? step_result::outermost : step_result::caller;
+    return return_address == 0 ? step_result::outermost : step_result::caller;
 }
 
-// The calling thread's last complete walk, outermost frame first, and room for the next one's
-// new frames. Consecutive captures share most of their outer frames: where the new walk reaches
-// a frame of the last one with the same registers, and every word the last walk read from there
-// out still holds, the rest is the last walk's, checked with loads that do not wait on each
-// other instead of a chain of table lookups. Trivially destructible, so it is there for captures
-// made while the thread exits.
+// A frame of the last walk: the registers on entering it, and where the words read by its step
+// and those of the frames outside it end in walk_memory::words.
+struct kept_frame {
+    uintptr_t sp;
+    uintptr_t bp;
+    uint32_t words_end;
+};
+
+// A complete walk of the calling thread, kept for the next ones. Consecutive captures share
+// most of their outer frames: where a new walk reaches a frame of a kept one with the same
+// registers, and every word the kept walk read from there out still holds, the rest is the kept
+// walk's, checked with loads that do not wait on each other instead of a chain of table lookups.
+struct kept_walk {
+    uint32_t count;                                    // frames
+    std::array<kept_frame, max_stack_depth> frames;    // outermost first
+    std::array<read_word, 2 * max_stack_depth> words;  // read by frames' steps, outermost first
+    // frames[i]'s return address at pcs[max_stack_depth - 1 - i]: a stack, innermost first, is
+    // one run of it.
+    std::array<uintptr_t, max_stack_depth> pcs;
+
+    const read_word* words_of(size_t frame) const {
+        return words.data() + (frame == 0 ? 0 : frames[frame - 1].words_end);
+    }
+    const read_word* words_end(size_t frame) const {
+        return words.data() + frames[frame].words_end;
+    }
+    uintptr_t pc(size_t frame) const { return pcs[max_stack_depth - 1 - frame]; }
+
+    // Whether frame `frame` has the registers `registers` and its step would read the same words.
+    bool same_frame(size_t frame, const unwind_registers& registers) const {
+        return frames[frame].sp == registers.sp && pc(frame) == registers.pc &&
+               frames[frame].bp == registers.bp && !any_changed(words_of(frame), words_end(frame));
+    }
+
+    // Keeps frames [0, shared) and puts `fresh` (innermost first) after them.
+    void keep(size_t shared, const step_reads* fresh, const uintptr_t* fresh_pcs,
+              size_t fresh_count) {
+        uint32_t end = shared == 0 ? 0 : frames[shared - 1].words_end;
+        for (size_t i = 0; i < fresh_count; ++i) {
+            const step_reads& step = fresh[fresh_count - 1 - i];
+            for (uint32_t w = 0; w < step.count; ++w) {
+                words[end++] = step.words[w];
+            }
+            frames[shared + i] = {step.sp, step.bp, end};
+        }
+        std::copy_n(fresh_pcs, fresh_count,
+                    pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - shared - fresh_count));
+        count = static_cast<uint32_t>(shared + fresh_count);
+    }
+};
+
+// The calling thread's kept walks, and room for a walk under way. Two, because a thread's
+// allocations and frees come from different places at the same depth: each finds its own walk
+// whole. Trivially destructible, so it is there for captures made while the thread exits.
 struct walk_memory {
-    uint32_t count;                                     // steps[0, count): the last walk
-    std::array<frame_step, 2 * max_stack_depth> steps;  // from max_stack_depth on: the new frames
+    std::array<kept_walk, 2> kept;
+    uint32_t
+        newest;  // the kept walk used last; a capture that finds neither whole updates the other
+    // The walk under way, innermost first, until it meets the kept one.
+    std::array<step_reads, max_stack_depth> fresh;
+    std::array<uintptr_t, max_stack_depth> fresh_pcs;
+
+    // The kept walk whose innermost frame is the one `start` describes, else the older one.
+    kept_walk& walk_for(const unwind_registers& start) {
+        for (uint32_t i = 0; i < kept.size(); ++i) {
+            const kept_walk& walk = kept[i];
+            if (walk.count > 0 && walk.same_frame(walk.count - 1, start)) {
+                newest = i;
+                return kept[i];
+            }
+        }
+        newest = newest == 0 ? 1 : 0;
+        return kept[newest];
+    }
 };
 thread_local walk_memory last_walk;
 
@@ -191,7 +273,7 @@ bool walk_each_frame(unwind_registers registers, stack_range stack, size_t skip,
                      std::span<uintptr_t> out, size_t& written) {
     written = 0;
     rule_table& table = rules();
-    frame_step step;
+    step_reads step;
     for (size_t frame = 0; written < out.size(); ++frame) {
         if (frame >= skip) {
             out[written++] = registers.pc;
@@ -213,38 +295,44 @@ bool walk_each_frame(unwind_registers registers, stack_range stack, size_t skip,
 bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::span<uintptr_t> out,
                    size_t& written) {
     walk_memory& memory = last_walk;
-    frame_step* fresh = memory.steps.data() + max_stack_depth;
+    kept_walk& kept = memory.walk_for(start);
     rule_table& table = rules();
     unwind_registers registers = start;
     size_t fresh_count = 0;
-    size_t shared = 0;  // frames of the last walk that this one ends with
-    // The last walk's frames [0, candidate) lie at or above the current stack pointer; only
+    size_t shared = 0;  // frames of the kept walk that this one ends with
+    // The kept walk's frames [0, candidate) lie at or above the current stack pointer; only
     // those below `first_changed` can still match (a word that changed under a frame changes
     // every match above it).
-    size_t candidate = memory.count;
-    size_t first_changed = memory.count;
+    size_t candidate = kept.count;
+    size_t first_changed = kept.count;
     for (;;) {
-        while (candidate > 0 && memory.steps[candidate - 1].sp < registers.sp) {
+        while (candidate > 0 && kept.frames[candidate - 1].sp < registers.sp) {
             --candidate;
         }
-        if (candidate > 0 && candidate <= first_changed) {
-            const frame_step& known = memory.steps[candidate - 1];
-            if (known.sp == registers.sp && known.pc == registers.pc && known.bp == registers.bp) {
-                size_t checked = candidate;
-                while (checked > 0 && memory.steps[checked - 1].still_holds()) {
-                    --checked;
-                }
-                if (checked == 0) {
-                    shared = candidate;
-                    break;
-                }
-                first_changed = checked - 1;
+        if (candidate > 0 && candidate <= first_changed &&
+            kept.frames[candidate - 1].sp == registers.sp &&
+            kept.pc(candidate - 1) == registers.pc &&
+            kept.frames[candidate - 1].bp == registers.bp) {
+            // The innermost frame first: it is the one that changes when a function is called
+            // from another place at the same depth.
+            const read_word* innermost = kept.words_of(candidate - 1);
+            if (!any_changed(innermost, kept.words_end(candidate - 1)) &&
+                !any_changed(kept.words.data(), innermost)) {
+                shared = candidate;
+                break;
             }
+            // Find the innermost change, above which nothing can match.
+            size_t changed = candidate - 1;
+            while (!any_changed(kept.words_of(changed), kept.words_end(changed))) {
+                --changed;
+            }
+            first_changed = changed;
         }
         if (fresh_count == max_stack_depth) {
             return walk_each_frame(start, stack, skip, out, written);  // deeper than kept
         }
-        const step_result result = step_out(table, stack, registers, fresh[fresh_count++]);
+        memory.fresh_pcs[fresh_count] = registers.pc;
+        const step_result result = step_out(table, stack, registers, memory.fresh[fresh_count++]);
         if (result == step_result::unsupported) {
             return false;
         }
@@ -255,15 +343,13 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     if (shared + fresh_count > max_stack_depth) {
         return walk_each_frame(start, stack, skip, out, written);
     }
-    for (size_t i = 0; i < fresh_count; ++i) {
-        memory.steps[shared + i] = fresh[fresh_count - 1 - i];
+    if (fresh_count > 0) {
+        kept.keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count);
     }
-    const size_t total = shared + fresh_count;
-    memory.count = static_cast<uint32_t>(total);
+    const size_t total = kept.count;
     const size_t count = skip < total ? std::min(total - skip, out.size()) : 0;
-    for (size_t i = 0; i < count; ++i) {
-        out[i] = memory.steps[total - 1 - skip - i].pc;
-    }
+    std::copy_n(kept.pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - total + skip), count,
+                out.begin());
     written = count;
     return true;
 }

@@ -40,10 +40,10 @@ constexpr size_t initial_slots = 64;
 
 std::atomic<uint64_t> next_table_serial{1};
 
-// A stack this thread interned, in a small direct-mapped cache per thread. Plain data, with no
-// destructor: threads keep allocating and freeing after their thread_local objects are
-// destroyed (a tensor freed by another library's thread-exit or exit-time cleanup), and a
-// destroyed cache would then be written through freed memory.
+// A stack this thread interned, in a small cache per thread. Plain data, with no destructor:
+// threads keep allocating and freeing after their thread_local objects are destroyed (a tensor
+// freed by another library's thread-exit or exit-time cleanup), and a destroyed cache would then
+// be written through freed memory.
 constexpr size_t recent_stack_words = 192;  // 64 native frames, the marker, 63 Python frames
 struct recent_stack {
     uint64_t table;  // stack_table::serial_; 0 = empty
@@ -58,16 +58,25 @@ struct recent_stack {
 };
 static_assert(std::is_trivially_destructible_v<recent_stack>);
 
-constexpr size_t recent_stack_bits = 4;
-thread_local std::array<recent_stack, size_t{1} << recent_stack_bits> recent_stacks{};
+// Two ways a set: a thread's allocations and frees come from different call sites, and a pair
+// of stacks that fall in one set keeps both (a direct-mapped cache lost both, turn about, for one
+// program in 2^bits).
+struct recent_set {
+    std::array<recent_stack, 2> ways;
+    uint8_t newest;  // the way hit or filled last; a miss replaces the other
+};
+static_assert(std::is_trivially_destructible_v<recent_set>);
+
+constexpr size_t recent_set_bits = 3;
+thread_local std::array<recent_set, size_t{1} << recent_set_bits> recent_stacks{};
 
 // Where a stack is remembered. Cheaper than hash_frames, and good enough to spread the few
 // stacks a thread repeats: it mixes the depth, the innermost frame (the call site) and the
 // middle one (stacks through one wrapper share their innermost frames).
-recent_stack& recent_slot(std::span<const uintptr_t> frames) {
+recent_set& recent_set_of(std::span<const uintptr_t> frames) {
     const uint64_t key = (frames[0] ^ frames.size()) * 0x9e3779b97f4a7c15ull +
                          frames[frames.size() / 2] * 0xbf58476d1ce4e5b9ull;
-    return recent_stacks[key >> (64 - recent_stack_bits)];
+    return recent_stacks[key >> (64 - recent_set_bits)];
 }
 
 }  // namespace
@@ -104,16 +113,21 @@ stack_id stack_table::intern(std::span<const uintptr_t> frames, bool* added) {
     if (frames.empty()) {
         return no_stack;
     }
-    recent_stack& recent = recent_slot(frames);
-    if (recent.holds(serial_, frames)) {
-        return recent.id;
+    recent_set& recent = recent_set_of(frames);
+    for (uint8_t way = 0; way < recent.ways.size(); ++way) {
+        if (recent.ways[way].holds(serial_, frames)) {
+            recent.newest = way;
+            return recent.ways[way].id;
+        }
     }
     const stack_id id = intern_in_shards(frames, *added);
     if (id != no_stack && frames.size() <= recent_stack_words) {
-        recent.table = serial_;
-        recent.id = id;
-        recent.length = static_cast<uint32_t>(frames.size());
-        std::copy(frames.begin(), frames.end(), recent.frames.begin());
+        recent.newest = recent.newest == 0 ? 1 : 0;
+        recent_stack& kept = recent.ways[recent.newest];
+        kept.table = serial_;
+        kept.id = id;
+        kept.length = static_cast<uint32_t>(frames.size());
+        std::copy(frames.begin(), frames.end(), kept.frames.begin());
     }
     return id;
 }

@@ -35,8 +35,10 @@ struct both_stacks {
 
 // Both unwinders from one frame: the walk starts at this function's return address, libunwind
 // leaves out this function's own frame to start there too. This one frame keeps its frame
-// record, which is where the walk reads its first registers.
-[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void capture_both(both_stacks& out) {
+// record, which is where the walk reads its first registers. Without `public_too`, the public
+// capture_stack (which walks too) is left out, so that only this call's walk is kept.
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void capture_both(
+    both_stacks& out, bool public_too = true) {
     const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
     size_t walked = 0;
     out.walked =
@@ -44,7 +46,9 @@ struct both_stacks {
                               detail::this_thread_stack(), 0, out.eh_frame, walked);
     out.eh_frame.resize(walked);
     out.libunwind.resize(capture_stack(unwinder::libunwind, out.libunwind, 1));
-    out.public_eh_frame.resize(capture_stack(unwinder::eh_frame, out.public_eh_frame, 1));
+    if (public_too) {
+        out.public_eh_frame.resize(capture_stack(unwinder::eh_frame, out.public_eh_frame, 1));
+    }
     asm volatile("");
 }
 
@@ -166,6 +170,60 @@ TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_the_same_frames) {
             EXPECT_EQ(previous.size(), out.libunwind.size());
         }
         previous = out.libunwind;
+    }
+}
+
+// The walk keeps two walks per thread, so that allocations and frees from two places each find
+// theirs whole. Here two leaves at the same depth take turns under outer callers that change
+// (outer_a or outer_b): a kept walk whose innermost frames match may hold an outer frame that
+// changed since, and the walk must see it. Only the walk and libunwind capture, so the two kept
+// walks are the two leaves'.
+// Two leaves (and below, two outer callers): one function each, told apart by `tag`.
+template <int tag>
+[[gnu::noinline]] void leaf(both_stacks& out) {
+    capture_both(out, false);
+    sink = tag;
+}
+// Between the leaf and the outer caller, so that the change lies beyond the leaf's own step.
+[[gnu::noinline]] void middle(void (*callee)(both_stacks&), both_stacks& out) {
+    callee(out);
+    sink = 5;
+}
+template <int tag>
+[[gnu::noinline]] void outer(void (*callee)(both_stacks&), both_stacks& out) {
+    middle(callee, out);
+    sink = tag;
+}
+
+using outer_caller = void (*)(void (*)(both_stacks&), both_stacks&);
+
+// Sets rbp to its own frame, so that every call below starts with the same registers (the
+// test's loop would otherwise leave a counter in rbp, and no kept frame would ever match).
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void with_fixed_rbp(
+    outer_caller via, void (*callee)(both_stacks&), both_stacks& out) {
+    via(callee, out);
+    asm volatile("");
+}
+
+TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_either_kept_walk) {
+    struct call {
+        outer_caller via;
+        void (*leaf)(both_stacks&);
+    };
+    constexpr auto a = outer<6>, b = outer<7>;
+    constexpr auto x = leaf<3>, y = leaf<4>;
+    static volatile const call calls[] = {
+        {a, x}, {a, y}, {a, x}, {b, y}, {b, x}, {b, y},
+        {a, y}, {a, x}, {b, x}, {a, x}, {b, y}, {a, y},
+    };
+    size_t i = 0;
+#pragma GCC unroll 1
+    for (const volatile call& c : calls) {
+        both_stacks out;
+        with_fixed_rbp(c.via, c.leaf, out);
+        EXPECT_TRUE(out.walked) << "call " << i;
+        EXPECT_EQ(out.eh_frame, out.libunwind) << "call " << i;
+        ++i;
     }
 }
 
