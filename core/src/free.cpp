@@ -84,11 +84,7 @@ void device_allocator_impl::free_block(block* b, context_handle context) {
     for_pool_stats(stats_.requested_bytes, pool, [requested](stat& s) { s.decrease(requested); });
 }
 
-uint64_t device_allocator_impl::try_merge_blocks(block* dst, block* src, block_pool& pool) {
-    if (!src || src->allocated || src->event_count > 0 || !src->stream_uses.empty() ||
-        dst->mapped != src->mapped) {
-        return 0;
-    }
+uint64_t device_allocator_impl::merge_blocks(block* dst, block* src, block_pool& pool) {
     if (dst->prev == src) {  // [src dst]
         dst->ptr = src->ptr;
         dst->prev = src->prev;

@@ -142,7 +142,16 @@ class device_allocator_impl {
 
     // free.cpp
     void free_block(block* b, context_handle context);
-    uint64_t try_merge_blocks(block* dst, block* src, block_pool& pool);
+    // Merges src into dst when src is free, its neighbour and mapped alike; returns the bytes
+    // it took over (0: no merge). Most frees find an allocated neighbour, so the check is inline.
+    uint64_t try_merge_blocks(block* dst, block* src, block_pool& pool) {
+        if (!src || src->allocated || src->event_count > 0 || !src->stream_uses.empty() ||
+            dst->mapped != src->mapped) {
+            return 0;
+        }
+        return merge_blocks(dst, src, pool);
+    }
+    uint64_t merge_blocks(block* dst, block* src, block_pool& pool);
     void insert_events(block* b);
     void insert_events_deferred_until_no_capture(context_handle context);
     // Waits for the outstanding events (of one private pool's blocks, when given).
@@ -176,7 +185,8 @@ class device_allocator_impl {
         }
     }
     template <typename F>
-    static void for_pool_stats(stat_array& array, const block_pool& pool, F f) {
+    [[gnu::always_inline]] static void for_pool_stats(stat_array& array, const block_pool& pool,
+                                                      F f) {
         memtrail::for_pool_stats(array, pool_stat_type(pool.is_small), f);
     }
 
