@@ -173,7 +173,9 @@ class device_allocator_impl {
     void unmap_block(block* b, context_handle context);
     void release_expandable_segment(block* b);
 
-    // Active blocks (allocated or waiting on events), kept in an intrusive list.
+    // Active blocks (allocated or waiting on events), kept in an array in no order: a removal
+    // moves the last one into the hole, touching one other block where a linked list touches
+    // both neighbours, which a random workload rarely has in cache.
     void add_active(block* b);
     void remove_active(block* b);
 
@@ -194,8 +196,7 @@ class device_allocator_impl {
     device_stats stats_;
     block_pool large_blocks_{false};
     block_pool small_blocks_{true};
-    block* active_head_ = nullptr;
-    size_t active_count_ = 0;
+    std::vector<block*> active_;
     block_arena arena_;
     // Outstanding cross-stream events, per stream, in recording order.
     std::map<stream_handle, std::deque<std::pair<event_handle, block*>>> stream_events_;
