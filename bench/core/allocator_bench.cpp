@@ -5,12 +5,11 @@
 
 #include <benchmark/benchmark.h>
 
-#include <cmath>
 #include <memory>
-#include <random>
 
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/core/simulated_device.hpp"
+#include "random_mix.hpp"
 #ifdef MEMTRAIL_HAVE_CUDA
 #include "memtrail/core/cuda_device.hpp"
 #endif
@@ -54,29 +53,12 @@ void pair(benchmark::State& state, bool cuda, uint64_t size) {
     state.SetItemsProcessed(state.iterations());
 }
 
-void random_mix(benchmark::State& state, bool cuda) {
+void random_mix_steps(benchmark::State& state, bool cuda) {
     device_allocator& a = *allocator_for(cuda).allocator;
     const stream_handle stream = cuda ? 0 : static_cast<stream_handle>(state.thread_index());
-    std::mt19937_64 rng(static_cast<uint64_t>(state.thread_index()) + 7);
-    std::uniform_real_distribution<double> exponent(9.0, 26.0);  // 512 B .. 64 MiB
-    constexpr size_t slots = 1000;
-    std::vector<device_address> live(slots, 0);
-    std::vector<uint64_t> sizes(1 << 16);
-    for (auto& s : sizes) {
-        s = static_cast<uint64_t>(std::exp2(exponent(rng)));
-    }
-    for (size_t i = 0; i < slots; ++i) {
-        live[i] = a.allocate(sizes[i], stream);
-    }
-    size_t k = 0;
+    bench::random_mix mix(a, stream, static_cast<uint64_t>(state.thread_index()) + 7);
     for (auto _ : state) {
-        // One step: free a random slot and allocate a new random size into it.
-        const size_t slot = rng() % slots;
-        a.free(live[slot]);
-        live[slot] = a.allocate(sizes[k++ & (sizes.size() - 1)], stream);
-    }
-    for (device_address p : live) {
-        a.free(p);
+        mix.step();
     }
     state.SetItemsProcessed(state.iterations());
 }
@@ -90,7 +72,7 @@ void register_all(const char* kind, bool cuda) {
             ->UseRealTime();
     }
     benchmark::RegisterBenchmark((std::string("random_mix/") + kind).c_str(),
-                                 [=](benchmark::State& s) { random_mix(s, cuda); })
+                                 [=](benchmark::State& s) { random_mix_steps(s, cuda); })
         ->ThreadRange(1, 8)
         ->UseRealTime();
 }

@@ -84,11 +84,7 @@ void device_allocator_impl::free_block(block* b, context_handle context) {
     for_pool_stats(stats_.requested_bytes, pool, [requested](stat& s) { s.decrease(requested); });
 }
 
-uint64_t device_allocator_impl::try_merge_blocks(block* dst, block* src, block_pool& pool) {
-    if (!src || src->allocated || src->event_count > 0 || !src->stream_uses.empty() ||
-        dst->mapped != src->mapped) {
-        return 0;
-    }
+uint64_t device_allocator_impl::merge_blocks(block* dst, block* src, block_pool& pool) {
     if (dst->prev == src) {  // [src dst]
         dst->ptr = src->ptr;
         dst->prev = src->prev;
@@ -198,26 +194,15 @@ void device_allocator_impl::synchronize_and_free_events(context_handle context,
 }
 
 void device_allocator_impl::add_active(block* b) {
-    b->active_prev = nullptr;
-    b->active_next = active_head_;
-    if (active_head_) {
-        active_head_->active_prev = b;
-    }
-    active_head_ = b;
-    ++active_count_;
+    b->active_slot = active_.size();
+    active_.push_back(b);
 }
 
 void device_allocator_impl::remove_active(block* b) {
-    if (b->active_prev) {
-        b->active_prev->active_next = b->active_next;
-    } else {
-        active_head_ = b->active_next;
-    }
-    if (b->active_next) {
-        b->active_next->active_prev = b->active_prev;
-    }
-    b->active_prev = b->active_next = nullptr;
-    --active_count_;
+    block* last = active_.back();
+    active_[b->active_slot] = last;
+    last->active_slot = b->active_slot;
+    active_.pop_back();
 }
 
 }  // namespace memtrail::detail

@@ -31,7 +31,6 @@ block* block_arena::make(stream_handle stream, uint64_t size, block_pool* pool,
     b->gc_count_base = 0;
     b->context_when_allocated = b->context_when_segment_allocated = 0;
     b->expandable = nullptr;
-    b->active_prev = b->active_next = nullptr;
     return b;
 }
 
@@ -58,7 +57,7 @@ device_allocator_impl::~device_allocator_impl() {
         all.insert(pool.blocks.begin(), pool.blocks.end());
         all.insert(pool.unmapped.begin(), pool.unmapped.end());
     });
-    for (block* b = active_head_; b; b = b->active_next) {
+    for (block* b : active_) {
         all.insert(b);
     }
     for (auto& [stream, queue] : stream_events_) {
@@ -180,7 +179,7 @@ std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) con
     for_each_block_pool([&](const block_pool& pool) {
         all.insert(all.end(), pool.blocks.begin(), pool.blocks.end());
     });
-    for (const block* b = active_head_; b; b = b->active_next) {
+    for (const block* b : active_) {
         all.push_back(b);
     }
     std::vector<segment_info> result;
@@ -245,13 +244,12 @@ std::string device_allocator_impl::check_consistency() const {
             all.insert(b);
         }
     });
-    size_t active_seen = 0;
-    for (const block* b = active_head_; b; b = b->active_next) {
-        ++active_seen;
-        all.insert(b);
-    }
-    if (active_seen != active_count_) {
-        problems << "active list length " << active_seen << " != count " << active_count_ << "\n";
+    for (size_t i = 0; i < active_.size(); ++i) {
+        if (active_[i]->active_slot != i) {
+            problems << "active block at " << active_[i]->ptr << " says it is in slot "
+                     << active_[i]->active_slot << " of the active list, not " << i << "\n";
+        }
+        all.insert(active_[i]);
     }
     device_stats recount;
     size_t allocated_blocks = 0;

@@ -142,7 +142,16 @@ class device_allocator_impl {
 
     // free.cpp
     void free_block(block* b, context_handle context);
-    uint64_t try_merge_blocks(block* dst, block* src, block_pool& pool);
+    // Merges src into dst when src is free, its neighbour and mapped alike; returns the bytes
+    // it took over (0: no merge). Most frees find an allocated neighbour, so the check is inline.
+    uint64_t try_merge_blocks(block* dst, block* src, block_pool& pool) {
+        if (!src || src->allocated || src->event_count > 0 || !src->stream_uses.empty() ||
+            dst->mapped != src->mapped) {
+            return 0;
+        }
+        return merge_blocks(dst, src, pool);
+    }
+    uint64_t merge_blocks(block* dst, block* src, block_pool& pool);
     void insert_events(block* b);
     void insert_events_deferred_until_no_capture(context_handle context);
     // Waits for the outstanding events (of one private pool's blocks, when given).
@@ -164,7 +173,9 @@ class device_allocator_impl {
     void unmap_block(block* b, context_handle context);
     void release_expandable_segment(block* b);
 
-    // Active blocks (allocated or waiting on events), kept in an intrusive list.
+    // Active blocks (allocated or waiting on events), kept in an array in no order: a removal
+    // moves the last one into the hole, touching one other block where a linked list touches
+    // both neighbours, which a random workload rarely has in cache.
     void add_active(block* b);
     void remove_active(block* b);
 
@@ -176,7 +187,8 @@ class device_allocator_impl {
         }
     }
     template <typename F>
-    static void for_pool_stats(stat_array& array, const block_pool& pool, F f) {
+    [[gnu::always_inline]] static void for_pool_stats(stat_array& array, const block_pool& pool,
+                                                      F f) {
         memtrail::for_pool_stats(array, pool_stat_type(pool.is_small), f);
     }
 
@@ -184,8 +196,7 @@ class device_allocator_impl {
     device_stats stats_;
     block_pool large_blocks_{false};
     block_pool small_blocks_{true};
-    block* active_head_ = nullptr;
-    size_t active_count_ = 0;
+    std::vector<block*> active_;
     block_arena arena_;
     // Outstanding cross-stream events, per stream, in recording order.
     std::map<stream_handle, std::deque<std::pair<event_handle, block*>>> stream_events_;
