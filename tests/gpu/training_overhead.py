@@ -35,8 +35,9 @@ def step_ms(mode, index):
                          capture_output=True, text=True, env=environment)
     if run.returncode != 0:
         sys.exit(f"{mode} run {index} failed:\n{run.stderr[-2000:]}")
-    if os.path.exists(snapshot):
-        os.remove(snapshot)  # only the time is wanted here
+    for path in (snapshot, snapshot.replace(".memtrail", ".pickle")):
+        if os.path.exists(path):
+            os.remove(path)  # only the time is wanted here
     result = json.loads(run.stdout.strip().splitlines()[-1])
     with open(os.path.join(outdir, f"{mode}.{index}.json"), "w") as f:
         json.dump(result, f)  # every step's time, to see drifts inside a process
