@@ -63,10 +63,10 @@ def train(mode, library, snapshot):
                           nn.Linear(1024, 32000)).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device="cuda").manual_seed(1)
-    losses, times, cpu_times = [], [], []
+    losses, times, cpu_times, process_cpu_times = [], [], [], []
     for step in range(STEPS):
         torch.cuda.synchronize()
-        t0, c0 = time.perf_counter(), time.thread_time()
+        t0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
         x = torch.randint(0, 32000, (BATCH, SEQ), device="cuda", generator=gen)
         with torch.autocast("cuda", dtype=torch.bfloat16):
             y = model(x)
@@ -75,12 +75,14 @@ def train(mode, library, snapshot):
         opt.step()
         opt.zero_grad(set_to_none=True)
         cpu_times.append(time.thread_time() - c0)  # the main thread's CPU, before waiting
+        process_cpu_times.append(time.process_time() - p0)  # with autograd's worker's
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         losses.append(loss.item())
     caught.__exit__(None, None, None)
     out = {"mode": mode, "losses": losses, "step_ms_median": 1000 * statistics.median(times[WARMUP:]),
            "main_thread_cpu_ms_median": 1000 * statistics.median(cpu_times[WARMUP:]),
+           "process_cpu_ms_median": 1000 * statistics.median(process_cpu_times[WARMUP:]),
            "step_ms": [round(1000 * t, 3) for t in times],
            "warnings": sorted({str(w.message)[:200] for w in nondeterminism_warnings})}
     if mode.startswith("torch"):

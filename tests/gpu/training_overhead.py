@@ -4,7 +4,8 @@ allocator without recording and memtrail recording every event with Python and n
 
     python3 tests/gpu/training_overhead.py path/to/librecorder.so OUTDIR [N] [UNWINDER] [MODES]
 
-Prints every run's median step time (and the main thread's CPU time per step), the median and
+Prints every run's median step time (and the process's CPU time per step, up to the wait for
+the GPU), the median and
 spread of each side and memtrail's overhead over PyTorch's median; writes
 OUTDIR/training_overhead.json. UNWINDER (libunwind, eh_frame or frame_pointer) is
 MEMTRAIL_UNWINDER for memtrail's runs. MODES (comma-separated, default memtrail_all) adds other
@@ -41,7 +42,7 @@ def step_ms(mode, index):
     result = json.loads(run.stdout.strip().splitlines()[-1])
     with open(os.path.join(outdir, f"{mode}.{index}.json"), "w") as f:
         json.dump(result, f)  # every step's time, to see drifts inside a process
-    return result["step_ms_median"], result["main_thread_cpu_ms_median"]
+    return result["step_ms_median"], result["process_cpu_ms_median"]
 
 
 times = {mode: [] for mode in ["torch", *modes]}
@@ -51,13 +52,13 @@ for index in range(runs):
         step, main_cpu = step_ms(mode, index)
         times[mode].append(step)
         cpu[mode].append(main_cpu)
-        print(f"{mode:17s} run {index}: {step:.3f} ms (main thread CPU {main_cpu:.3f} ms)", flush=True)
+        print(f"{mode:17s} run {index}: {step:.3f} ms (CPU {main_cpu:.3f} ms)", flush=True)
 
 summary = {"unwinder": unwinder}
 for mode, values in times.items():
     summary[mode] = {"median_ms": statistics.median(values), "min_ms": min(values),
                      "max_ms": max(values), "runs": values,
-                     "main_thread_cpu_median_ms": statistics.median(cpu[mode])}
+                     "process_cpu_median_ms": statistics.median(cpu[mode])}
     if mode != "torch":
         summary[mode]["overhead_pct"] = round(
             100 * (summary[mode]["median_ms"] / summary["torch"]["median_ms"] - 1), 2)
@@ -66,7 +67,7 @@ with open(os.path.join(outdir, "training_overhead.json"), "w") as f:
 for mode in times:
     s = summary[mode]
     print(f"{mode:17s} median {s['median_ms']:.3f} ms over {runs} processes "
-          f"(spread {s['min_ms']:.3f} to {s['max_ms']:.3f}), main thread CPU "
-          f"{s['main_thread_cpu_median_ms']:.3f} ms"
+          f"(spread {s['min_ms']:.3f} to {s['max_ms']:.3f}), CPU of the process "
+          f"{s['process_cpu_median_ms']:.3f} ms"
           + (f": {s['overhead_pct']:+.2f}% over PyTorch's allocator without recording"
              if mode != "torch" else ""))
