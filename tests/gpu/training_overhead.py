@@ -49,10 +49,10 @@ times = {mode: [] for mode in ["torch", *modes]}
 cpu = {mode: [] for mode in times}
 for index in range(runs):
     for mode in times:  # alternating, so drifts of the machine touch every side alike
-        step, main_cpu = step_ms(mode, index)
+        step, step_cpu = step_ms(mode, index)
         times[mode].append(step)
-        cpu[mode].append(main_cpu)
-        print(f"{mode:17s} run {index}: {step:.3f} ms (CPU {main_cpu:.3f} ms)", flush=True)
+        cpu[mode].append(step_cpu)
+        print(f"{mode:17s} run {index}: {step:.3f} ms (CPU {step_cpu:.3f} ms)", flush=True)
 
 summary = {"unwinder": unwinder}
 for mode, values in times.items():
