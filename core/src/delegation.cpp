@@ -4,9 +4,22 @@
 // and makes the whole operation itself. A holder serves the waiters only after an operation of
 // its own, when its decision is complete, so with one thread the decisions are the lock's.
 
+#include <cstdlib>
+#include <string_view>
+
 #include "detail/device_allocator_impl.hpp"
 
 namespace memtrail::detail {
+
+bool delegation_from_environment() {
+    const char* text = std::getenv("MEMTRAIL_DEVICE_LOCK");
+    const std::string_view lock = text ? text : "spinning";
+    if (lock != "spinning" && lock != "combining") {
+        throw usage_error("memtrail: MEMTRAIL_DEVICE_LOCK=" + std::string(lock) +
+                          " is not a device lock; accepted: spinning (the default) or combining");
+    }
+    return lock == "combining";
+}
 
 using combiner_entry = combining_lock<delegated_op>::entry;
 

@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "memtrail/core/caching_allocator.hpp"
@@ -75,6 +79,41 @@ TEST(ThreadStress, EightThreadsLoseAndDuplicateNothing) {
     a.set_observer(nullptr);
 }
 
+// Sets MEMTRAIL_DEVICE_LOCK for the allocators made in its scope, and restores it after.
+class device_lock_choice {
+  public:
+    explicit device_lock_choice(const char* lock) {
+        if (const char* before = std::getenv(variable)) {
+            before_ = before;
+        }
+        setenv(variable, lock, 1);
+    }
+    ~device_lock_choice() {
+        if (before_) {
+            setenv(variable, before_->c_str(), 1);
+        } else {
+            unsetenv(variable);
+        }
+    }
+
+  private:
+    static constexpr const char* variable = "MEMTRAIL_DEVICE_LOCK";
+    std::optional<std::string> before_;
+};
+
+TEST(ThreadStress, AnUnknownDeviceLockIsRefused) {
+    device_lock_choice choice("ticket");
+    simulated_device dev;
+    try {
+        device_allocator a(dev);
+        FAIL() << "MEMTRAIL_DEVICE_LOCK=ticket was accepted";
+    } catch (const usage_error& e) {
+        EXPECT_NE(std::string(e.what()).find("spinning (the default) or combining"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
 // Takes snapshots on a thread of its own: each holds the device lock for a walk over every block
 // (this many, for long enough that the other threads queue behind it even on a machine of few
 // cores), so that the next holder has operations of others to make (combining_lock.hpp).
@@ -89,6 +128,8 @@ class lock_holder {
             while (!finished_.load()) {
                 EXPECT_FALSE(a_.snapshot(false).empty());
                 ++snapshots_;
+                // A gap between snapshots, so that the waiters get the lock too.
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
             }
         });
         while (snapshots_.load() == 0) {
@@ -111,13 +152,15 @@ class lock_holder {
     std::thread thread_;
 };
 
-// Without an observer, allocations served from the cache and frees of blocks used on one stream
-// may be made by the lock's holder for the waiting threads (combining_lock.hpp); the rest, which
-// this mix has too (new segments, cross-stream frees, out of memory), each thread makes itself.
+// With MEMTRAIL_DEVICE_LOCK=combining and without an observer, allocations served from the cache
+// and frees of blocks used on one stream may be made by the lock's holder for the waiting threads
+// (combining_lock.hpp); the rest, which this mix has too (new segments, cross-stream frees, out of
+// memory), each thread makes itself.
 TEST(ThreadStress, EightThreadsOfPairsAndMixesWithoutObserverStayConsistent) {
     simulated_device_options options;
     options.capacity = 256ull << 20;  // small enough that some allocations run out of memory
     simulated_device dev(options);
+    const device_lock_choice choice("combining");
     device_allocator a(dev);
     std::mutex live_mutex;
     std::set<device_address> live;  // handed out and not yet freed, over all threads
@@ -215,6 +258,7 @@ class thread_logging_observer : public allocator_observer {
 
 TEST(ThreadStress, AnObserverSeesEachThreadsEventsOnThatThread) {
     simulated_device dev;
+    const device_lock_choice choice("combining");
     device_allocator a(dev);
     thread_logging_observer observer;
     a.set_observer(&observer);

@@ -8,7 +8,8 @@
 // A waiter whose operation has not been taken watches the lock too and, seeing it free, takes it
 // and withdraws the operation (or finds it done). One that waits longer than a holder's batch
 // takes the lock's own way (spin, then sleep), and one that finds every slot in use takes the
-// lock at once. Slots are claimed per operation, so threads that come and go hold none.
+// lock at once. Slots are claimed per operation, so threads that come and go hold none. Made
+// with `delegate` false, a waiter just takes the lock's own way, as without this class.
 //
 // Op is the caller's record of an operation (arguments and result); the holder reaches it
 // through the slot, on the waiter's stack, which stays put until the slot says done.
@@ -28,7 +29,7 @@ namespace memtrail::detail {
 template <typename Op>
 class combining_lock {
   public:
-    explicit combining_lock(reentrant_mutex& mutex) : mutex_(mutex) {}
+    combining_lock(reentrant_mutex& mutex, bool delegate) : mutex_(mutex), delegate_(delegate) {}
     combining_lock(const combining_lock&) = delete;
     combining_lock& operator=(const combining_lock&) = delete;
 
@@ -46,6 +47,10 @@ class combining_lock {
                 return entry::reentered;
             case reentrant_mutex::try_result::busy:
                 break;
+        }
+        if (!delegate_) {
+            mutex_.lock();
+            return entry::acquired;
         }
         return wait_or_delegate(op);
     }
@@ -172,6 +177,7 @@ class combining_lock {
     }
 
     reentrant_mutex& mutex_;
+    const bool delegate_;
     alignas(64) std::atomic<uint64_t> claimed_{0};  // a bit per slot in use by a waiter
     slot slots_[slot_count];
 };

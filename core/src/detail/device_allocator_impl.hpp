@@ -60,6 +60,10 @@ struct delegated_op {
     std::exception_ptr error;
 };
 
+// Whether waiters on the device lock hand their operations to its holder: MEMTRAIL_DEVICE_LOCK
+// =combining; unset or =spinning, they do not (delegation.cpp).
+bool delegation_from_environment();
+
 class device_allocator_impl {
   public:
     device_allocator_impl(device& dev, allocator_config config);
@@ -102,7 +106,8 @@ class device_allocator_impl {
     device& dev;
     allocator_config config;
     mutable reentrant_mutex mutex;
-    combining_lock<delegated_op> combiner{mutex};  // malloc's and free's way to `mutex`
+    combining_lock<delegated_op> combiner{
+        mutex, delegation_from_environment()};  // malloc's and free's way to `mutex`
     address_map allocated;  // address -> allocated block, looked up outside `mutex`
     allocator_observer* observer = nullptr;
     std::vector<free_memory_callback> free_memory_callbacks;
