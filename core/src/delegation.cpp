@@ -23,6 +23,24 @@ bool delegation_from_environment() {
 
 using combiner_entry = combining_lock<delegated_op>::entry;
 
+namespace {
+// Whether the lock's holder made `op` (what it threw is thrown here); when it did not, this
+// thread takes the lock, to make the whole operation itself.
+bool made_by_holder(combiner_entry entry, const delegated_op& op, reentrant_mutex& mutex) {
+    if (entry != combiner_entry::delegated) {
+        return false;
+    }
+    if (op.error) [[unlikely]] {
+        std::rethrow_exception(op.error);
+    }
+    if (op.made) {
+        return true;
+    }
+    mutex.lock();
+    return false;
+}
+}  // namespace
+
 block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
                                      context_handle context) {
     delegated_op op{.what = delegated_op::kind::malloc,
@@ -33,14 +51,8 @@ block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
                     .made = false,
                     .error = {}};
     const combiner_entry entry = combiner.lock_or_delegate(op);
-    if (entry == combiner_entry::delegated) {
-        if (op.error) [[unlikely]] {
-            std::rethrow_exception(op.error);
-        }
-        if (op.made) {
-            return op.b;
-        }
-        mutex.lock();
+    if (made_by_holder(entry, op, mutex)) {
+        return op.b;
     }
     std::unique_lock<reentrant_mutex> lock(mutex, std::adopt_lock);
     block* b = malloc_locked(orig_size, stream, context, lock);
@@ -59,14 +71,8 @@ void device_allocator_impl::free(block* b, context_handle context) {
                     .made = false,
                     .error = {}};
     const combiner_entry entry = combiner.lock_or_delegate(op);
-    if (entry == combiner_entry::delegated) {
-        if (op.error) [[unlikely]] {
-            std::rethrow_exception(op.error);
-        }
-        if (op.made) {
-            return;
-        }
-        mutex.lock();
+    if (made_by_holder(entry, op, mutex)) {
+        return;
     }
     std::lock_guard<reentrant_mutex> lock(mutex, std::adopt_lock);
     free_locked(b, context);
