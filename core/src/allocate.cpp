@@ -8,21 +8,16 @@
 
 namespace memtrail::detail {
 
-block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
-                                     context_handle context) {
-    std::unique_lock<reentrant_mutex> lock(mutex);
+block* device_allocator_impl::malloc_locked(uint64_t orig_size, stream_handle stream,
+                                            context_handle context,
+                                            std::unique_lock<reentrant_mutex>& lock) {
     // Event queries are illegal while a CUDA graph captures: cross-stream frees wait until no
     // pool is being allocated to.
     if (captures_underway_.empty() &&
         (!stream_events_.empty() || !deferred_until_no_capture_.empty())) {
         process_events_locked(context);
     }
-    alloc_params p;
-    p.search_key.stream = stream;
-    p.search_key.size = round_size(orig_size, config);
-    p.pool = &get_pool(p.search_key.size, stream);
-    p.alloc_size = size_rules::segment_size_for(p.search_key.size);
-
+    alloc_params p = params_for(orig_size, stream);
     bool found = get_free_block(p) || (trigger_free_memory_callbacks() && get_free_block(p));
     if (!found) {
         if (set_fraction_ && config.garbage_collection_threshold > 0.0) [[unlikely]] {
@@ -43,6 +38,24 @@ block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
     }
     const bool split = should_split(p.found, p.size());
     return alloc_found_block(p, orig_size, context, split);
+}
+
+block* device_allocator_impl::malloc_cached(uint64_t orig_size, stream_handle stream,
+                                            context_handle context) {
+    // The events an observer gets name the calling thread (the recorder's trace does); pending
+    // cross-stream events are queried on the calling thread's current device; a private pool's
+    // filter may look at the calling thread; a failed search with garbage collection on would
+    // advance its clock twice.
+    if (observer || !captures_underway_.empty() || !stream_events_.empty() ||
+        !deferred_until_no_capture_.empty() ||
+        (set_fraction_ && config.garbage_collection_threshold > 0.0)) {
+        return nullptr;
+    }
+    alloc_params p = params_for(orig_size, stream);
+    if (!get_free_block(p)) {
+        return nullptr;
+    }
+    return alloc_found_block(p, orig_size, context, should_split(p.found, p.size()));
 }
 
 bool device_allocator_impl::get_free_block(alloc_params& p) {

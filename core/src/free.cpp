@@ -6,8 +6,7 @@
 
 namespace memtrail::detail {
 
-void device_allocator_impl::free(block* b, context_handle context) {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+void device_allocator_impl::free_locked(block* b, context_handle context) {
     b->allocated = false;
     const uint64_t block_size = b->size;
     for_pool_stats(stats_.allocation, *b->pool, [](stat& s) { s.decrease(1); });
@@ -28,6 +27,16 @@ void device_allocator_impl::free(block* b, context_handle context) {
     } else {
         free_block(b, context);
     }
+}
+
+bool device_allocator_impl::free_at_once(block* b, context_handle context) {
+    // Not with an observer (its events name the calling thread) or with uses on other streams
+    // (events to record, on the calling thread's current device).
+    if (observer || !b->stream_uses.empty()) {
+        return false;
+    }
+    free_locked(b, context);
+    return true;
 }
 
 void device_allocator_impl::record_stream(block* b, stream_handle stream) {

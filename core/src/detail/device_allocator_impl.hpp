@@ -6,6 +6,7 @@
 // expandable.cpp (expandable segments), introspection.cpp (stats, snapshot, consistency checks).
 
 #include <deque>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 
 #include "detail/address_map.hpp"
 #include "detail/block.hpp"
+#include "detail/combining_lock.hpp"
 #include "detail/expandable_segment.hpp"
 #include "detail/reentrant_mutex.hpp"
 #include "memtrail/core/caching_allocator.hpp"
@@ -44,16 +46,34 @@ struct alloc_params {
     stream_handle stream() const { return search_key.stream; }
 };
 
+// An allocation or a free handed to the device lock's holder (combining_lock.hpp).
+struct delegated_op {
+    enum class kind : uint8_t { malloc, free };
+    kind what;
+    uint64_t size;  // malloc: the requested size
+    stream_handle stream;
+    context_handle context;
+    block* b;  // malloc: the block allocated; free: the block to free
+    // Set by the holder: whether it made the whole operation (else, having changed nothing,
+    // it leaves the operation to the requester) and what it threw.
+    bool made = false;
+    std::exception_ptr error;
+};
+
+// Whether waiters on the device lock hand their operations to its holder: MEMTRAIL_DEVICE_LOCK
+// =combining; unset or =spinning, they do not (delegation.cpp).
+bool delegation_from_environment();
+
 class device_allocator_impl {
   public:
     device_allocator_impl(device& dev, allocator_config config);
     ~device_allocator_impl();
 
-    // allocate.cpp
+    // delegation.cpp: the entry points, on the device lock or delegated to its holder.
     block* malloc(uint64_t orig_size, stream_handle stream, context_handle context);
+    void free(block* b, context_handle context);
 
     // free.cpp
-    void free(block* b, context_handle context);
     void record_stream(block* b, stream_handle stream);
     void process_events_locked(context_handle context);
 
@@ -86,6 +106,8 @@ class device_allocator_impl {
     device& dev;
     allocator_config config;
     mutable reentrant_mutex mutex;
+    combining_lock<delegated_op> combiner{
+        mutex, delegation_from_environment()};  // malloc's and free's way to `mutex`
     address_map allocated;  // address -> allocated block, looked up outside `mutex`
     allocator_observer* observer = nullptr;
     std::vector<free_memory_callback> free_memory_callbacks;
@@ -94,7 +116,22 @@ class device_allocator_impl {
   private:
     friend class ::memtrail::device_allocator;
 
+    // delegation.cpp
+    void serve_waiters();
+    void run_delegated(delegated_op& op) noexcept;
+
     // allocate.cpp
+    block* malloc_locked(uint64_t orig_size, stream_handle stream, context_handle context,
+                         std::unique_lock<reentrant_mutex>& lock);
+    block* malloc_cached(uint64_t orig_size, stream_handle stream, context_handle context);
+    alloc_params params_for(uint64_t orig_size, stream_handle stream) {
+        alloc_params p;
+        p.search_key.stream = stream;
+        p.search_key.size = round_size(orig_size, config);
+        p.pool = &get_pool(p.search_key.size, stream);
+        p.alloc_size = size_rules::segment_size_for(p.search_key.size);
+        return p;
+    }
     block_pool& get_pool(uint64_t size, stream_handle stream) {
         if (!captures_underway_.empty()) [[unlikely]] {
             if (block_pool* pool = capturing_pool(size, stream)) {
@@ -141,6 +178,8 @@ class device_allocator_impl {
     uint64_t free_bytes_in_private_pools() const;
 
     // free.cpp
+    void free_locked(block* b, context_handle context);
+    bool free_at_once(block* b, context_handle context);
     void free_block(block* b, context_handle context);
     // Merges src into dst when src is free, its neighbour and mapped alike; returns the bytes
     // it took over (0: no merge). Most frees find an allocated neighbour, so the check is inline.

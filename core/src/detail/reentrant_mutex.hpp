@@ -42,6 +42,30 @@ class alignas(64) reentrant_mutex {
         owner_.store(me, std::memory_order_relaxed);
         depth_ = 1;
     }
+    // What try_lock found: the lock free (now this thread's), this thread's already (taken again),
+    // or another thread's (nothing taken).
+    enum class try_result { acquired, reentered, busy };
+    try_result try_lock() {
+        const std::thread::id me = std::this_thread::get_id();
+        if (owner_.load(std::memory_order_relaxed) == me) {
+            ++depth_;
+            return try_result::reentered;
+        }
+        if (__libc_single_threaded) {
+            state_.store(locked, std::memory_order_relaxed);
+        } else {
+            uint32_t expected = unlocked;
+            if (!state_.compare_exchange_strong(expected, locked, std::memory_order_acquire,
+                                                std::memory_order_relaxed)) {
+                return try_result::busy;
+            }
+        }
+        owner_.store(me, std::memory_order_relaxed);
+        depth_ = 1;
+        return try_result::acquired;
+    }
+    // A hint for waiters that watch the lock without taking its line: may be stale at once.
+    bool looks_free() const { return state_.load(std::memory_order_relaxed) == unlocked; }
     void unlock() {
         if (--depth_ == 0) {
             owner_.store(std::thread::id(), std::memory_order_relaxed);
