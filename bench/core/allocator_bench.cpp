@@ -24,20 +24,29 @@ struct shared_allocator {
     std::unique_ptr<device_allocator> allocator;
 };
 
-shared_allocator& allocator_for(bool cuda) {
-    static shared_allocator sim{std::make_unique<simulated_device>(simulated_device_options{}),
-                                nullptr};
-    static shared_allocator gpu;
-    shared_allocator& s = cuda ? gpu : sim;
-    if (!s.allocator) {
+shared_allocator make_shared_allocator(bool cuda) {
+    shared_allocator s;
 #ifdef MEMTRAIL_HAVE_CUDA
-        if (cuda) {
-            s.dev = std::make_unique<cuda_device>(0);
-        }
-#endif
-        s.allocator = std::make_unique<device_allocator>(*s.dev);
+    if (cuda) {
+        s.dev = std::make_unique<cuda_device>(0);
     }
+#endif
+    if (!cuda) {
+        s.dev = std::make_unique<simulated_device>(simulated_device_options{});
+    }
+    s.allocator = std::make_unique<device_allocator>(*s.dev);
     return s;
+}
+
+// Made by the first thread of the first benchmark that asks (a function-local static is
+// initialised once even when a benchmark's threads all start at the same time).
+shared_allocator& allocator_for(bool cuda) {
+    if (cuda) {
+        static shared_allocator gpu = make_shared_allocator(true);
+        return gpu;
+    }
+    static shared_allocator sim = make_shared_allocator(false);
+    return sim;
 }
 
 void pair(benchmark::State& state, bool cuda, uint64_t size) {
