@@ -210,6 +210,7 @@ struct kept_walk {
     // frames[i]'s return address at pcs[max_stack_depth - 1 - i]: a stack, innermost first, is
     // one run of it.
     std::array<uintptr_t, max_stack_depth> pcs;
+    interned_walk interned;  // forgotten whenever the walk changes
 
     const read_word* words_of(size_t frame) const {
         return words.data() + (frame == 0 ? 0 : frames[frame - 1].words_end);
@@ -239,6 +240,7 @@ struct kept_walk {
         std::copy_n(fresh_pcs, fresh_count,
                     pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - shared - fresh_count));
         count = static_cast<uint32_t>(shared + fresh_count);
+        interned = {};
     }
 };
 
@@ -252,6 +254,9 @@ struct walk_memory {
     // The walk under way, innermost first, until it meets the kept one.
     std::array<step_reads, max_stack_depth> fresh;
     std::array<uintptr_t, max_stack_depth> fresh_pcs;
+    // The kept walk the last walk ended in (nullptr: none), and whether it was that one whole.
+    kept_walk* returned;
+    bool returned_whole;
 
     // The kept walk whose innermost frame is the one `start` describes, else the older one.
     kept_walk& walk_for(const unwind_registers& start) {
@@ -295,6 +300,7 @@ bool walk_each_frame(unwind_registers registers, stack_range stack, size_t skip,
 bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::span<uintptr_t> out,
                    size_t& written) {
     walk_memory& memory = last_walk;
+    memory.returned = nullptr;
     kept_walk& kept = memory.walk_for(start);
     rule_table& table = rules();
     unwind_registers registers = start;
@@ -346,12 +352,20 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     if (fresh_count > 0) {
         kept.keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count);
     }
+    memory.returned = &kept;
+    memory.returned_whole = fresh_count == 0;
     const size_t total = kept.count;
     const size_t count = skip < total ? std::min(total - skip, out.size()) : 0;
     std::copy_n(kept.pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - total + skip), count,
                 out.begin());
     written = count;
     return true;
+}
+
+interned_walk* last_interned_walk(bool& whole) {
+    walk_memory& memory = last_walk;
+    whole = memory.returned_whole;
+    return memory.returned == nullptr ? nullptr : &memory.returned->interned;
 }
 
 }  // namespace memtrail::recorder::detail

@@ -12,6 +12,7 @@
 #include "detail/call_context.hpp"
 #include "detail/capture_pools.hpp"
 #include "detail/device_history.hpp"
+#include "detail/eh_frame_unwinder.hpp"
 #include "detail/fast_clock.hpp"
 #include "detail/observed_allocations.hpp"
 #include "detail/python_stack.hpp"
@@ -65,6 +66,26 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, si
     const stack_id id = stacks.intern(frames.first(native_count + 1 + python_words), &added);
     if (added) {
         capture.keep_code(python_part.first(python_words));
+    }
+    return id;
+}
+
+// The native stack of the calling thread, up to out.size() frames after leaving out `skip`,
+// interned. An eh_frame capture that found its thread's kept walk unchanged takes the id that
+// walk's stack was interned as last time, instead of hashing and comparing the stack again.
+[[gnu::always_inline]] inline stack_id capture_native_stack(stack_table& stacks, unwinder method,
+                                                            std::span<uintptr_t> out, size_t skip) {
+    const size_t count = capture_stack(method, out, skip);
+    bool whole = false;
+    detail::interned_walk* interned =
+        method == unwinder::eh_frame ? detail::last_interned_walk(whole) : nullptr;
+    if (interned != nullptr && whole && interned->table == stacks.serial() &&
+        interned->skip == skip && interned->limit == out.size()) {
+        return interned->id;
+    }
+    const stack_id id = stacks.intern(out.first(count));
+    if (interned != nullptr && id != no_stack) {
+        *interned = {stacks.serial(), skip, out.size(), id};
     }
     return id;
 }
@@ -158,15 +179,18 @@ history_options recorder::options(int device) const {
         std::array<uintptr_t, 3 * max_stack_depth + 1> frames;
         const size_t depth = h.max_stack_depth.load(std::memory_order_relaxed);
         const stack_source source = h.stacks.load(std::memory_order_relaxed);
-        size_t count = 0;
-        if (source != stack_source::python) {
-            count = capture_stack(h.stack_unwinder.load(std::memory_order_relaxed),
-                                  std::span<uintptr_t>(frames.data(), depth),
-                                  recorder_frames + wrapper_frames);
+        const unwinder method = h.stack_unwinder.load(std::memory_order_relaxed);
+        const size_t skip = recorder_frames + wrapper_frames;
+        if (source == stack_source::native) {
+            stack = capture_native_stack(stacks_, method,
+                                         std::span<uintptr_t>(frames.data(), depth), skip);
+        } else {
+            const size_t count =
+                source == stack_source::python
+                    ? 0
+                    : capture_stack(method, std::span<uintptr_t>(frames.data(), depth), skip);
+            stack = intern_with_python(stacks_, frames, count, depth);
         }
-        stack = source == stack_source::native
-                    ? stacks_.intern(std::span<const uintptr_t>(frames.data(), count))
-                    : intern_with_python(stacks_, frames, count, depth);
     }
     return detail::encode_call_context(stack, now_ns(), epoch_ns_);
 }

@@ -7,7 +7,7 @@ allocator without recording and memtrail recording every event with Python and n
 Prints every run's median step time (and the process's CPU time per step, up to the wait for
 the GPU), the median and
 spread of each side and memtrail's overhead over PyTorch's median; writes
-OUTDIR/training_overhead.json. UNWINDER (libunwind, eh_frame or frame_pointer) is
+OUTDIR/training_overhead.json. UNWINDER (eh_frame, libunwind or frame_pointer) is
 MEMTRAIL_UNWINDER for memtrail's runs. MODES (comma-separated, default memtrail_all) adds other
 modes of torch_training.py's child to the rotation, e.g. memtrail_off,memtrail_nostacks,
 memtrail_native,memtrail_python,memtrail_all to split recording's cost.
@@ -20,7 +20,7 @@ import sys
 
 library, outdir = sys.argv[1], sys.argv[2]
 runs = int(sys.argv[3]) if len(sys.argv) > 3 else 6
-unwinder = sys.argv[4] if len(sys.argv) > 4 else "libunwind"
+unwinder = sys.argv[4] if len(sys.argv) > 4 else "eh_frame"
 modes = sys.argv[5].split(",") if len(sys.argv) > 5 else ["memtrail_all"]
 os.makedirs(outdir, exist_ok=True)
 child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_training.py")

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memtrail/core/simulated_device.hpp"
@@ -301,6 +302,90 @@ TEST_F(recorder_test, rejects_bad_arguments) {
     options.max_stack_depth = recorder::max_stack_depth + 1;
     EXPECT_THROW(history.record_memory_history(options), std::invalid_argument);
     EXPECT_THROW(history.record_memory_history({}, 3), std::invalid_argument);
+}
+
+[[gnu::noinline]] device_address allocate_from_one_place(recorder::recorder& history,
+                                                         size_t wrapper_frames = 0) {
+    const device_address address = history.allocate(MiB, 0, 0, wrapper_frames);
+    asm volatile("");
+    return address;
+}
+
+// The innermost function of every allocation's stack in `history`'s trace, and the longest stack.
+std::vector<std::string> innermost_of_allocations(recorder::recorder& history, size_t& longest) {
+    const auto s = history.take_snapshot();
+    std::vector<std::string> names;
+    for (const auto& entry : s.find_trace(0)->entries) {
+        if (entry.kind == action::alloc) {
+            const auto stack = functions(s, entry.stack);
+            names.push_back(stack.empty() ? "" : stack.front());
+            longest = std::max(longest, stack.size());
+        }
+    }
+    return names;
+}
+
+bool all_in(const std::vector<std::string>& names, std::string_view function) {
+    return !names.empty() && std::all_of(names.begin(), names.end(), [&](const std::string& n) {
+        return n.find(function) != std::string::npos;
+    });
+}
+
+// Each loop below allocates through one call instruction, so that every capture after the first
+// finds the thread's kept walk unchanged: the id remembered with that walk is taken only for the
+// same stack table, depth and frames left out.
+TEST_F(recorder_test, repeated_eh_frame_stacks_follow_table_depth_and_skip) {
+    simulated_device other_gpu;
+    caching_allocator other_allocator{{&other_gpu}};
+    recorder::recorder other{other_allocator};
+    auto options = mode(record_mode::all, context_mode::all);
+    options.stack_unwinder = recorder::unwinder::eh_frame;
+    options.clear_history = true;
+    other.record_memory_history(options);
+    // Other stacks first, so that an id of `history`'s table names another stack in `other`'s.
+    std::vector<device_address> live;
+    for (int i = 0; i < 8; ++i) {
+        live.push_back(allocate_from_a_named_function(other, MiB << i));
+    }
+    other.record_memory_history(options);
+    history.record_memory_history(options);
+    std::vector<std::pair<recorder::recorder*, device_address>> blocks;
+    for (recorder::recorder* target : {&history, &other, &history, &other}) {
+        blocks.emplace_back(target, allocate_from_one_place(*target));
+    }
+    for (recorder::recorder* target : {&history, &other}) {
+        size_t longest = 0;
+        const auto names = innermost_of_allocations(*target, longest);
+        EXPECT_TRUE(all_in(names, "allocate_from_one_place")) << ::testing::PrintToString(names);
+    }
+
+    history.record_memory_history(options);
+    for (const size_t wrapper_frames : {0, 1, 0, 1}) {
+        blocks.emplace_back(&history, allocate_from_one_place(history, wrapper_frames));
+    }
+    size_t longest = 0;
+    const auto names = innermost_of_allocations(history, longest);
+    ASSERT_EQ(names.size(), 4u);
+    EXPECT_TRUE(all_in({names[0], names[2]}, "allocate_from_one_place"));
+    EXPECT_TRUE(all_in({names[1], names[3]}, "repeated_eh_frame_stacks_follow"))
+        << ::testing::PrintToString(names);
+
+    // The last capture before each change of depth is an allocation's, so the free's kept walk is
+    // the one the new setting's warm-up capture replaces.
+    for (const size_t depth : {64, 3, 64, 3}) {
+        options.max_stack_depth = depth;
+        history.record_memory_history(options);
+        blocks.emplace_back(&history, allocate_from_one_place(history));
+        longest = 0;
+        EXPECT_TRUE(all_in(innermost_of_allocations(history, longest), "allocate_from_one_place"));
+        EXPECT_LE(longest, depth);
+    }
+    for (const auto& [target, address] : blocks) {
+        target->free(address);
+    }
+    for (const device_address address : live) {
+        other.free(address);
+    }
 }
 
 TEST_F(recorder_test, frame_pointer_unwinder_finds_the_caller) {

@@ -6,7 +6,7 @@
  * MEMTRAIL_SIM_FAIL_NTH (the Nth device allocation fails once) and MEMTRAIL_SIM_FAIL_RATE (each
  * fails with this probability) make fail on purpose. Other switches, read once at the first
  * call: MEMTRAIL_RECORD (off | state | all), MEMTRAIL_STACKS (native | python | all),
- * MEMTRAIL_MAX_ENTRIES (0: the default), MEMTRAIL_UNWINDER (libunwind | eh_frame | frame_pointer),
+ * MEMTRAIL_MAX_ENTRIES (0: the default), MEMTRAIL_UNWINDER (eh_frame | libunwind | frame_pointer),
  * MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF syntax), MEMTRAIL_OOM_DUMP (a path pattern:
  * a snapshot is written there on each out-of-memory, the first 16), MEMTRAIL_SIGNAL_DUMP (a
  * path pattern: a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL:

@@ -16,7 +16,7 @@ struct recorder::device_history {
     std::atomic<record_mode> enabled{record_mode::off};
     std::atomic<context_mode> context{context_mode::none};
     std::atomic<stack_source> stacks{stack_source::native};
-    std::atomic<unwinder> stack_unwinder{unwinder::libunwind};
+    std::atomic<unwinder> stack_unwinder{unwinder::eh_frame};
     std::atomic<size_t> max_stack_depth{0};
     // Bit n: entries of allocator_action n keep the call's stack (from `context`).
     std::atomic<uint32_t> actions_keeping_stack{0};

@@ -30,4 +30,19 @@ const stack_range& this_thread_stack();
 bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::span<uintptr_t> out,
                    size_t& written);
 
+// The id a stack was interned as, remembered with the kept walk that gave it. A capture that finds
+// that walk whole and unchanged gives the same stack again for the same table, skip and length:
+// its caller can take the id without interning the stack (hashing and comparing every frame).
+struct interned_walk {
+    uint64_t table = 0;  // stack_table::serial(); 0: nothing remembered
+    size_t skip = 0;
+    size_t limit = 0;  // out.size() of the walk
+    uint32_t id = 0;
+};
+
+// What the calling thread's last walk_eh_frame remembers for its stack: nullptr when that walk
+// failed or did not end in a kept walk. `whole` is set to whether the walk was the kept one,
+// unchanged, so that the id remembered (if its table, skip and limit match) is that of this stack.
+interned_walk* last_interned_walk(bool& whole);
+
 }  // namespace memtrail::recorder::detail

@@ -147,7 +147,7 @@ constexpr auto options = std::to_array<environment_option>({
     {"MEMTRAIL_RECORD",        "off",       "off, state or all",                                                        parse_record},
     {"MEMTRAIL_STACKS",        "native",    "native, python or all",                                                    history_field<&history_options::stacks, parse_stack_source>},
     {"MEMTRAIL_MAX_ENTRIES",   "1000000",   "a whole number (0: the default)",                                          parse_max_entries},
-    {"MEMTRAIL_UNWINDER",      "libunwind", "libunwind, eh_frame or frame_pointer",                                     history_field<&history_options::stack_unwinder, parse_unwinder>},
+    {"MEMTRAIL_UNWINDER",      "eh_frame",  "eh_frame, libunwind or frame_pointer",                                     history_field<&history_options::stack_unwinder, parse_unwinder>},
     {"MEMTRAIL_ALLOC_CONF",    "",          "allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax",                     parse_alloc_conf},
     {"MEMTRAIL_OOM_DUMP",      "",          "a path pattern (%p pid, %d device, %t time)",                              field<&environment_settings::oom_dump_pattern, read_text>},
     {"MEMTRAIL_SIGNAL_DUMP",   "",          "a path pattern (%p pid, %t time)",                                         field<&environment_settings::signal_dump_pattern, read_text>},

@@ -31,7 +31,8 @@ struct history_options {
     context_mode context = context_mode::all;
     stack_source stacks = stack_source::native;
     size_t max_entries = default_max_entries;  // trace entries kept per device; older ones drop
-    unwinder stack_unwinder = unwinder::libunwind;
+    // libunwind's stacks, from .eh_frame rules kept by return address (libunwind walks the rest).
+    unwinder stack_unwinder = unwinder::eh_frame;
     size_t max_stack_depth = 64;  // at most memtrail::recorder::max_stack_depth
     bool clear_history = false;   // forget the trace recorded so far
 };

@@ -1,9 +1,10 @@
 #pragma once
 // Native stack capture: the return addresses of the calling thread, innermost first. Three
-// unwinders: libunwind (reads .eh_frame, so it works for any code); eh_frame, the same stacks
-// from the same tables read once and kept by return address, far cheaper, falling back on
-// libunwind for frames its rules cannot describe (signal frames, DWARF expressions); and a
-// frame-pointer walk (cheapest, but only complete for code built with -fno-omit-frame-pointer).
+// unwinders: libunwind (reads .eh_frame, so it works for any code); eh_frame (the recorder's
+// default), the same stacks from the same tables read once and kept by return address, far
+// cheaper, falling back on libunwind for frames its rules cannot describe (signal frames, DWARF
+// expressions); and a frame-pointer walk (cheapest, but only complete for code built with
+// -fno-omit-frame-pointer).
 
 #include <cstddef>
 #include <cstdint>

@@ -35,6 +35,9 @@ class stack_table {
 
     size_t size() const { return size_.load(std::memory_order_relaxed); }
     uint64_t overflow_count() const { return overflow_.load(std::memory_order_relaxed); }
+    // Names this table among every table the process makes: never 0 and never reused, so that
+    // an id remembered elsewhere (as the eh_frame walk does) is known to be this table's.
+    uint64_t serial() const { return serial_; }
 
   private:
     static constexpr size_t shard_count = 64;
