@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -72,6 +73,9 @@ std::vector<std::vector<annotation_range>> annotation_lanes_of(
 device_document index_device(const snapshot::snapshot& source, analysis::device_model model) {
     device_document d{model.device(), std::move(model), {}, {}, {}, {}, {}, {}, {}};
     const analysis::device_model& m = d.model;
+    // The categories take longest: they are found on another thread while the indices are built.
+    std::future<analysis::category_map> categories =
+        std::async(std::launch::async, [&m] { return analysis::category_map::build(m); });
     std::vector<uint64_t> streams;
     for (size_t i = 0; i < m.event_count(); ++i) {
         const snapshot::trace_entry& e = m.entry(i);
@@ -99,7 +103,7 @@ device_document index_device(const snapshot::snapshot& source, analysis::device_
                          std::tie(lifetimes[b].address, lifetimes[b].begin);
               });
     d.overview = analysis::overview_of(m);
-    d.categories = analysis::category_map::build(m);
+    d.categories = categories.get();
     return d;
 }
 
