@@ -16,7 +16,6 @@
 // process's CPU time, which a loaded machine does not inflate.
 
 #include <benchmark/benchmark.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -24,9 +23,9 @@
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <system_error>
 #include <thread>
 
+#include "bench_support.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/frame_filter.hpp"
@@ -53,39 +52,16 @@ double process_cpu_seconds() {
 }
 
 // The file to open: MEMTRAIL_BENCH_PICKLE, else the synthetic pickle, written once.
-class bench_file {
-  public:
-    bench_file() {
-        const char* given = std::getenv("MEMTRAIL_BENCH_PICKLE");
-        if (given != nullptr && std::filesystem::exists(given)) {
-            path_ = given;
-            return;
-        }
-        bench::python_stack_trace_shape shape;
-        if (const char* events = std::getenv("MEMTRAIL_BENCH_EVENTS")) {
-            shape.entries = std::stoull(events);
-        }
-        owned_ = given == nullptr;
-        path_ = owned_ ? std::filesystem::temp_directory_path() /
-                             ("memtrail_bench_open_" + std::to_string(getpid()) + ".pickle")
-                       : std::filesystem::path(given);
-        bench::write_python_stack_pickle(path_, shape);
-    }
-    ~bench_file() {
-        if (owned_) {
-            std::error_code ignored;
-            std::filesystem::remove(path_, ignored);
-        }
-    }
-    const std::filesystem::path& path() const { return path_; }
-
-  private:
-    std::filesystem::path path_;
-    bool owned_ = false;
-};
-
 const std::filesystem::path& file() {
-    static const bench_file f;
+    static const bench::bench_file f(
+        "MEMTRAIL_BENCH_PICKLE", "memtrail_bench_open.pickle",
+        [](const std::filesystem::path& path) {
+            bench::python_stack_trace_shape shape;
+            if (const char* events = std::getenv("MEMTRAIL_BENCH_EVENTS")) {
+                shape.entries = std::stoull(events);
+            }
+            bench::write_python_stack_pickle(path, shape);
+        });
     return f.path();
 }
 

@@ -16,17 +16,15 @@
 
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
-#include <system_error>
 
+#include "bench_support.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/timeline.hpp"
@@ -41,60 +39,20 @@ using clock_type = std::chrono::steady_clock;
 
 constexpr size_t pixel_columns = 1600;  // the views' width in view_frame_bench
 
-// Resets the resident-memory high-water mark (Linux: "5" to clear_refs).
-void reset_peak_memory() {
-    std::ofstream("/proc/self/clear_refs") << "5";
-}
-
-// VmHWM in bytes.
-double peak_memory_bytes() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.starts_with("VmHWM:")) {
-            return std::stod(line.substr(6)) * 1024.0;
-        }
-    }
-    return 0.0;
-}
-
 double maxrss_bytes() {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
     return static_cast<double>(usage.ru_maxrss) * 1024.0;
 }
 
-class bench_file {
-  public:
-    bench_file() {
-        const char* given = std::getenv("MEMTRAIL_BENCH_SNAPSHOT");
-        if (given != nullptr && std::filesystem::exists(given)) {
-            path_ = given;
-            return;
-        }
-        const char* events = std::getenv("MEMTRAIL_BENCH_EVENTS");
-        const size_t entries = events != nullptr ? std::stoull(events) : 100'000'000;
-        owned_ = given == nullptr;
-        path_ = owned_ ? std::filesystem::temp_directory_path() /
-                             ("memtrail_bench_scale_" + std::to_string(getpid()) + ".memtrail")
-                       : std::filesystem::path(given);
-        snapshot::write_snapshot(replay::make_stacked_history(entries), path_);
-    }
-    ~bench_file() {
-        if (owned_) {
-            std::error_code ignored;
-            std::filesystem::remove(path_, ignored);
-        }
-    }
-    const std::filesystem::path& path() const { return path_; }
-
-  private:
-    std::filesystem::path path_;
-    bool owned_ = false;
-};
-
 const std::filesystem::path& file() {
-    static const bench_file f;
+    static const bench::bench_file f(
+        "MEMTRAIL_BENCH_SNAPSHOT", "memtrail_bench_scale.memtrail",
+        [](const std::filesystem::path& path) {
+            const char* events = std::getenv("MEMTRAIL_BENCH_EVENTS");
+            const size_t entries = events != nullptr ? std::stoull(events) : 100'000'000;
+            snapshot::write_snapshot(replay::make_stacked_history(entries), path);
+        });
     return f.path();
 }
 
@@ -116,7 +74,7 @@ void open_document(benchmark::State& state) {
     const auto& path = file();
     for (auto _ : state) {
         opened().reset();
-        reset_peak_memory();
+        bench::reset_peak_memory();
         const auto start = clock_type::now();
         viewer::load_progress progress;
         opened() = viewer::load_document(path.string(), progress);
@@ -124,9 +82,9 @@ void open_document(benchmark::State& state) {
         state.SetIterationTime(seconds);
         const double events = static_cast<double>(opened()->main_device().model.event_count());
         state.counters["events"] = events;
-        state.counters["peak_GB"] = peak_memory_bytes() / 1e9;
+        state.counters["peak_GB"] = bench::peak_memory_bytes() / 1e9;
         state.counters["maxrss_GB"] = maxrss_bytes() / 1e9;
-        state.counters["peak_bytes_per_event"] = peak_memory_bytes() / events;
+        state.counters["peak_bytes_per_event"] = bench::peak_memory_bytes() / events;
         state.counters["file_GB"] = static_cast<double>(std::filesystem::file_size(path)) / 1e9;
     }
 }
