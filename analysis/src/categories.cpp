@@ -695,12 +695,75 @@ category_map category_map::build(const device_model& model) {
     }
     std::stable_sort(map.changes_.begin(), map.changes_.end(),
                      [](const change& x, const change& y) { return x.position < y.position; });
+    map.index_live_allocations();
     return map;
 }
 
 bool category_map::live_at(size_t index, size_t position) const {
     const allocation_lifetime& life = model_.lifetimes()[index];
     return life.begin <= position && (position < life.end || freed_[index] == 0);
+}
+
+namespace {
+
+// The first lifetime that begins after `position`: device_model keeps them in order of begin.
+uint32_t first_begun_after(const std::vector<allocation_lifetime>& lifetimes, size_t position) {
+    const auto it =
+        std::partition_point(lifetimes.begin(), lifetimes.end(),
+                             [&](const allocation_lifetime& l) { return l.begin <= position; });
+    return static_cast<uint32_t>(it - lifetimes.begin());
+}
+
+}  // namespace
+
+void category_map::collect_live(size_t checkpoint, size_t position,
+                                std::vector<uint32_t>& out) const {
+    const live_checkpoint& from = live_checkpoints_[checkpoint];
+    const size_t live_end = checkpoint + 1 < live_checkpoints_.size()
+                                ? live_checkpoints_[checkpoint + 1].live_begin
+                                : live_.size();
+    for (size_t i = from.live_begin; i < live_end; ++i) {
+        if (live_at(live_[i], position)) {
+            out.push_back(live_[i]);
+        }
+    }
+    const uint32_t last = first_begun_after(model_.lifetimes(), position);
+    for (uint32_t l = from.first_after; l < last; ++l) {
+        if (live_at(l, position)) {
+            out.push_back(l);
+        }
+    }
+}
+
+// A checkpoint after every few thousand lifetimes begun, and after at least four times as many
+// as were live at the one before, so the copies of live sets take at most a quarter of an index
+// per lifetime.
+void category_map::index_live_allocations() {
+    constexpr size_t min_interval = 4096;
+    const auto& lifetimes = model_.lifetimes();
+    live_checkpoints_.push_back({0, 0, 0});
+    std::vector<uint32_t> live;
+    while (live_checkpoints_.back().first_after < lifetimes.size()) {
+        const live_checkpoint last = live_checkpoints_.back();
+        const size_t last_live = live_.size() - last.live_begin;
+        const size_t next_first =
+            std::min(lifetimes.size(), last.first_after + std::max(min_interval, 4 * last_live));
+        const size_t position = lifetimes[next_first - 1].begin;
+        live.clear();
+        collect_live(live_checkpoints_.size() - 1, position, live);
+        live_checkpoints_.push_back(
+            {position, first_begun_after(lifetimes, position), live_.size()});
+        live_.insert(live_.end(), live.begin(), live.end());
+    }
+}
+
+std::vector<uint32_t> category_map::live_allocations(size_t position) const {
+    const auto after =
+        std::upper_bound(live_checkpoints_.begin(), live_checkpoints_.end(), position,
+                         [](size_t p, const live_checkpoint& c) { return p < c.position; });
+    std::vector<uint32_t> out;
+    collect_live(static_cast<size_t>(after - live_checkpoints_.begin()) - 1, position, out);
+    return out;
 }
 
 std::vector<std::array<uint64_t, memory_category_count>> category_map::bytes_at(
@@ -735,10 +798,7 @@ category_breakdown categories_at(const device_model& model, const category_map& 
     const auto& lifetimes = model.lifetimes();
     const auto& assignments = map.assignments();
     std::array<double, memory_category_count> weighted{};
-    for (size_t l = 0; l < lifetimes.size(); ++l) {
-        if (!map.live_at(l, out.position)) {
-            continue;
-        }
+    for (const uint32_t l : map.live_allocations(out.position)) {
         const size_t c = static_cast<size_t>(assignments[l].category);
         category_total& t = out.totals[c];
         t.bytes += lifetimes[l].size;

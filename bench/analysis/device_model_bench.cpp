@@ -13,11 +13,11 @@
 #include <chrono>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
 
+#include "bench_support.hpp"
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/timeline.hpp"
@@ -30,23 +30,6 @@ namespace {
 using namespace memtrail;
 
 constexpr size_t large_trace = 10'000'000;
-
-// Resets the resident-memory high-water mark (Linux: "5" to clear_refs).
-void reset_peak_memory() {
-    std::ofstream("/proc/self/clear_refs") << "5";
-}
-
-// VmHWM in bytes.
-double peak_memory_bytes() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.starts_with("VmHWM:")) {
-            return std::stod(line.substr(6)) * 1024.0;
-        }
-    }
-    return 0.0;
-}
 
 // The synthetic file, written once and removed when the program ends (every repetition of
 // the benchmark reads it).
@@ -77,7 +60,7 @@ const analysis::device_model& large_model() {
 void load_and_build(benchmark::State& state) {
     const auto& file = large_snapshot_file();
     for (auto _ : state) {
-        reset_peak_memory();
+        bench::reset_peak_memory();
         const auto start = std::chrono::steady_clock::now();
         const snapshot::loaded_snapshot loaded = snapshot::load_snapshot(file);
         const auto loaded_at = std::chrono::steady_clock::now();
@@ -86,7 +69,7 @@ void load_and_build(benchmark::State& state) {
         state.SetIterationTime(std::chrono::duration<double>(built_at - start).count());
         state.counters["load_s"] = std::chrono::duration<double>(loaded_at - start).count();
         state.counters["build_s"] = std::chrono::duration<double>(built_at - loaded_at).count();
-        state.counters["peak_GB"] = peak_memory_bytes() / 1e9;
+        state.counters["peak_GB"] = bench::peak_memory_bytes() / 1e9;
         state.counters["entries"] = static_cast<double>(model.event_count());
         state.counters["anomalies"] = static_cast<double>(model.report().anomalies);
         state.counters["file_MB"] = static_cast<double>(std::filesystem::file_size(file)) / 1e6;

@@ -9,7 +9,8 @@
 // Steady-state frames are measured: results the views compute in the background (flame graphs,
 // the comparison) are waited for before timing. view_frame/timeline_panning and
 // view_frame/timeline_zooming change the visible range every frame, so the timeline rebuilds its
-// per-pixel geometry each time; view_frame/segments_stepping moves the moment every frame.
+// per-pixel geometry each time; view_frame/segments_stepping and view_frame/timeline_stepping
+// (stacked by category, with its legend at the moment) move the moment every frame.
 
 #include <benchmark/benchmark.h>
 
@@ -258,6 +259,23 @@ void segments_stepping(benchmark::State& state) {
     }
 }
 
+// The timeline stacked by category while stepping one event per frame: its legend gives each
+// category's bytes at the moment, so every frame finds the allocations live there.
+void timeline_stepping(benchmark::State& state) {
+    const auto& doc = bench_document();
+    memtrail::viewer::headless_frame frame(width, height);
+    view v(doc);
+    v.show(view_kind::timeline);
+    v.stack_timeline_by("category");
+    v.select_moment("peak");
+    settle(frame, v);
+    for (auto _ : state) {
+        v.set_moment(v.moment() + 1);
+        draw_frame(frame, v);
+        frame.end();
+    }
+}
+
 void register_benchmarks() {
     for (int i = 0; i < memtrail::viewer::view_kind_count; ++i) {
         const auto kind = static_cast<view_kind>(i);
@@ -274,6 +292,9 @@ void register_benchmarks() {
         ->Unit(benchmark::kMillisecond)
         ->MinTime(0.5);
     benchmark::RegisterBenchmark("view_frame/segments_stepping", segments_stepping)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.5);
+    benchmark::RegisterBenchmark("view_frame/timeline_stepping", timeline_stepping)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(0.5);
 }

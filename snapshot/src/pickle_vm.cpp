@@ -170,8 +170,11 @@ class pickle_tree::runner {
         if (bytes_.size() >= UINT32_MAX) {
             fail(0, "input of " + std::to_string(bytes_.size()) + " bytes is too large");
         }
+        // Reserving takes address space, not memory, until used: enough that a snapshot's
+        // tree (a value per ~16 bytes, an item per 2-5: frames lists are memo references) is
+        // never copied as it grows.
         tree_.values_.reserve(bytes_.size() / 16);
-        tree_.items_.reserve(bytes_.size() / 8);
+        tree_.items_.reserve(bytes_.size() / 4);
         while (pos_ < bytes_.size()) {
             op_offset_ = pos_;
             const uint8_t op = bytes_[pos_++];

@@ -296,10 +296,10 @@ class torch_reader {
         if ((kind == pickle_kind::list || kind == pickle_kind::tuple) && cache_[v] != 0) {
             return cache_[v] - 1;
         }
-        std::vector<frame_id> frames;
+        stack_frames_.clear();
         for_each_item(v, context, "frames",
-                      [&](value_index item) { frames.push_back(read_frame(item)); });
-        const stack_id id = out_.intern_stack(frames);
+                      [&](value_index item) { stack_frames_.push_back(read_frame(item)); });
+        const stack_id id = out_.intern_stack(stack_frames_);
         cache_[v] = id + 1;
         return id;
     }
@@ -613,6 +613,7 @@ class torch_reader {
     // Per value: 1 + the id it was interned as (a string, a frame dict, a frames list); 0 = not
     // yet.
     std::vector<uint32_t> cache_;
+    std::vector<frame_id> stack_frames_;  // read_stack's frames, kept to reuse their memory
     snapshot out_;
 };
 

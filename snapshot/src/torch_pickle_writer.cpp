@@ -1,7 +1,8 @@
 // Writes the snapshot model as PyTorch's snapshot pickle (the dict of
-// torch.cuda.memory._snapshot()), with the keys in PyTorch's order. Keys, strings, frame dicts
-// and frame lists are memoized as PyTorch's output shares them, which keeps a million-entry trace
-// near 60 bytes per entry.
+// torch.cuda.memory._snapshot()), with the keys in PyTorch's order. Keys, strings and frame dicts
+// are memoized as PyTorch's output shares them, and frame lists by default too (one per stack,
+// which keeps a million-entry trace near 60 bytes per entry; PyTorch's own give each allocation
+// a list of its own, frames_lists::one_per_entry).
 
 #include <array>
 #include <charconv>
@@ -127,8 +128,9 @@ void emit_setting_text(pickle_emitter& out, const std::string& text) {
 
 class torch_writer {
   public:
-    explicit torch_writer(const snapshot& s)
+    torch_writer(const snapshot& s, frames_lists lists)
         : s_(s),
+          lists_(lists),
           string_memo_(s.strings().size(), pickle_emitter::not_memoized),
           frame_memo_(s.frames().size(), pickle_emitter::not_memoized),
           stack_memo_(s.stacks().size(), pickle_emitter::not_memoized) {
@@ -205,7 +207,7 @@ class torch_writer {
     }
 
     void write_stack(stack_id id) {
-        if (stack_memo_[id] != pickle_emitter::not_memoized) {
+        if (lists_ == frames_lists::shared && stack_memo_[id] != pickle_emitter::not_memoized) {
             out_.get(stack_memo_[id]);
             return;
         }
@@ -380,6 +382,7 @@ class torch_writer {
     }
 
     const snapshot& s_;
+    const frames_lists lists_;
     pickle_emitter out_;
     std::array<uint32_t, key_count> key_memo_;
     std::vector<uint32_t> string_memo_;
@@ -391,12 +394,12 @@ class torch_writer {
 
 }  // namespace
 
-std::vector<uint8_t> write_torch_pickle(const snapshot& s) {
-    return torch_writer(s).write();
+std::vector<uint8_t> write_torch_pickle(const snapshot& s, frames_lists lists) {
+    return torch_writer(s, lists).write();
 }
 
-void write_torch_pickle(const snapshot& s, const std::filesystem::path& path) {
-    const auto bytes = write_torch_pickle(s);
+void write_torch_pickle(const snapshot& s, const std::filesystem::path& path, frames_lists lists) {
+    const auto bytes = write_torch_pickle(s, lists);
     detail::write_file_atomically(path, bytes);
 }
 

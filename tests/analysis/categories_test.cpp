@@ -426,6 +426,31 @@ void expect_sweep_agrees(const device_model& model, const category_map& map, siz
     }
 }
 
+// live_allocations (checkpointed) against live_at over every lifetime, at every position.
+void expect_live_allocations_agree(const device_model& model, const category_map& map,
+                                   size_t stride) {
+    const size_t lifetimes = model.lifetimes().size();
+    size_t checked = 0;
+    for (size_t position = 0; position <= model.event_count(); position += stride) {
+        std::vector<uint32_t> expected;
+        for (size_t l = 0; l < lifetimes; ++l) {
+            if (map.live_at(l, position)) {
+                expected.push_back(static_cast<uint32_t>(l));
+            }
+        }
+        ASSERT_EQ(map.live_allocations(position), expected) << "at " << position;
+        checked += expected.size();
+    }
+    EXPECT_GT(checked, 0u);
+}
+
+TEST(categories, live_allocations_at_every_moment) {
+    training_loop loop(std::make_shared<snapshot::snapshot>());
+    record_python_training(loop, 40, false);
+    const device_model model = loop.finish();
+    expect_live_allocations_agree(model, category_map::build(model), 1);
+}
+
 TEST(categories, timeline_sweep_matches_the_live_blocks) {
     training_loop loop(std::make_shared<snapshot::snapshot>());
     record_python_training(loop, 4, false);
@@ -549,6 +574,23 @@ TEST(categories_real_traces, sweep_matches_on_the_transformer) {
     }
     const device_model model = device_model::build(snapshot::load_snapshot(path).snapshot, 0);
     expect_sweep_agrees(model, category_map::build(model), 301);
+}
+
+// Across the live sets' checkpoints (one per 4096 allocations at least): the dynamic trace has
+// more than twice as many, and the synthetic loop of 1600 steps (8 allocations each) three
+// times as many.
+TEST(categories_real_traces, live_allocations_across_checkpoints) {
+    const fs::path path = fs::path(MEMTRAIL_UNPACKED_TRACES) / "dynamic__default.pickle";
+    ASSERT_TRUE(fs::exists(path)) << path << " is missing: tests/data's traces unpack at configure";
+    const device_model model = device_model::build(snapshot::load_snapshot(path).snapshot, 0);
+    ASSERT_GT(model.lifetimes().size(), 2u * 4096);
+    expect_live_allocations_agree(model, category_map::build(model), 7);
+
+    training_loop loop(std::make_shared<snapshot::snapshot>());
+    record_python_training(loop, 1600, false);
+    const device_model long_loop = loop.finish();
+    ASSERT_GT(long_loop.lifetimes().size(), 3u * 4096);
+    expect_live_allocations_agree(long_loop, category_map::build(long_loop), 13);
 }
 
 }  // namespace

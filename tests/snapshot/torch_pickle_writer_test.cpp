@@ -84,6 +84,16 @@ TEST(TorchPickleWriter, WriteReadIsAFixedPoint) {
     EXPECT_TRUE(twice == once);
 }
 
+// PyTorch's layout (a frames list per entry, only the frame dicts shared) reads back as the
+// shared layout does, and is larger: each entry repeats its list's references.
+TEST(TorchPickleWriter, OneFramesListPerEntryReadsTheSame) {
+    const auto once = through_pickle(ms::test::make_sample_snapshot());
+    const auto shared = ms::write_torch_pickle(once);
+    const auto per_entry = ms::write_torch_pickle(once, ms::frames_lists::one_per_entry);
+    EXPECT_GT(per_entry.size(), shared.size());
+    EXPECT_TRUE(ms::read_torch_pickle(std::span<const uint8_t>(per_entry)) == once);
+}
+
 TEST(TorchPickleWriter, EmptySnapshot) {
     const auto back = through_pickle(ms::snapshot{});
     EXPECT_TRUE(back.segments.empty());

@@ -412,6 +412,46 @@ TEST(workspace, loads_in_the_background_in_opening_order) {
     EXPECT_NE(ws.errors()[0].find("/nonexistent/file.pickle"), std::string::npos);
 }
 
+// The first picture comes before the document: a load held there has its preview (the models'
+// curves, the same as the document's) and is not done until released; the window draws it.
+TEST(workspace, a_load_shows_its_memory_curves_before_it_completes) {
+    headless_frame frame(width, height);
+    workspace ws;
+    ws.hold_loads_at_preview();
+    ws.open(MEMTRAIL_TEST_TORCH_PICKLE);
+    while (!ws.previews_ready()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    frame.begin();
+    ws.draw();
+    const ImDrawData& drawn = frame.end();
+    EXPECT_TRUE(ws.loading());
+    EXPECT_TRUE(ws.views().empty());
+    EXPECT_GT(drawn.TotalVtxCount, 4 * width);  // the curves: a rectangle per pixel column each
+
+    load_job job(MEMTRAIL_TEST_TORCH_PICKLE, analysis::frame_visibility::user_frames,
+                 load_hold::at_preview);
+    while (job.preview() == nullptr) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(job.done());
+    const std::shared_ptr<const load_preview> preview = job.preview();
+    job.release();
+    while (!job.done()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    const std::shared_ptr<const document> doc = job.result();
+    ASSERT_NE(doc, nullptr);
+    EXPECT_EQ(preview->name, "transformer__default.pickle");
+    EXPECT_EQ(preview->main_model().values(analysis::series::allocated),
+              doc->main_device().model.values(analysis::series::allocated));
+
+    ws.release_loads();
+    draw_until_loaded(frame, ws);
+    EXPECT_EQ(ws.views().size(), 1u);
+}
+
 // A pickle whose one allocation has a C++ stack as PyTorch records it: its unwinder and
 // allocator, then the user's Python frame.
 std::string write_cpp_stack_pickle() {

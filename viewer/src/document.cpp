@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -72,6 +73,9 @@ std::vector<std::vector<annotation_range>> annotation_lanes_of(
 device_document index_device(const snapshot::snapshot& source, analysis::device_model model) {
     device_document d{model.device(), std::move(model), {}, {}, {}, {}, {}, {}, {}};
     const analysis::device_model& m = d.model;
+    // The categories take longest: they are found on another thread while the indices are built.
+    std::future<analysis::category_map> categories =
+        std::async(std::launch::async, [&m] { return analysis::category_map::build(m); });
     std::vector<uint64_t> streams;
     for (size_t i = 0; i < m.event_count(); ++i) {
         const snapshot::trace_entry& e = m.entry(i);
@@ -99,7 +103,7 @@ device_document index_device(const snapshot::snapshot& source, analysis::device_
                          std::tie(lifetimes[b].address, lifetimes[b].begin);
               });
     d.overview = analysis::overview_of(m);
-    d.categories = analysis::category_map::build(m);
+    d.categories = categories.get();
     return d;
 }
 
@@ -145,6 +149,39 @@ const device_document& document::main_device() const {
     return devices.front();
 }
 
+const analysis::device_model& load_preview::main_model() const {
+    for (const analysis::device_model& m : models) {
+        if (m.event_count() > 0) {
+            return m;
+        }
+    }
+    return models.front();
+}
+
+void load_progress::hold_at_preview() {
+    const std::lock_guard lock(mutex_);
+    hold_ = true;
+}
+
+void load_progress::release() {
+    {
+        const std::lock_guard lock(mutex_);
+        hold_ = false;
+    }
+    released_.notify_all();
+}
+
+void load_progress::publish(std::shared_ptr<const load_preview> preview) {
+    std::unique_lock lock(mutex_);
+    preview_ = std::move(preview);
+    released_.wait(lock, [this] { return !hold_; });
+}
+
+std::shared_ptr<const load_preview> load_progress::preview() const {
+    const std::lock_guard lock(mutex_);
+    return preview_;
+}
+
 namespace {
 
 std::shared_ptr<const document> build_document(std::shared_ptr<const snapshot::snapshot> source,
@@ -159,19 +196,29 @@ std::shared_ptr<const document> build_document(std::shared_ptr<const snapshot::s
         devices.push_back(0);  // an empty snapshot still gets a (blank) view
     }
     progress.stage = 1;
+    auto preview = std::make_shared<load_preview>();
+    preview->name = doc->name;
     for (size_t i = 0; i < devices.size(); ++i) {
-        doc->devices.push_back(
-            index_device(*source, analysis::device_model::build(source, devices[i])));
+        preview->models.push_back(analysis::device_model::build(source, devices[i]));
         progress.fraction =
-            0.3f + 0.6f * static_cast<float>(i + 1) / static_cast<float>(devices.size());
+            0.3f + 0.3f * static_cast<float>(i + 1) / static_cast<float>(devices.size());
     }
+    // The curves can be drawn now, while the categories and the indices are built.
     progress.stage = 2;
-    const size_t frames = source->frames().size();
-    doc->frame_search_text.reserve(frames);
-    for (size_t f = 0; f < frames; ++f) {
-        doc->frame_search_text.push_back(
-            lowercase(analysis::frame_label(*source, static_cast<snapshot::frame_id>(f))));
+    progress.publish(preview);
+    std::future<std::vector<std::string>> search_text = std::async(std::launch::async, [&source] {
+        std::vector<std::string> text(source->frames().size());
+        for (size_t f = 0; f < text.size(); ++f) {
+            text[f] = lowercase(analysis::frame_label(*source, static_cast<snapshot::frame_id>(f)));
+        }
+        return text;
+    });
+    for (size_t i = 0; i < preview->models.size(); ++i) {
+        doc->devices.push_back(index_device(*source, preview->models[i]));
+        progress.fraction =
+            0.6f + 0.4f * static_cast<float>(i + 1) / static_cast<float>(devices.size());
     }
+    doc->frame_search_text = search_text.get();
     progress.fraction = 1.0f;
     return doc;
 }

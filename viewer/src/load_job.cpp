@@ -5,7 +5,11 @@
 
 namespace memtrail::viewer {
 
-load_job::load_job(std::string path, analysis::frame_visibility frames) : path_(std::move(path)) {
+load_job::load_job(std::string path, analysis::frame_visibility frames, load_hold hold)
+    : path_(std::move(path)) {
+    if (hold == load_hold::at_preview) {
+        progress_.hold_at_preview();
+    }
     thread_ = std::thread([this, frames] {
         try {
             result_ = load_document(path_, progress_, frames);
@@ -17,6 +21,7 @@ load_job::load_job(std::string path, analysis::frame_visibility frames) : path_(
 }
 
 load_job::~load_job() {
+    progress_.release();
     thread_.join();
 }
 

@@ -6,15 +6,84 @@
 #include <imgui.h>
 
 #include "file_dialog.hpp"
+#include "format.hpp"
+#include "memtrail/analysis/timeline.hpp"
+#include "palette.hpp"
 
 namespace memtrail::viewer {
+
+namespace {
+
+// A loading file's first picture: reserved (grey) and allocated (blue) memory over the trace of
+// the device it will show first, one bucket per pixel column, with the peaks named.
+void draw_load_preview(const load_preview& preview, float height) {
+    const analysis::device_model& model = preview.main_model();
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    const float width = std::max(16.0f, ImGui::GetContentRegionAvail().x);
+    const size_t columns = static_cast<size_t>(width);
+    const size_t positions = model.event_count() + 1;
+    const auto reserved =
+        analysis::buckets_by_position(model, analysis::series::reserved, 0, positions, columns);
+    const auto allocated =
+        analysis::buckets_by_position(model, analysis::series::allocated, 0, positions, columns);
+    uint64_t top = 1;
+    for (const analysis::curve_bucket& b : reserved) {
+        top = std::max(top, b.max);
+    }
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImVec2 end(origin.x + width, origin.y + height);
+    draw->AddRectFilled(origin, end, IM_COL32(24, 25, 30, 255));
+    auto x_of = [&](size_t position) {
+        return origin.x +
+               static_cast<float>(static_cast<double>(position) / static_cast<double>(positions)) *
+                   width;
+    };
+    auto y_of = [&](uint64_t bytes) {
+        return end.y - static_cast<float>(static_cast<double>(bytes) / static_cast<double>(top)) *
+                           (height - 2);
+    };
+    for (const analysis::curve_bucket& b : reserved) {
+        draw->AddRectFilled(ImVec2(x_of(b.first), y_of(b.max)), ImVec2(x_of(b.last), end.y),
+                            palette::shade(palette::reserved, 0.45f));
+    }
+    for (const analysis::curve_bucket& b : allocated) {
+        draw->AddRectFilled(ImVec2(x_of(b.first), y_of(b.max)), ImVec2(x_of(b.last), end.y),
+                            palette::allocated);
+    }
+    const std::string caption =
+        preview.name + ": " + format_count(model.event_count()) + " events, peak allocated " +
+        format_bytes(model.values(
+            analysis::series::allocated)[model.peak_position(analysis::series::allocated)]) +
+        ", peak reserved " +
+        format_bytes(model.values(
+            analysis::series::reserved)[model.peak_position(analysis::series::reserved)]) +
+        " (categories, stacks and views follow)";
+    draw->AddText(ImVec2(origin.x + 6, origin.y + 4), IM_COL32(230, 230, 230, 255),
+                  caption.c_str());
+    ImGui::Dummy(ImVec2(width, height));
+}
+
+}  // namespace
 
 workspace::workspace() : dialog_(std::make_unique<file_dialog>()) {}
 
 workspace::~workspace() = default;
 
 void workspace::open(const std::string& path) {
-    loads_.push_back(std::make_unique<load_job>(path, frames_));
+    loads_.push_back(std::make_unique<load_job>(path, frames_, hold_));
+}
+
+bool workspace::previews_ready() const {
+    return std::all_of(loads_.begin(), loads_.end(), [](const std::unique_ptr<load_job>& job) {
+        return job->done() || job->preview() != nullptr;
+    });
+}
+
+void workspace::release_loads() {
+    hold_ = load_hold::none;
+    for (const auto& job : loads_) {
+        job->release();
+    }
 }
 
 void workspace::reopen_with(analysis::frame_visibility frames) {
@@ -168,6 +237,11 @@ void workspace::draw() {
         ImGui::Text("loading %s: %s", load->path().c_str(), load->stage());
         ImGui::SameLine();
         ImGui::ProgressBar(load->fraction(), ImVec2(300, 0));
+        // Before the first tab, the first picture fills the window; beside tabs, a strip.
+        if (const auto preview = load->preview()) {
+            const float room = ImGui::GetContentRegionAvail().y;
+            draw_load_preview(*preview, tabs_.empty() ? std::max(120.0f, room * 0.6f) : 60.0f);
+        }
     }
 
     if (tabs_.empty()) {

@@ -35,7 +35,57 @@ int run_interactive(const options& opts) {
     return 0;
 }
 
+// Draws frames until `done`, then two more so the layout settles, and writes the last to the PNG.
+template <class Done>
+void write_screenshot_when(gl_window& window, memtrail::viewer::workspace& ws,
+                           const std::string& path, Done&& done) {
+    int settled = 0;
+    for (int frame = 0;; ++frame) {
+        window.begin_frame(done() ? 0.0 : 0.01);
+        ws.draw();
+        window.render();
+        settled = done() ? settled + 1 : 0;
+        if (frame >= 3 && settled >= 2) {
+            int width = 0;
+            int height = 0;
+            const std::vector<uint8_t> pixels = window.read_back_buffer(width, height);
+            memtrail::viewer::app::write_png(path, pixels, width, height);
+            return;
+        }
+        window.present();
+    }
+}
+
+// --view loading: the window while the files load, once each has its first picture (the loads
+// are held there until the picture is taken).
+int run_loading_screenshot(const options& opts) {
+    gl_window window("memtrail-viewer", opts.width, opts.height);
+    window.ignore_mouse();
+    memtrail::viewer::workspace ws;
+    ws.set_frames(opts.all_frames ? memtrail::analysis::frame_visibility::all_frames
+                                  : memtrail::analysis::frame_visibility::user_frames);
+    ws.hold_loads_at_preview();
+    for (const std::string& file : opts.files) {
+        ws.open(file);
+    }
+    write_screenshot_when(window, ws, opts.screenshot, [&] { return ws.previews_ready(); });
+    ws.release_loads();
+    while (ws.loading()) {
+        window.begin_frame(0.05);
+        ws.draw();
+        window.render();
+        window.present();
+    }
+    for (const std::string& error : ws.errors()) {
+        std::fprintf(stderr, "memtrail-viewer: %s\n", error.c_str());
+    }
+    return ws.errors().empty() ? 0 : 1;
+}
+
 int run_screenshot(const options& opts) {
+    if (opts.view == "loading") {
+        return run_loading_screenshot(opts);
+    }
     memtrail::viewer::view_kind kind{};
     if (!memtrail::viewer::parse_view_kind(opts.view, kind)) {
         std::fprintf(stderr, "memtrail-viewer: unknown view '%s'\n%s", opts.view.c_str(),
@@ -97,21 +147,7 @@ int run_screenshot(const options& opts) {
     }
     // A few frames settle the layout (tabs, tables and auto-sized windows take one each), and
     // the views' background results must have arrived and been drawn once.
-    int settled = 0;
-    for (int frame = 0;; ++frame) {
-        window.begin_frame(ws.busy() ? 0.01 : 0.0);
-        ws.draw();
-        window.render();
-        settled = ws.busy() ? 0 : settled + 1;
-        if (frame >= 3 && settled >= 2) {
-            int width = 0;
-            int height = 0;
-            const std::vector<uint8_t> pixels = window.read_back_buffer(width, height);
-            memtrail::viewer::app::write_png(opts.screenshot, pixels, width, height);
-            break;
-        }
-        window.present();
-    }
+    write_screenshot_when(window, ws, opts.screenshot, [&] { return !ws.busy(); });
     return 0;
 }
 

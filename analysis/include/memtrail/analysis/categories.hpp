@@ -106,6 +106,9 @@ class category_map {
     const std::vector<category_assignment>& assignments() const { return assignments_; }
     // Whether lifetime `index` is allocated at `position` (begin <= position, not yet freed).
     bool live_at(size_t index, size_t position) const;
+    // The lifetimes live_at `position`, ascending. Costs the number live there plus a few
+    // thousand, not the trace's length (the viewer asks at every moment it shows).
+    std::vector<uint32_t> live_allocations(size_t position) const;
     // Whether lifetime `index`'s free request is in the trace (else it is allocated to the end).
     bool freed(size_t index) const { return freed_[index] != 0; }
     // Whether the trace holds any evidence at all: false when every assignment is unknown.
@@ -118,6 +121,15 @@ class category_map {
 
   private:
     explicit category_map(device_model model) : model_(std::move(model)) {}
+    // The lifetimes live at a checkpoint's position that began at or before it are kept, so a
+    // moment's live set is a checkpoint's, filtered, plus the lifetimes begun since.
+    struct live_checkpoint {
+        size_t position = 0;
+        uint32_t first_after = 0;  // the first lifetime that begins after `position`
+        size_t live_begin = 0;     // its live lifetimes: live_[live_begin, the next's live_begin)
+    };
+    void index_live_allocations();
+    void collect_live(size_t checkpoint, size_t position, std::vector<uint32_t>& out) const;
     struct change {
         size_t position = 0;
         int64_t bytes = 0;
@@ -128,6 +140,8 @@ class category_map {
     std::vector<uint8_t> freed_;   // parallel to the lifetimes: its free is in the trace
     device_model model_;           // shared, keeps the lifetimes alive
     std::vector<change> changes_;  // sorted by position
+    std::vector<live_checkpoint> live_checkpoints_;  // ascending positions, the first at 0
+    std::vector<uint32_t> live_;
     bool any_known_ = false;
 };
 

@@ -100,6 +100,8 @@ class device_model {
     // The number of entries recorded at or before `time_ns`.
     size_t position_at_time(int64_t time_ns) const;
 
+    // In order of begin: the blocks live before the trace, then one per alloc entry that took
+    // effect, in trace order.
     const std::vector<allocation_lifetime>& lifetimes() const;
     const reconstruction_report& report() const;
 

@@ -56,16 +56,17 @@ struct frame {
     bool operator==(const frame&) const = default;
 };
 
-// One event in a device's history.
+// One event in a device's history. A trace holds up to hundreds of millions of them: the
+// fields are ordered so that none is padded (64 bytes).
 struct trace_entry {
     action kind = action::alloc;
     int8_t device = 0;
+    uint32_t thread = 0;          // small per-process thread number
     uint64_t address = 0;         // for oom: the device's free bytes, as PyTorch records it
     uint64_t size = 0;            // PyTorch's `size`: requested bytes for alloc/free, block size
                                   // for segments; for oom the rounded request
     uint64_t requested_size = 0;  // the caller's request (alloc/free), else 0
     uint64_t stream = 0;
-    uint32_t thread = 0;  // small per-process thread number
     int64_t time_ns = 0;  // wall clock, ns since the Unix epoch
     stack_id stack = no_id;
     string_id user_metadata = no_id;    // per-thread metadata string at the time of the event
@@ -73,6 +74,7 @@ struct trace_entry {
     string_id name = no_id;             // annotation name (annotation_* kinds)
     bool operator==(const trace_entry&) const = default;
 };
+static_assert(sizeof(trace_entry) == 64, "trace_entry is kept at 64 bytes, without padding");
 
 enum class block_state : uint8_t { active_allocated, active_pending_free, inactive };
 std::string_view block_state_name(block_state s);  // PyTorch's spelling

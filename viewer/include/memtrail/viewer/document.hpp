@@ -4,9 +4,11 @@
 // by address).
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,14 +61,40 @@ struct document {
     std::vector<std::string> frame_search_text;
 };
 
+// The first picture of a file still loading: its device models (each one's memory curves over
+// the trace), ready before the views' indices, the categories and the search text, which take
+// as long again on a large trace.
+struct load_preview {
+    std::string name;                            // the file name
+    std::vector<analysis::device_model> models;  // ascending by device
+    // The model the document will show first (document::main_device's).
+    const analysis::device_model& main_model() const;
+};
+
 // How far a load has come, written by the loading thread and read by the UI.
-struct load_progress {
+class load_progress {
+  public:
     std::atomic<float> fraction{0.0f};
     std::atomic<int> stage{0};  // index into load_stage_names
+
+    // Set before the load starts: the load waits after publishing its preview until release()
+    // (memtrail-viewer --screenshot --view loading pictures that moment).
+    void hold_at_preview();
+    void release();
+    // The loading thread hands over its preview (and waits there when held).
+    void publish(std::shared_ptr<const load_preview> preview);
+    // The preview once published, else nullptr.
+    std::shared_ptr<const load_preview> preview() const;
+
+  private:
+    mutable std::mutex mutex_;
+    std::condition_variable released_;
+    std::shared_ptr<const load_preview> preview_;
+    bool hold_ = false;
 };
 
 inline constexpr const char* load_stage_names[] = {"reading file", "building device models",
-                                                   "indexing"};
+                                                   "categories and indices"};
 
 // Reads `path` (a memtrail snapshot, plain or zstd, or a PyTorch pickle) and builds everything
 // the views need, with the stacks `frames` says (analysis::with_frame_visibility).

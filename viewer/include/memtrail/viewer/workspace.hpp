@@ -1,6 +1,7 @@
 #pragma once
 // Everything in the window: a menu bar with an open dialog and a path box, the loads in flight
-// with their progress, and one tab per open snapshot, each holding a view. Several snapshots
+// with their progress (and each one's memory curves once its models are built), and one tab per
+// open snapshot, each holding a view. Several snapshots
 // open together are the ranks of one job to the Ranks view, which can pick the selected tab.
 
 #include <memory>
@@ -32,6 +33,12 @@ class workspace {
     void draw();
 
     bool loading() const { return !loads_.empty(); }
+    // Loads started from now on wait after their first picture until release_loads() (for a
+    // screenshot of that moment).
+    void hold_loads_at_preview() { hold_ = load_hold::at_preview; }
+    // Every load has its first picture, or has ended.
+    bool previews_ready() const;
+    void release_loads();
     // Loads running or views computing in the background.
     bool busy() const;
     bool quit_requested() const { return quit_requested_; }
@@ -64,6 +71,7 @@ class workspace {
     char path_box_[1024] = {};
     bool quit_requested_ = false;
     analysis::frame_visibility frames_ = analysis::frame_visibility::user_frames;
+    load_hold hold_ = load_hold::none;
 };
 
 }  // namespace memtrail::viewer
