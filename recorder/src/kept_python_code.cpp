@@ -61,18 +61,32 @@ size_t recent_slot_of(uintptr_t code) {
     return static_cast<size_t>(code >> 4) % recent_slots;
 }
 
-}  // namespace
-
-bool is_kept_python_code(uintptr_t code) {
-    uintptr_t& recent = recently_kept[recent_slot_of(code)];
-    if (recent == code) {
+bool is_kept(uintptr_t code, uintptr_t* recent) {
+    uintptr_t& slot = recent[recent_slot_of(code)];
+    if (slot == code) {
         return true;
     }
     const code_table* table = current_table.load(std::memory_order_acquire);
     if (table == nullptr || !table->contains(code)) {
         return false;
     }
-    recent = code;
+    slot = code;
+    return true;
+}
+
+}  // namespace
+
+bool is_kept_python_code(uintptr_t code) {
+    return is_kept(code, recently_kept);
+}
+
+bool all_python_code_kept(std::span<const uintptr_t> pairs) {
+    uintptr_t* recent = recently_kept;  // one look-up of the thread's copy for the whole stack
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+        if (!is_kept(pairs[i], recent)) {
+            return false;
+        }
+    }
     return true;
 }
 

@@ -44,15 +44,6 @@ size_t capture_python_frames(const python_interpreter& python,
     return written;
 }
 
-bool all_code_kept(std::span<const uintptr_t> pairs) {
-    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
-        if (!is_kept_python_code(pairs[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
 std::string describe_frames(std::span<const uintptr_t> pairs) {
     std::string text;
     for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
@@ -152,7 +143,7 @@ size_t python_capture::frames(std::span<uintptr_t> out) {
 
 size_t python_capture::frames_read_directly(std::span<uintptr_t> out) {
     const std::optional<size_t> read = reader_->read(thread_, out);
-    if (read.has_value() && all_code_kept(out.first(*read)) && !reader_->verifies()) {
+    if (read.has_value() && all_python_code_kept(out.first(*read)) && !reader_->verifies()) {
         return *read;
     }
     // Code objects not kept yet are kept under the GIL (keep_code); holding it, the public API

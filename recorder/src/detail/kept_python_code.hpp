@@ -5,11 +5,15 @@
 // code objects are all kept already never takes the GIL.
 
 #include <cstdint>
+#include <span>
 
 namespace memtrail::recorder::detail {
 
 // True when `code` is kept. Any thread, any time.
 bool is_kept_python_code(uintptr_t code);
+
+// True when every code object of `pairs` ((code, location) pairs, as captured) is kept.
+bool all_python_code_kept(std::span<const uintptr_t> pairs);
 
 // Adds `code`, which the caller has just referenced under the GIL. Kept ones are never added twice:
 // the caller checks under the GIL, which every caller of this holds.
