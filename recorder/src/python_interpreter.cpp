@@ -38,6 +38,8 @@ bool look_up_interpreter(python_interpreter& api) {
         look_up(api.is_finalizing, "_Py_IsFinalizing");
     }
     find_evaluation_loop(api);
+    api.version = static_cast<const unsigned long*>(dlsym(RTLD_DEFAULT, "Py_Version"));
+    api.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
     if (!look_up(api.current_thread_state, "PyThreadState_GetUnchecked")) {
         look_up(api.current_thread_state, "_PyThreadState_UncheckedGet");
     }

@@ -1,6 +1,10 @@
 #include "detail/python_stack.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "detail/kept_python_code.hpp"
 
 namespace memtrail::recorder::detail {
 
@@ -12,18 +16,15 @@ constexpr uintptr_t location_is_line = 1;
 
 uintptr_t location_of(const python_interpreter& python, void* frame) {
     if (python.frame_last_instruction != nullptr) {
-        const auto offset = static_cast<uint32_t>(python.frame_last_instruction(frame));
-        return uintptr_t{offset} << 1;
+        return instruction_location(python.frame_last_instruction(frame));
     }
     const auto line = static_cast<uint32_t>(python.frame_line(frame));
     return (uintptr_t{line} << 1) | location_is_line;
 }
 
-// The thread's frames, read with the GIL held.
-size_t capture_python_frames(const python_interpreter& python, std::span<uintptr_t> out) {
-    const python_interpreter::thread_state thread = python.current_thread_state != nullptr
-                                                        ? python.current_thread_state()
-                                                        : python.this_thread_state();
+// `thread`'s frames through the public API, read with the GIL held.
+size_t capture_python_frames(const python_interpreter& python,
+                             python_interpreter::thread_state thread, std::span<uintptr_t> out) {
     size_t written = 0;
     void* frame = python.thread_state_frame(thread);
     while (frame != nullptr && written + 2 <= out.size()) {
@@ -43,10 +44,15 @@ size_t capture_python_frames(const python_interpreter& python, std::span<uintptr
     return written;
 }
 
-void keep_python_code(const python_interpreter& python, std::span<const uintptr_t> pairs) {
+std::string describe_frames(std::span<const uintptr_t> pairs) {
+    std::string text;
     for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
-        python.increment_reference(reinterpret_cast<void*>(pairs[i]));
+        char pair[64];
+        std::snprintf(pair, sizeof pair, " %#zx@%zu", static_cast<size_t>(pairs[i]),
+                      static_cast<size_t>(pairs[i + 1] >> 1));
+        text += pair;
     }
+    return text;
 }
 
 // Per thread: false once a capture that took the GIL back found no Python code running.
@@ -63,18 +69,30 @@ bool shows_evaluation_loop(const python_interpreter& python,
 python_capture::python_capture(const python_interpreter& python,
                                std::span<const uintptr_t> native_frames)
     : python_(python) {
+    python_frame_reader* reader = python_frame_reader::find(python);
     if (python.holds_gil()) {
         gil_held_ = true;
+        thread_ = python.current_thread_state != nullptr ? python.current_thread_state()
+                                                         : python.this_thread_state();
+        reader_ = reader;
         return;
     }
-    if (!python.accepts_gil_requests() || python.this_thread_state() == nullptr) {
+    if (!python.accepts_gil_requests()) {
+        return;
+    }
+    thread_ = python.this_thread_state();
+    if (thread_ == nullptr) {
+        return;
+    }
+    if (reader != nullptr) {
+        reader_ = reader;
         return;
     }
     if (!may_run_python_code && !shows_evaluation_loop(python, native_frames)) {
+        thread_ = nullptr;
         return;
     }
-    gil_state_ = python.gil_ensure();
-    gil_held_ = borrowed_ = true;
+    borrow_gil();
 }
 
 python_capture::~python_capture() {
@@ -83,18 +101,71 @@ python_capture::~python_capture() {
     }
 }
 
+bool python_capture::borrow_gil() {
+    if (gil_held_) {
+        return true;
+    }
+    if (!python_.accepts_gil_requests()) {
+        return false;
+    }
+    gil_state_ = python_.gil_ensure();
+    gil_held_ = borrowed_ = true;
+    return true;
+}
+
 void python_capture::keep_code(std::span<const uintptr_t> pairs) {
-    keep_python_code(python_, pairs);
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+        // Only frames() that held the GIL (or took it) can have left code objects not kept yet,
+        // and every one is added under the GIL: the check and the add cannot race.
+        if (!is_kept_python_code(pairs[i]) && gil_held_) {
+            python_.increment_reference(reinterpret_cast<void*>(pairs[i]));
+            add_kept_python_code(pairs[i]);
+        }
+    }
 }
 
 size_t python_capture::frames(std::span<uintptr_t> out) {
-    if (out.size() < 2 || !gil_held_) {
+    if (out.size() < 2 || thread_ == nullptr) {
         return 0;
     }
-    const size_t written = capture_python_frames(python_, out);
+    if (reader_ != nullptr) {
+        return frames_read_directly(out);
+    }
+    if (!gil_held_) {
+        return 0;
+    }
+    const size_t written = capture_python_frames(python_, thread_, out);
     if (borrowed_) {
         may_run_python_code = written != 0;
     }
+    return written;
+}
+
+size_t python_capture::frames_read_directly(std::span<uintptr_t> out) {
+    const std::optional<size_t> read = reader_->read(thread_, out);
+    if (read.has_value() && all_python_code_kept(out.first(*read)) && !reader_->verifies()) {
+        return *read;
+    }
+    // Code objects not kept yet are kept under the GIL (keep_code); holding it, the public API
+    // reads the same frames, and any difference turns the direct reader off.
+    if (!borrow_gil()) {
+        return 0;
+    }
+    thread_local std::vector<uintptr_t> from_api;
+    from_api.resize(out.size());
+    const size_t written = capture_python_frames(python_, thread_, from_api);
+    const std::span<const uintptr_t> expected(from_api.data(), written);
+    if (!read.has_value()) {
+        reader_->give_up("a direct read failed a check; the public API read" +
+                         describe_frames(expected));
+    } else if (!std::ranges::equal(out.first(*read), expected)) {
+        reader_->give_up("the direct read" + describe_frames(out.first(*read)) +
+                         " differs from the public API's" + describe_frames(expected));
+    } else {
+        return written;
+    }
+    reader_ = nullptr;
+    std::ranges::copy(expected, out.begin());
     return written;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The few CPython functions memtrail calls, found at run time in the process (memtrail never
 // links libpython: outside Python they are simply absent). Only functions that CPython 3.9 to
-// 3.13 all export, except the two marked optional.
+// 3.13 all export, except those marked optional.
 
 #include <cstdint>
 
@@ -29,6 +29,8 @@ struct python_interpreter {
     void (*gil_release)(int);
     thread_state (*current_thread_state)();  // optional: the GIL holder's state, unchecked
     int (*is_finalizing)();                  // optional: Py_IsFinalizing or _Py_IsFinalizing
+    const unsigned long* version;            // optional: Py_Version (3.11 and later)
+    const void* code_type;                   // optional: &PyCode_Type
 
     // The evaluation loop's code (_PyEval_EvalFrameDefault), where the symbol table tells;
     // both 0 otherwise.

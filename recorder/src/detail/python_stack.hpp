@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "detail/python_frame_reader.hpp"
 #include "detail/python_interpreter.hpp"
 
 namespace memtrail::recorder::detail {
@@ -15,17 +16,21 @@ namespace memtrail::recorder::detail {
 // No return address is 0: the native part ends at the first 0.
 inline constexpr uintptr_t python_frames_marker = 0;
 
-// One capture of the calling thread's Python frames, holding the GIL from the capture until the
-// code objects are kept. Made before any memtrail lock is taken, so waiting for the GIL never
-// waits on memtrail.
+// One capture of the calling thread's Python frames. Made before any memtrail lock is taken, so
+// waiting for the GIL never waits on memtrail.
 //
-// A thread that holds the GIL is captured as it is. A thread that has a Python thread state but
-// released the GIL around a call into native code (PyTorch's bindings release it around every
-// operator) takes it back for the capture, as PyTorch's own recorder does, and gives it back at
-// once. A thread whose capture found no Python frames (autograd's workers: a thread state but
-// no Python code running) is not asked again unless its native stack shows the evaluation loop,
-// so it never waits for the GIL. Threads without a thread state, and a process shutting its
-// interpreter down, keep native frames only.
+// Where the interpreter's frames can be read directly (python_frame_reader: CPython 3.11 and
+// 3.12), the thread reads its own frames without the GIL, and takes the GIL only when a frame's
+// code object is not kept yet (kept_python_code), to keep it; the public API then reads the same
+// frames again, and a difference turns the direct reader off for good.
+//
+// Otherwise the public API reads them under the GIL: a thread that holds it is captured as it
+// is; a thread that has a Python thread state but released the GIL around a call into native
+// code (PyTorch's bindings release it around every operator) takes it back for the capture, as
+// PyTorch's own recorder does, and gives it back at once. A thread whose capture found no Python
+// frames (autograd's workers: a thread state but no Python code running) is not asked again
+// unless its native stack shows the evaluation loop, so it never waits for the GIL. Threads
+// without a thread state, and a process shutting its interpreter down, keep native frames only.
 class python_capture {
   public:
     python_capture(const python_interpreter& python, std::span<const uintptr_t> native_frames);
@@ -37,12 +42,17 @@ class python_capture {
     // at most out.size() / 2 of them, and returns the number of words written.
     size_t frames(std::span<uintptr_t> out);
 
-    // Keeps the code objects of `pairs` alive until the dump: called when a stack holding them
-    // is first interned.
+    // Keeps the code objects of `pairs` (from frames()) alive until the dump: called when a
+    // stack holding them is first interned.
     void keep_code(std::span<const uintptr_t> pairs);
 
   private:
+    bool borrow_gil();
+    size_t frames_read_directly(std::span<uintptr_t> out);
+
     const python_interpreter& python_;
+    python_frame_reader* reader_ = nullptr;  // set: this thread's frames are read directly
+    python_interpreter::thread_state thread_ = nullptr;
     bool gil_held_ = false;  // by this thread, so frames can be read
     bool borrowed_ = false;  // taken for this capture: given back by the destructor
     int gil_state_ = 0;
