@@ -13,10 +13,10 @@ namespace memtrail::detail {
 
 bool delegation_from_environment() {
     const char* text = std::getenv("MEMTRAIL_DEVICE_LOCK");
-    const std::string_view lock = text ? text : "spinning";
+    const std::string_view lock = text ? text : "combining";
     if (lock != "spinning" && lock != "combining") {
         throw usage_error("memtrail: MEMTRAIL_DEVICE_LOCK=" + std::string(lock) +
-                          " is not a device lock; accepted: spinning (the default) or combining");
+                          " is not a device lock; accepted: combining (the default) or spinning");
     }
     return lock == "combining";
 }

@@ -108,7 +108,7 @@ TEST(ThreadStress, AnUnknownDeviceLockIsRefused) {
         device_allocator a(dev);
         FAIL() << "MEMTRAIL_DEVICE_LOCK=ticket was accepted";
     } catch (const usage_error& e) {
-        EXPECT_NE(std::string(e.what()).find("spinning (the default) or combining"),
+        EXPECT_NE(std::string(e.what()).find("combining (the default) or spinning"),
                   std::string::npos)
             << e.what();
     }

@@ -61,7 +61,7 @@ struct delegated_op {
 };
 
 // Whether waiters on the device lock hand their operations to its holder: MEMTRAIL_DEVICE_LOCK
-// =combining; unset or =spinning, they do not (delegation.cpp).
+// =combining (the default, unset too); =spinning, they do not (delegation.cpp).
 bool delegation_from_environment();
 
 class device_allocator_impl {
