@@ -171,10 +171,15 @@ class pickle_tree::runner {
             fail(0, "input of " + std::to_string(bytes_.size()) + " bytes is too large");
         }
         // Reserving takes address space, not memory, until used: enough that a snapshot's
-        // tree (a value per ~16 bytes, an item per 2-5: frames lists are memo references) is
-        // never copied as it grows.
-        tree_.values_.reserve(bytes_.size() / 16);
-        tree_.items_.reserve(bytes_.size() / 4);
+        // tree is never copied as it grows (a copy touches the whole array again). PyTorch's
+        // pickles make a value per 13 to 16 bytes (integers are not memoized), an item per 3 to
+        // 5 (keys and frames lists are memo references), a container per 50 or more and a memo
+        // slot per 30 or more.
+        tree_.values_.reserve(bytes_.size() / 8);
+        tree_.items_.reserve(bytes_.size() / 2);
+        tree_.containers_.reserve(bytes_.size() / 16);
+        tree_.chunks_.reserve(bytes_.size() / 16);
+        memo_.reserve(bytes_.size() / 8);
         while (pos_ < bytes_.size()) {
             op_offset_ = pos_;
             const uint8_t op = bytes_[pos_++];
@@ -188,8 +193,8 @@ class pickle_tree::runner {
     }
 
   private:
-    [[noreturn]] void fail(size_t offset, const std::string& what,
-                           const std::string& detail = {}) const {
+    [[noreturn, gnu::cold, gnu::noinline]] void fail(size_t offset, const std::string& what,
+                                                     const std::string& detail = {}) const {
         std::string message = "pickle: " + what + " at byte " + std::to_string(offset);
         if (!detail.empty()) {
             message += ": " + detail;
@@ -197,24 +202,36 @@ class pickle_tree::runner {
         throw format_error(message);
     }
 
+    [[noreturn, gnu::cold, gnu::noinline]] void fail_truncated(size_t n, const char* what) const {
+        fail(op_offset_, std::string("truncated ") + what,
+             "needs " + std::to_string(n) + " bytes, " + std::to_string(bytes_.size() - pos_) +
+                 " left");
+    }
+
     const uint8_t* take(size_t n, const char* what) {
-        const size_t left = bytes_.size() - pos_;
-        if (n > left) {
-            fail(op_offset_, std::string("truncated ") + what,
-                 "needs " + std::to_string(n) + " bytes, " + std::to_string(left) + " left");
+        if (n > bytes_.size() - pos_) {
+            fail_truncated(n, what);
         }
         const uint8_t* p = bytes_.data() + pos_;
         pos_ += n;
         return p;
     }
 
-    uint64_t read_le(size_t n, const char* what) {
+    // An n-byte little-endian unsigned number (every opcode's argument has a fixed width).
+    template <size_t n>
+    uint64_t read_le(const char* what) {
         const uint8_t* p = take(n, what);
-        uint64_t v = 0;
-        for (size_t i = 0; i < n; ++i) {
-            v |= uint64_t{p[i]} << (8 * i);
+        if constexpr (std::endian::native == std::endian::little) {
+            uint64_t v = 0;
+            std::memcpy(&v, p, n);
+            return v;
+        } else {
+            uint64_t v = 0;
+            for (size_t i = 0; i < n; ++i) {
+                v |= uint64_t{p[i]} << (8 * i);
+            }
+            return v;
         }
-        return v;
     }
 
     size_t fence() const { return marks_.empty() ? 0 : marks_.back(); }
@@ -289,8 +306,9 @@ class pickle_tree::runner {
         }
     }
 
-    void push_text(pickle_kind kind, size_t length_bytes, const char* what) {
-        const uint64_t length = read_le(length_bytes, what);
+    template <size_t length_bytes>
+    void push_text(pickle_kind kind, const char* what) {
+        const uint64_t length = read_le<length_bytes>(what);
         const size_t start = pos_;
         take(length, what);
         push(kind, (uint64_t{start} << 32) | length);
@@ -298,8 +316,9 @@ class pickle_tree::runner {
 
     // LONG1/LONG4: little-endian two's complement of any length. Values that fit 64 bits are
     // kept; wider ones become big_integer, so only a field that needs the number rejects it.
-    void push_long(size_t length_bytes, const char* what) {
-        uint64_t length = read_le(length_bytes, what);
+    template <size_t length_bytes>
+    void push_long(const char* what) {
+        const uint64_t length = read_le<length_bytes>(what);
         if (length_bytes == 4 && length > INT32_MAX) {
             fail(op_offset_, std::string(what) + " with a negative length");
         }
@@ -361,7 +380,7 @@ class pickle_tree::runner {
     void step(uint8_t op) {
         switch (op) {
             case op_proto: {
-                const auto version = read_le(1, "PROTO");
+                const auto version = read_le<1>("PROTO");
                 if (version < 2 || version > 5) {
                     fail(op_offset_, "unsupported pickle protocol " + std::to_string(version),
                          "memtrail reads protocols 2 to 5");
@@ -369,7 +388,7 @@ class pickle_tree::runner {
                 return;
             }
             case op_frame: {
-                const uint64_t length = read_le(8, "FRAME");
+                const uint64_t length = read_le<8>("FRAME");
                 if (length > bytes_.size() - pos_) {
                     fail(op_offset_, "truncated FRAME",
                          "needs " + std::to_string(length) + " bytes, " +
@@ -450,42 +469,42 @@ class pickle_tree::runner {
                 return;
             }
             case op_short_binunicode:
-                push_text(pickle_kind::string, 1, "SHORT_BINUNICODE string");
+                push_text<1>(pickle_kind::string, "SHORT_BINUNICODE string");
                 return;
             case op_binunicode:
-                push_text(pickle_kind::string, 4, "BINUNICODE string");
+                push_text<4>(pickle_kind::string, "BINUNICODE string");
                 return;
             case op_binunicode8:
-                push_text(pickle_kind::string, 8, "BINUNICODE8 string");
+                push_text<8>(pickle_kind::string, "BINUNICODE8 string");
                 return;
             case op_short_binbytes:
-                push_text(pickle_kind::bytes, 1, "SHORT_BINBYTES");
+                push_text<1>(pickle_kind::bytes, "SHORT_BINBYTES");
                 return;
             case op_binbytes:
-                push_text(pickle_kind::bytes, 4, "BINBYTES");
+                push_text<4>(pickle_kind::bytes, "BINBYTES");
                 return;
             case op_binbytes8:
-                push_text(pickle_kind::bytes, 8, "BINBYTES8");
+                push_text<8>(pickle_kind::bytes, "BINBYTES8");
                 return;
             case op_bytearray8:
-                push_text(pickle_kind::bytes, 8, "BYTEARRAY8");
+                push_text<8>(pickle_kind::bytes, "BYTEARRAY8");
                 return;
             case op_binint: {
-                const auto v = static_cast<int32_t>(static_cast<uint32_t>(read_le(4, "BININT")));
+                const auto v = static_cast<int32_t>(static_cast<uint32_t>(read_le<4>("BININT")));
                 push(pickle_kind::integer, static_cast<uint64_t>(int64_t{v}));
                 return;
             }
             case op_binint1:
-                push(pickle_kind::integer, read_le(1, "BININT1"));
+                push(pickle_kind::integer, read_le<1>("BININT1"));
                 return;
             case op_binint2:
-                push(pickle_kind::integer, read_le(2, "BININT2"));
+                push(pickle_kind::integer, read_le<2>("BININT2"));
                 return;
             case op_long1:
-                push_long(1, "LONG1");
+                push_long<1>("LONG1");
                 return;
             case op_long4:
-                push_long(4, "LONG4");
+                push_long<4>("LONG4");
                 return;
             case op_binfloat: {
                 // The only big-endian field in the format.
@@ -511,16 +530,16 @@ class pickle_tree::runner {
                 memo_.push_back(stack_.back());
                 return;
             case op_binput:
-                memo_put(read_le(1, "BINPUT"));
+                memo_put(read_le<1>("BINPUT"));
                 return;
             case op_long_binput:
-                memo_put(read_le(4, "LONG_BINPUT"));
+                memo_put(read_le<4>("LONG_BINPUT"));
                 return;
             case op_binget:
-                memo_get(read_le(1, "BINGET"));
+                memo_get(read_le<1>("BINGET"));
                 return;
             case op_long_binget:
-                memo_get(read_le(4, "LONG_BINGET"));
+                memo_get(read_le<4>("LONG_BINGET"));
                 return;
             case 0x97:
             case 0x98:
