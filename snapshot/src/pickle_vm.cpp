@@ -2,9 +2,11 @@
 
 #include <bit>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "memtrail/snapshot/format_error.hpp"
+#include "pages_ahead.hpp"
 
 namespace memtrail::snapshot::detail {
 
@@ -180,6 +182,10 @@ class pickle_tree::runner {
         tree_.containers_.reserve(bytes_.size() / 16);
         tree_.chunks_.reserve(bytes_.size() / 16);
         memo_.reserve(bytes_.size() / 8);
+        if (bytes_.size() >= pages_ahead_thread::ahead) {
+            values_ahead_.emplace(tree_.values_);
+            items_ahead_.emplace(tree_.items_);
+        }
         while (pos_ < bytes_.size()) {
             op_offset_ = pos_;
             const uint8_t op = bytes_[pos_++];
@@ -246,6 +252,9 @@ class pickle_tree::runner {
 
     value_index make(pickle_kind kind, uint64_t payload) {
         const auto index = static_cast<value_index>(tree_.values_.size());
+        if (values_ahead_) {
+            values_ahead_->keep_ahead();
+        }
         tree_.values_.push_back({kind, static_cast<uint32_t>(op_offset_), payload});
         return index;
     }
@@ -265,6 +274,9 @@ class pickle_tree::runner {
             const auto chunk_index = static_cast<uint32_t>(tree_.chunks_.size());
             tree_.chunks_.push_back({static_cast<uint32_t>(tree_.items_.size()),
                                      static_cast<uint32_t>(count), no_chunk});
+            if (items_ahead_) {
+                items_ahead_->keep_ahead();
+            }
             tree_.items_.insert(tree_.items_.end(), stack_.begin() + static_cast<ptrdiff_t>(from),
                                 stack_.end());
             if (c.last_chunk == no_chunk) {
@@ -564,6 +576,9 @@ class pickle_tree::runner {
     std::vector<value_index> stack_;
     std::vector<size_t> marks_;
     std::vector<value_index> memo_;
+    // The tree's two large arrays, their pages made present ahead of the machine on a large input.
+    std::optional<pages_ahead<pickle_value>> values_ahead_;
+    std::optional<pages_ahead<value_index>> items_ahead_;
 };
 
 pickle_tree::pickle_tree(std::span<const uint8_t> bytes) : bytes_(bytes) {
