@@ -37,7 +37,7 @@ class pages_ahead_thread {
         }
     }
 
-    static constexpr size_t ahead = size_t{16} << 20;
+    static constexpr size_t ahead = size_t{4} << 20;
 
   private:
     void run();
