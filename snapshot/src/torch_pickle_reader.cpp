@@ -410,7 +410,11 @@ class torch_reader {
                                    std::to_string(max_devices) + " devices");
             }
             auto& out = out_.trace_for(device);
-            out.entries.reserve(tree_.item_count(trace));
+            // Only a container has a count; for_each_item refuses anything else below.
+            const auto kind = tree_.at(trace).kind;
+            if (kind == pickle_kind::list || kind == pickle_kind::tuple) {
+                out.entries.reserve(tree_.item_count(trace));
+            }
             for_each_item(trace, "device_traces", "", [&](value_index item) {
                 out.entries.push_back(read_trace_entry(item, device));
             });

@@ -216,6 +216,15 @@ TEST(TorchPickleHostile, WrongTypesNameKeyAndOffset) {
     EXPECT_NE(error_of(no_action).find("has no 'action'"), std::string::npos);
 }
 
+TEST(TorchPickleHostile, ATraceThatIsNotAListIsRefused) {
+    // Found by fuzz_torch_pickle: a device's trace was counted as a container before its kind
+    // was checked, so a number read far outside the tree.
+    const auto p =
+        bytes({"\x80\x04}(", short_string("device_traces"), "](J\xff\xff\xff\x7f", "eu."});
+    EXPECT_EQ(error_of(p),
+              "pickle: device_traces at byte 21: expected a list, got the integer 2147483647");
+}
+
 TEST(TorchPickleHostile, SharedValuesCannotChangeType) {
     // Found by fuzz_torch_pickle: a string shared through the memo (interned as a string id when
     // read as compile_context) placed in a frames list must not pass as a frame id.
