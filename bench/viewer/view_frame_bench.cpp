@@ -243,13 +243,15 @@ void timeline_zooming(benchmark::State& state) {
     io.MouseWheel = 0;
 }
 
-// The segments map while stepping one event per frame (the arrow keys): every frame rebuilds the
-// allocator state at the new moment from the nearest checkpoint.
-void segments_stepping(benchmark::State& state) {
+// One event further each frame from the peak (the arrow keys), in `kind`'s view.
+void step_each_frame(benchmark::State& state, view_kind kind, const char* stacking) {
     const auto& doc = bench_document();
     memtrail::viewer::headless_frame frame(width, height);
     view v(doc);
-    v.show(view_kind::segments);
+    v.show(kind);
+    if (stacking != nullptr) {
+        v.stack_timeline_by(stacking);
+    }
     v.select_moment("peak");
     settle(frame, v);
     for (auto _ : state) {
@@ -259,21 +261,16 @@ void segments_stepping(benchmark::State& state) {
     }
 }
 
-// The timeline stacked by category while stepping one event per frame: its legend gives each
-// category's bytes at the moment, so every frame finds the allocations live there.
+// The segments map: every frame rebuilds the allocator state at the new moment from the
+// nearest checkpoint.
+void segments_stepping(benchmark::State& state) {
+    step_each_frame(state, view_kind::segments, nullptr);
+}
+
+// The timeline stacked by category: its legend gives each category's bytes at the moment, so
+// every frame finds the allocations live there.
 void timeline_stepping(benchmark::State& state) {
-    const auto& doc = bench_document();
-    memtrail::viewer::headless_frame frame(width, height);
-    view v(doc);
-    v.show(view_kind::timeline);
-    v.stack_timeline_by("category");
-    v.select_moment("peak");
-    settle(frame, v);
-    for (auto _ : state) {
-        v.set_moment(v.moment() + 1);
-        draw_frame(frame, v);
-        frame.end();
-    }
+    step_each_frame(state, view_kind::timeline, "category");
 }
 
 void register_benchmarks() {
