@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "full_trace_ring.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/core/cuda_device.hpp"
 #include "memtrail/recorder/recorder.hpp"
@@ -78,6 +79,7 @@ class memtrail_backend final : public backend {
     void record(const recorder::history_options& options) {
         history_.record_memory_history(options);
     }
+    void fill_trace_ring() { bench::fill_trace_ring(history_, 512); }
 
   private:
     static void* to_pointer(device_address address) { return reinterpret_cast<void*>(address); }
@@ -186,24 +188,10 @@ class cuda_malloc_backend final : public backend {
     void release(void* pointer) override { check(cudaFree(pointer), "cudaFree"); }
 };
 
-// Its trace ring is full before anything is timed: a ring fills once (a million entries, 56 MB
-// faulted in page by page) and then overwrites its oldest entries, so the repetition that ran
-// first would otherwise carry that one-time cost (as bench_recorder does).
+// Its trace ring is full before anything is timed (full_trace_ring.hpp).
 memtrail_backend& memtrail_behind_recorder() {
     static memtrail_backend b;
-    static const bool filled = [] {
-        recorder::history_options options;
-        options.enabled = recorder::record_mode::all;
-        options.context = recorder::context_mode::none;
-        b.record(options);
-        // An allocation records one entry, a free two (free requested, free completed).
-        for (size_t i = 0; i < recorder::default_max_entries / 3 + 1; ++i) {
-            b.release(b.allocate(512));
-        }
-        options.enabled = recorder::record_mode::off;
-        b.record(options);
-        return true;
-    }();
+    static const bool filled = (b.fill_trace_ring(), true);
     benchmark::DoNotOptimize(filled);
     return b;
 }

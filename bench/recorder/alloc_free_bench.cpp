@@ -4,6 +4,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "full_trace_ring.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #include "memtrail/recorder/recorder.hpp"
 
@@ -96,22 +97,13 @@ const char* label_of(setting s) {
     return "";
 }
 
-// One recorder for the process, as librecorder has, whose trace ring is full before anything is
-// timed: a ring fills once (a million entries, 56 MB faulted in page by page, about 45 ms here)
-// and then overwrites its oldest entries, so a benchmark that began with an empty ring would
-// charge that one-time cost to every pair it timed.
+// One recorder for the process, as librecorder has, its trace ring full before anything is
+// timed (full_trace_ring.hpp).
 recorder::recorder& recorder_with_full_ring() {
     static simulated_device gpu;
     static caching_allocator allocator({&gpu});
     static recorder::recorder history(allocator);
-    static const bool filled = [] {
-        history.record_memory_history(options_for(setting::no_stacks));
-        // An allocation records one entry, a free two (free requested, free completed).
-        for (size_t i = 0; i < recorder::default_max_entries / 3 + 1; ++i) {
-            history.free(history.allocate(4096, 0));
-        }
-        return true;
-    }();
+    static const bool filled = (bench::fill_trace_ring(history, 4096), true);
     benchmark::DoNotOptimize(filled);
     return history;
 }
