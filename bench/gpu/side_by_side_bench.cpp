@@ -390,6 +390,9 @@ void register_all() {
           recording::memtrail_frame_pointer_stacks, recording::memtrail_libunwind_stacks,
           recording::memtrail_eh_frame_stacks, recording::torch_off, recording::torch_trace,
           recording::torch_cpp_stacks}) {
+        if (is_torch(r) && load_torch() == nullptr) {
+            continue;  // no PyTorch rows without libmemtrail_torch_allocator.so
+        }
         backend& allocator = is_torch(r) ? static_cast<backend&>(torch_allocator())
                                          : static_cast<backend&>(memtrail_behind_recorder());
         for (int depth : {0, 40}) {
@@ -406,6 +409,9 @@ void register_all() {
     for (recording r :
          {recording::memtrail_off, recording::memtrail_libunwind_stacks,
           recording::memtrail_eh_frame_stacks, recording::torch_off, recording::torch_cpp_stacks}) {
+        if (is_torch(r) && load_torch() == nullptr) {
+            continue;  // no PyTorch rows without libmemtrail_torch_allocator.so
+        }
         backend& allocator = is_torch(r) ? static_cast<backend&>(torch_allocator())
                                          : static_cast<backend&>(memtrail_behind_recorder());
         for (int depth : {0, 16, 32, 64}) {
