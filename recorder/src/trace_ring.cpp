@@ -48,36 +48,44 @@ void trace_ring::clear() {
 }
 
 trace_ring::contents trace_ring::copy(uint64_t cut) const {
-    uint64_t next = 0;  // the next entry to copy
-    uint64_t end = 0;   // one past the last
+    uint64_t first = 0;  // the oldest entry to copy
+    uint64_t end = 0;    // one past the newest
     uint64_t cleared_at = 0;
     {
         std::lock_guard guard(lock_);
-        next = oldest_locked();
         end = std::min(cut, end_);
+        first = std::min(oldest_locked(), end);
         cleared_at = cleared_at_;
     }
     contents out;
-    // What the cut keeps but the ring no longer holds (nothing when it was cleared after the cut).
-    out.dropped = std::max(std::min(next, end), cleared_at) - cleared_at;
-    // Allocated and faulted in before taking the lock, which every recorded event waits for.
-    out.records.reserve(end > next ? end - next : 0);
-    while (next < end) {
+    // Allocated and faulted in before taking the lock again, which every recorded event waits for.
+    out.records.resize(end - first);
+    // Newest first, a batch per hold of the lock: entries pushed meanwhile replace the oldest, so
+    // a copy they overtake keeps the newest part whole and stops where they reached. What it
+    // returns is always one run of entries ending at the cut.
+    uint64_t kept_from = first;
+    for (uint64_t high = end; high > first;) {
         std::lock_guard guard(lock_);
         if (cleared_at_ != cleared_at) {
-            out.dropped += end - next;  // cleared meanwhile: the rest is gone
+            kept_from = high;  // cleared meanwhile: the older entries are gone
             break;
         }
-        const uint64_t oldest = std::min(oldest_locked(), end);
-        if (oldest > next) {
-            out.dropped += oldest - next;  // overwritten since the cut
-            next = oldest;
+        const uint64_t low = high - first > copy_batch ? high - copy_batch : first;
+        const uint64_t oldest = oldest_locked();
+        const uint64_t from = std::max(low, std::min(oldest, high));
+        for (uint64_t sequence = from; sequence < high; ++sequence) {
+            out.records[sequence - first] = entry_locked(sequence);
         }
-        const uint64_t batch_end = std::min(end, next + copy_batch);
-        for (; next < batch_end; ++next) {
-            out.records.push_back(entry_locked(next));
+        if (from > low) {
+            kept_from = from;  // overwritten since the cut
+            break;
         }
+        high = low;
     }
+    out.records.erase(out.records.begin(),
+                      out.records.begin() + static_cast<ptrdiff_t>(kept_from - first));
+    // What the cut keeps but the ring no longer holds (nothing when it was cleared after the cut).
+    out.dropped = std::max(kept_from, cleared_at) - cleared_at;
     return out;
 }
 

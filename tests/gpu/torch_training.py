@@ -95,7 +95,7 @@ def train(mode, library, snapshot):
             # Under `memtrail run` PyTorch's allocator is memtrail's (CUDAPluggableAllocator),
             # which PyTorch does not ask for statistics: the snapshot holds them.
             out["memory_stats"] = str(error)[:200]
-    elif RECORDING[mode] is not None:
+    elif RECORDING[mode] is not None and snapshot:  # "": timing only (training_overhead.py)
         for path in (snapshot, snapshot.replace(".memtrail", ".pickle")):
             if memtrail.memtrail_dump_snapshot(path.encode()) != 0:
                 raise RuntimeError(memtrail.memtrail_last_error().decode())

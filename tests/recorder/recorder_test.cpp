@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "memtrail/core/simulated_device.hpp"
@@ -269,6 +270,49 @@ TEST_F(recorder_test, annotations_and_thread_metadata) {
     EXPECT_TRUE(s.annotations[0].is_start);
     EXPECT_FALSE(s.annotations[1].is_start);
     EXPECT_EQ(s.string_at(s.annotations[0].name), "forward");
+}
+
+// Under contention the device lock's holder makes waiting threads' allocations and frees for
+// them (combining_lock.hpp): each entry must still name the thread that made the call, not the
+// one that held the lock.
+TEST_F(recorder_test, each_entry_names_the_thread_that_called) {
+    history.record_memory_history(mode(record_mode::all, context_mode::none));
+    constexpr int threads = 4;
+    constexpr int pairs = 20000;
+    std::vector<uint32_t> numbers(threads, 0);
+    {
+        std::vector<std::jthread> workers;
+        for (int t = 0; t < threads; ++t) {
+            workers.emplace_back([&, t] {
+                recorder::recorder::set_thread_metadata("worker " + std::to_string(t));
+                // Each thread's own size, so that an entry's size tells which thread called.
+                const uint64_t size = static_cast<uint64_t>(t + 1) * MiB;
+                for (int i = 0; i < pairs; ++i) {
+                    history.free(history.allocate(size, 0));
+                }
+            });
+        }
+    }
+    const auto s = history.take_snapshot();
+    const auto& entries = s.find_trace(0)->entries;
+    size_t checked = 0;
+    std::vector<uint32_t> thread_of(threads, 0);
+    for (const auto& entry : entries) {
+        if (entry.kind != action::alloc && entry.kind != action::free_requested &&
+            entry.kind != action::free_completed) {
+            continue;
+        }
+        const auto t = static_cast<size_t>(entry.requested_size / MiB - 1);
+        ASSERT_LT(t, static_cast<size_t>(threads));
+        ASSERT_EQ(s.string_at(entry.user_metadata), "worker " + std::to_string(t))
+            << snapshot::action_name(entry.kind) << " of " << entry.requested_size;
+        if (thread_of[t] == 0) {
+            thread_of[t] = entry.thread;
+        }
+        ASSERT_EQ(entry.thread, thread_of[t]);
+        ++checked;
+    }
+    EXPECT_GT(checked, static_cast<size_t>(threads * pairs));
 }
 
 TEST_F(recorder_test, snapshot_carries_header_settings_and_statistics) {

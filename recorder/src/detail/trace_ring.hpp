@@ -10,7 +10,8 @@
 //
 // Every entry has a sequence number, its position among all entries pushed. A snapshot cuts the
 // ring at one (end() read when the allocator's state is copied) and copies the entries before it
-// in short batches, so recording threads wait for one batch at a time, never for the whole ring.
+// in short batches, newest first, so recording threads wait for one batch at a time, never for
+// the whole ring, and what the copy returns is one run of entries ending at the cut.
 
 #include <cstddef>
 #include <cstdint>
