@@ -117,7 +117,16 @@ class device_allocator_impl {
     friend class ::memtrail::device_allocator;
 
     // delegation.cpp
-    void serve_waiters();
+    [[gnu::noinline]] block* malloc_when_busy(uint64_t orig_size, stream_handle stream,
+                                              context_handle context);
+    block* malloc_entered(bool reentered, uint64_t orig_size, stream_handle stream,
+                          context_handle context);
+    [[gnu::noinline]] void free_when_busy(block* b, context_handle context);
+    void free_entered(bool reentered, block* b, context_handle context);
+    // Inline: it is called after every operation and mostly finds no waiter.
+    void serve_waiters() {
+        combiner.serve_waiters([this](delegated_op& op) { run_delegated(op); });
+    }
     void run_delegated(delegated_op& op) noexcept;
 
     // allocate.cpp
