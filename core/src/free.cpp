@@ -202,16 +202,4 @@ void device_allocator_impl::synchronize_and_free_events(context_handle context,
     }
 }
 
-void device_allocator_impl::add_active(block* b) {
-    b->active_slot = active_.size();
-    active_.push_back(b);
-}
-
-void device_allocator_impl::remove_active(block* b) {
-    block* last = active_.back();
-    active_[b->active_slot] = last;
-    last->active_slot = b->active_slot;
-    active_.pop_back();
-}
-
 }  // namespace memtrail::detail

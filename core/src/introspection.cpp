@@ -9,42 +9,6 @@
 
 namespace memtrail::detail {
 
-block* block_arena::make(stream_handle stream, uint64_t size, block_pool* pool,
-                         device_address ptr) {
-    block* b;
-    if (free_.empty()) {
-        b = new block();
-    } else {
-        // Recycled blocks were reset by recycle(); only the identity fields change here.
-        b = free_.back();
-        free_.pop_back();
-    }
-    b->stream = stream;
-    b->size = size;
-    b->requested_size = 0;
-    b->pool = pool;
-    b->ptr = ptr;
-    b->allocated = false;
-    b->mapped = true;
-    b->prev = b->next = nullptr;
-    b->event_count = 0;
-    b->gc_count_base = 0;
-    b->context_when_allocated = b->context_when_segment_allocated = 0;
-    b->expandable = nullptr;
-    return b;
-}
-
-void block_arena::recycle(block* b) {
-    b->stream_uses.clear();  // keeps its capacity for the next user
-    free_.push_back(b);
-}
-
-block_arena::~block_arena() {
-    for (block* b : free_) {
-        delete b;
-    }
-}
-
 device_allocator_impl::device_allocator_impl(device& d, allocator_config c)
     : dev(d), config(std::move(c)), device_index_(d.index()) {
     stats_.max_split_size = size_rules::max_split_size_statistic(config.max_split_size);

@@ -48,6 +48,12 @@ class combining_lock {
             case reentrant_mutex::try_result::busy:
                 break;
         }
+        return when_busy(op);
+    }
+
+    // The second half of lock_or_delegate, for a caller that tried the mutex itself and found it
+    // busy: it builds its operation's record only then (the record costs something to build).
+    entry when_busy(Op& op) {
         if (!delegate_) {
             mutex_.lock();
             return entry::acquired;

@@ -17,6 +17,7 @@
 
 #include "detail/address_map.hpp"
 #include "detail/block.hpp"
+#include "detail/block_arena.hpp"
 #include "detail/combining_lock.hpp"
 #include "detail/expandable_segment.hpp"
 #include "detail/reentrant_mutex.hpp"
@@ -24,17 +25,6 @@
 #include "memtrail/rules/size_rules.hpp"
 
 namespace memtrail::detail {
-
-// Blocks come and go on every split and merge: recycle them instead of new/delete.
-class block_arena {
-  public:
-    block* make(stream_handle stream, uint64_t size, block_pool* pool, device_address ptr);
-    void recycle(block* b);
-    ~block_arena();
-
-  private:
-    std::vector<block*> free_;
-};
 
 struct alloc_params {
     free_entry search_key{0, 0, 0};  // stream + rounded size, address 0: the best-fit key
@@ -117,7 +107,16 @@ class device_allocator_impl {
     friend class ::memtrail::device_allocator;
 
     // delegation.cpp
-    void serve_waiters();
+    [[gnu::noinline]] block* malloc_when_busy(uint64_t orig_size, stream_handle stream,
+                                              context_handle context);
+    block* malloc_entered(bool reentered, uint64_t orig_size, stream_handle stream,
+                          context_handle context);
+    [[gnu::noinline]] void free_when_busy(block* b, context_handle context);
+    void free_entered(bool reentered, block* b, context_handle context);
+    // Inline: it is called after every operation and mostly finds no waiter.
+    void serve_waiters() {
+        combiner.serve_waiters([this](delegated_op& op) { run_delegated(op); });
+    }
     void run_delegated(delegated_op& op) noexcept;
 
     // allocate.cpp
@@ -215,8 +214,16 @@ class device_allocator_impl {
     // Active blocks (allocated or waiting on events), kept in an array in no order: a removal
     // moves the last one into the hole, touching one other block where a linked list touches
     // both neighbours, which a random workload rarely has in cache.
-    void add_active(block* b);
-    void remove_active(block* b);
+    void add_active(block* b) {
+        b->active_slot = active_.size();
+        active_.push_back(b);
+    }
+    void remove_active(block* b) {
+        block* last = active_.back();
+        active_[b->active_slot] = last;
+        last->active_slot = b->active_slot;
+        active_.pop_back();
+    }
 
     void record(allocator_action action, device_address address, uint64_t size, uint64_t block_size,
                 stream_handle stream, context_handle context, const block_pool* pool = nullptr) {
