@@ -25,7 +25,29 @@ MODES = ["torch", "memtrail_all", "torch_again", "memtrail_state"]
 # nothing. training_overhead.py uses the others to split recording's cost.
 RECORDING = {"memtrail_all": (b"all", b"all"), "memtrail_state": (b"state", b"native"),
              "memtrail_native": (b"all", b"native"), "memtrail_python": (b"all", b"python"),
-             "memtrail_nostacks": (b"none", b"native"), "memtrail_off": None}
+             "memtrail_nostacks": (b"none", b"native"), "memtrail_off": None,
+             "memtrail_alternate": (b"all", b"all")}
+# memtrail_alternate switches recording everything off and on in blocks of this many steps after
+# the warm-up, in one process: recording's cost without the spread between processes.
+ALTERNATE_BLOCK = 4
+
+
+def alternating_blocks(times, recording):
+    """Recording's cost in one process: each block of steps recording, against the mean of the
+    blocks without on either side of it (so that drifts of the machine cancel), as medians."""
+    blocks = []  # (recording, median step in ms), in order
+    for start in range(0, len(times), ALTERNATE_BLOCK):
+        block = times[start:start + ALTERNATE_BLOCK]
+        blocks.append((recording[start], 1000 * statistics.median(block)))
+    ratios = []
+    for i, (on, ms) in enumerate(blocks):
+        neighbours = [blocks[j][1] for j in (i - 1, i + 1) if 0 <= j < len(blocks) and not blocks[j][0]]
+        if on and neighbours:
+            ratios.append(ms / statistics.mean(neighbours))
+    return {"on_ms_median": statistics.median(ms for on, ms in blocks if on),
+            "off_ms_median": statistics.median(ms for on, ms in blocks if not on),
+            "block_ratios": [round(r, 4) for r in ratios],
+            "overhead_pct": round(100 * (statistics.median(ratios) - 1), 2)}
 
 
 def train(mode, library, snapshot):
@@ -64,7 +86,16 @@ def train(mode, library, snapshot):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device="cuda").manual_seed(1)
     losses, times, cpu_times, process_cpu_times = [], [], [], []
+    recording = []  # per step, for memtrail_alternate: whether recording was on
     for step in range(STEPS):
+        if mode == "memtrail_alternate":
+            on = step < WARMUP or (step - WARMUP) // ALTERNATE_BLOCK % 2 == 0
+            if not recording or recording[-1] != on:
+                context, stacks = RECORDING[mode]
+                if memtrail.memtrail_record_memory_history(b"all" if on else b"off", context, stacks,
+                                                           10_000_000) != 0:
+                    raise RuntimeError(memtrail.memtrail_last_error().decode())
+            recording.append(on)
         torch.cuda.synchronize()
         t0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
         x = torch.randint(0, 32000, (BATCH, SEQ), device="cuda", generator=gen)
@@ -85,6 +116,8 @@ def train(mode, library, snapshot):
            "process_cpu_ms_median": 1000 * statistics.median(process_cpu_times[WARMUP:]),
            "step_ms": [round(1000 * t, 3) for t in times],
            "warnings": sorted({str(w.message)[:200] for w in nondeterminism_warnings})}
+    if mode == "memtrail_alternate":
+        out["alternate"] = alternating_blocks(times[WARMUP:], recording[WARMUP:])
     if mode.startswith("torch"):
         try:
             stats = torch.cuda.memory_stats()

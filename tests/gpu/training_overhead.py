@@ -10,7 +10,9 @@ spread of each side and memtrail's overhead over PyTorch's median; writes
 OUTDIR/training_overhead.json. UNWINDER (eh_frame, libunwind or frame_pointer) is
 MEMTRAIL_UNWINDER for memtrail's runs. MODES (comma-separated, default memtrail_all) adds other
 modes of torch_training.py's child to the rotation, e.g. memtrail_off,memtrail_nostacks,
-memtrail_native,memtrail_python,memtrail_all to split recording's cost.
+memtrail_native,memtrail_python,memtrail_all to split recording's cost; memtrail_alternate
+switches recording everything on and off in blocks of steps inside each process, which measures
+recording's cost without the spread between processes (printed as well).
 """
 import json
 import os
@@ -39,10 +41,13 @@ def step_ms(mode, index):
     result = json.loads(run.stdout.strip().splitlines()[-1])
     with open(os.path.join(outdir, f"{mode}.{index}.json"), "w") as f:
         json.dump(result, f)  # every step's time, to see drifts inside a process
+    if "alternate" in result:
+        alternate[mode].append(result["alternate"]["overhead_pct"])
     return result["step_ms_median"], result["process_cpu_ms_median"]
 
 
 times = {mode: [] for mode in ["torch", *modes]}
+alternate = {mode: [] for mode in times}  # memtrail_alternate: recording's cost in each process
 cpu = {mode: [] for mode in times}
 for index in range(runs):
     for mode in times:  # alternating, so drifts of the machine touch every side alike
@@ -56,6 +61,10 @@ for mode, values in times.items():
     summary[mode] = {"median_ms": statistics.median(values), "min_ms": min(values),
                      "max_ms": max(values), "runs": values,
                      "process_cpu_median_ms": statistics.median(cpu[mode])}
+    if alternate[mode]:
+        summary[mode]["recording_in_process_pct"] = {
+            "median": statistics.median(alternate[mode]), "min": min(alternate[mode]),
+            "max": max(alternate[mode]), "runs": alternate[mode]}
     if mode != "torch":
         summary[mode]["overhead_pct"] = round(
             100 * (summary[mode]["median_ms"] / summary["torch"]["median_ms"] - 1), 2)
@@ -68,3 +77,8 @@ for mode in times:
           f"{s['process_cpu_median_ms']:.3f} ms"
           + (f": {s['overhead_pct']:+.2f}% over PyTorch's allocator without recording"
              if mode != "torch" else ""))
+    if "recording_in_process_pct" in s:
+        r = s["recording_in_process_pct"]
+        print(f"{mode:17s} recording on against off in the same process (blocks of steps): "
+              f"median {r['median']:+.2f}% over {len(r['runs'])} processes "
+              f"(spread {r['min']:+.2f}% to {r['max']:+.2f}%)")
