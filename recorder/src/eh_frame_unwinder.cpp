@@ -205,6 +205,7 @@ struct kept_frame {
 // walk's, checked with loads that do not wait on each other instead of a chain of table lookups.
 struct kept_walk {
     uint32_t count;                                    // frames
+    bool complete;  // frames[0] is the stack's outermost, not only the last one a window needed
     std::array<kept_frame, max_stack_depth> frames;    // outermost first
     std::array<read_word, 2 * max_stack_depth> words;  // read by frames' steps, outermost first
     // frames[i]'s return address at pcs[max_stack_depth - 1 - i]: a stack, innermost first, is
@@ -228,7 +229,8 @@ struct kept_walk {
 
     // Keeps frames [0, shared) and puts `fresh` (innermost first) after them.
     void keep(size_t shared, const step_reads* fresh, const uintptr_t* fresh_pcs,
-              size_t fresh_count) {
+              size_t fresh_count, bool fresh_reached_outermost) {
+        complete = shared > 0 ? complete : fresh_reached_outermost;
         uint32_t end = shared == 0 ? 0 : frames[shared - 1].words_end;
         for (size_t i = 0; i < fresh_count; ++i) {
             const step_reads& step = fresh[fresh_count - 1 - i];
@@ -304,6 +306,11 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     kept_walk& kept = memory.walk_for(start);
     rule_table& table = rules();
     unwind_registers registers = start;
+    // Only the innermost `window` frames are written out: a walk stops there, and of a kept walk
+    // it meets only the frames that reach into the window are checked. Frames beyond it are
+    // never written, so they need neither a step nor a check; a kept walk's frames past any
+    // window may be stale, and are trusted only once a later walk has checked them.
+    const size_t window = skip + out.size();
     size_t fresh_count = 0;
     size_t shared = 0;  // frames of the kept walk that this one ends with
     // The kept walk's frames [0, candidate) lie at or above the current stack pointer; only
@@ -311,19 +318,27 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     // every match above it).
     size_t candidate = kept.count;
     size_t first_changed = kept.count;
+    bool reached_outermost = false;
     for (;;) {
         while (candidate > 0 && kept.frames[candidate - 1].sp < registers.sp) {
             --candidate;
         }
+        // A kept walk that stopped at its own window may end too soon for this one.
         if (candidate > 0 && candidate <= first_changed &&
+            (kept.complete || candidate + fresh_count >= window) &&
             kept.frames[candidate - 1].sp == registers.sp &&
             kept.pc(candidate - 1) == registers.pc &&
             kept.frames[candidate - 1].bp == registers.bp) {
             // The innermost frame first: it is the one that changes when a function is called
-            // from another place at the same depth.
+            // from another place at the same depth. Then the frames the window reaches: frame
+            // candidate - 1 - k is written when fresh_count + k < window, and its address was
+            // read by the step of the frame inside it.
             const read_word* innermost = kept.words_of(candidate - 1);
+            const size_t reached = std::min(candidate, window - std::min(window, fresh_count));
+            const read_word* outermost_needed =
+                kept.words_of(candidate - std::max<size_t>(reached, 1));
             if (!any_changed(innermost, kept.words_end(candidate - 1)) &&
-                !any_changed(kept.words.data(), innermost)) {
+                !any_changed(outermost_needed, innermost)) {
                 shared = candidate;
                 break;
             }
@@ -334,6 +349,9 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
             }
             first_changed = changed;
         }
+        if (fresh_count == window) {
+            break;  // every frame written out is known
+        }
         if (fresh_count == max_stack_depth) {
             return walk_each_frame(start, stack, skip, out, written);  // deeper than kept
         }
@@ -343,6 +361,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
             return false;
         }
         if (result == step_result::outermost) {
+            reached_outermost = true;
             break;
         }
     }
@@ -350,7 +369,8 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
         return walk_each_frame(start, stack, skip, out, written);
     }
     if (fresh_count > 0) {
-        kept.keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count);
+        kept.keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count,
+                  reached_outermost);
     }
     memory.returned = &kept;
     memory.returned_whole = fresh_count == 0;

@@ -26,9 +26,12 @@ using memtrail::recorder::prepare_stack_capture;
 using memtrail::recorder::unwinder;
 namespace detail = memtrail::recorder::detail;
 
+// Frames capture_both asks for: all of them, but for the test of short walks.
+size_t capture_window = max_stack_depth;
+
 struct both_stacks {
-    std::vector<uintptr_t> eh_frame = std::vector<uintptr_t>(max_stack_depth);
-    std::vector<uintptr_t> libunwind = std::vector<uintptr_t>(max_stack_depth);
+    std::vector<uintptr_t> eh_frame = std::vector<uintptr_t>(capture_window);
+    std::vector<uintptr_t> libunwind = std::vector<uintptr_t>(capture_window);
     std::vector<uintptr_t> public_eh_frame = std::vector<uintptr_t>(max_stack_depth);
     bool walked = false;  // the eh_frame walk finished without falling back on libunwind
 };
@@ -223,6 +226,34 @@ TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_either_kept_walk) {
         with_fixed_rbp(c.via, c.leaf, out);
         EXPECT_TRUE(out.walked) << "call " << i;
         EXPECT_EQ(out.eh_frame, out.libunwind) << "call " << i;
+        ++i;
+    }
+}
+
+// A walk stops at the frames its caller asks for, and of a kept walk checks only those: a short
+// capture leaves a short kept walk, whose frames a later capture that wants more must not take
+// for the whole stack, and outer frames that changed under a short capture must be seen by the
+// next long one.
+TEST_F(eh_frame_unwinder_test, short_walks_neither_cut_long_ones_short_nor_hide_changes) {
+    struct call {
+        outer_caller via;
+        size_t window;
+    };
+    constexpr auto a = outer<6>, b = outer<7>;
+    static volatile const call calls[] = {
+        {a, 1},   {a, 256}, {a, 2}, {b, 2},   {b, 256}, {a, 1}, {a, 256},
+        {b, 256}, {b, 3},   {a, 3}, {a, 256}, {b, 1},   {b, 4}, {b, 256},
+    };
+    size_t i = 0;
+#pragma GCC unroll 1
+    for (const volatile call& c : calls) {
+        capture_window = c.window;
+        both_stacks out;
+        with_fixed_rbp(c.via, leaf<3>, out);
+        capture_window = max_stack_depth;
+        EXPECT_TRUE(out.walked) << "call " << i;
+        EXPECT_EQ(out.eh_frame, out.libunwind) << "call " << i << ", window " << c.window;
+        EXPECT_GT(out.libunwind.size(), 0u);
         ++i;
     }
 }
