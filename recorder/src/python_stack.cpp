@@ -141,6 +141,13 @@ size_t python_capture::frames(std::span<uintptr_t> out) {
     return written;
 }
 
+std::optional<size_t> python_capture::frames_unchecked(std::span<uintptr_t> out) {
+    if (out.size() < 2 || thread_ == nullptr || reader_ == nullptr || reader_->verifies()) {
+        return std::nullopt;
+    }
+    return reader_->read(thread_, out);
+}
+
 size_t python_capture::frames_read_directly(std::span<uintptr_t> out) {
     const std::optional<size_t> read = reader_->read(thread_, out);
     if (read.has_value() && all_python_code_kept(out.first(*read)) && !reader_->verifies()) {

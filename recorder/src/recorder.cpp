@@ -57,11 +57,22 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, si
     }
     detail::python_capture capture(*python, frames.first(native_count));
     const std::span<uintptr_t> python_part = frames.subspan(native_count + 1, 2 * depth);
+    frames[native_count] = detail::python_frames_marker;
+    // A stack interned before holds only kept code objects: found again, its frames need no
+    // check. Most captures repeat a stack, so only new ones pay for the check.
+    if (const std::optional<size_t> read = capture.frames_unchecked(python_part)) {
+        if (*read == 0) {
+            return stacks.intern(frames.first(native_count));
+        }
+        const stack_id found = stacks.find(frames.first(native_count + 1 + *read));
+        if (found != no_stack) {
+            return found;
+        }
+    }
     const size_t python_words = capture.frames(python_part);
     if (python_words == 0) {
         return stacks.intern(frames.first(native_count));
     }
-    frames[native_count] = detail::python_frames_marker;
     bool added = false;
     const stack_id id = stacks.intern(frames.first(native_count + 1 + python_words), &added);
     if (added) {

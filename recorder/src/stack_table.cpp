@@ -113,6 +113,15 @@ stack_id stack_table::intern(std::span<const uintptr_t> frames, bool* added) {
     if (frames.empty()) {
         return no_stack;
     }
+    return look_up(frames, true, *added);
+}
+
+stack_id stack_table::find(std::span<const uintptr_t> frames) {
+    bool added = false;
+    return frames.empty() ? no_stack : look_up(frames, false, added);
+}
+
+stack_id stack_table::look_up(std::span<const uintptr_t> frames, bool add, bool& added) {
     recent_set& recent = recent_set_of(frames);
     for (uint8_t way = 0; way < recent.ways.size(); ++way) {
         if (recent.ways[way].holds(serial_, frames)) {
@@ -120,7 +129,7 @@ stack_id stack_table::intern(std::span<const uintptr_t> frames, bool* added) {
             return recent.ways[way].id;
         }
     }
-    const stack_id id = intern_in_shards(frames, *added);
+    const stack_id id = intern_in_shards(frames, add, added);
     if (id != no_stack && frames.size() <= recent_stack_words) {
         recent.newest = recent.newest == 0 ? 1 : 0;
         recent_stack& kept = recent.ways[recent.newest];
@@ -132,7 +141,8 @@ stack_id stack_table::intern(std::span<const uintptr_t> frames, bool* added) {
     return id;
 }
 
-stack_id stack_table::intern_in_shards(std::span<const uintptr_t> frames, bool& added) {
+stack_id stack_table::intern_in_shards(std::span<const uintptr_t> frames, bool add,
+                                       bool& added) {
     const uint64_t hash = hash_frames(frames);
     const size_t shard_index = hash % shard_count;
     shard& s = shards_[shard_index];
@@ -149,6 +159,9 @@ stack_id stack_table::intern_in_shards(std::span<const uintptr_t> frames, bool& 
             return static_cast<stack_id>(local * shard_count + shard_index + 1);
         }
         slot = (slot + 1) & mask;
+    }
+    if (!add) {
+        return no_stack;
     }
     const auto local = static_cast<uint32_t>(s.stacks.size());
     const uint64_t id = uint64_t{local} * shard_count + shard_index + 1;

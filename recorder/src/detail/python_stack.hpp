@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -41,6 +42,12 @@ class python_capture {
     // Writes the thread's Python frames into `out` as (code, location) pairs, innermost first,
     // at most out.size() / 2 of them, and returns the number of words written.
     size_t frames(std::span<uintptr_t> out);
+
+    // The frames as the direct reader finds them, without checking that their code objects are
+    // kept: only to find a stack interned before, whose code objects are all kept (frames() then
+    // checks a stack not found). nullopt where frames are not read directly, or every read is
+    // verified.
+    std::optional<size_t> frames_unchecked(std::span<uintptr_t> out);
 
     // Keeps the code objects of `pairs` (from frames()) alive until the dump: called when a
     // stack holding them is first interned.

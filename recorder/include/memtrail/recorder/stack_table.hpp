@@ -29,6 +29,8 @@ class stack_table {
     // and when no id up to max_id is left (counted in overflow_count()). `added`, when given, is
     // set to whether this call added the stack.
     stack_id intern(std::span<const uintptr_t> frames, bool* added = nullptr);
+    // The id of `frames` if it was interned already, else no_stack; adds nothing.
+    stack_id find(std::span<const uintptr_t> frames);
 
     // The addresses of stack `id`, innermost first (empty for no_stack or an unknown id).
     std::vector<uintptr_t> frames_of(stack_id id) const;
@@ -42,7 +44,10 @@ class stack_table {
   private:
     static constexpr size_t shard_count = 64;
 
-    stack_id intern_in_shards(std::span<const uintptr_t> frames, bool& added);
+    // The per-thread cache, then the shards; adds `frames` when `add` is set.
+    stack_id look_up(std::span<const uintptr_t> frames, bool add, bool& added);
+    // Looks `frames` up in its shard, and adds it there when `add` is set.
+    stack_id intern_in_shards(std::span<const uintptr_t> frames, bool add, bool& added);
 
     struct stack_entry {
         uint64_t hash;
