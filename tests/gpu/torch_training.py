@@ -26,9 +26,13 @@ MODES = ["torch", "memtrail_all", "torch_again", "memtrail_state"]
 RECORDING = {"memtrail_all": (b"all", b"all"), "memtrail_state": (b"state", b"native"),
              "memtrail_native": (b"all", b"native"), "memtrail_python": (b"all", b"python"),
              "memtrail_nostacks": (b"none", b"native"), "memtrail_off": None,
-             "memtrail_alternate": (b"all", b"all")}
-# memtrail_alternate switches recording everything off and on in blocks of this many steps after
-# the warm-up, in one process: recording's cost without the spread between processes.
+             "memtrail_alternate": (b"all", b"all"),
+             "memtrail_alternate_native": (b"all", b"native"),
+             "memtrail_alternate_python": (b"all", b"python"),
+             "memtrail_alternate_nostacks": (b"none", b"native")}
+# memtrail_alternate* switch recording (everything, or without one kind of stack) off and on in
+# blocks of this many steps after the warm-up, in one process: recording's cost without the
+# spread between processes.
 ALTERNATE_BLOCK = 4
 
 
@@ -86,9 +90,9 @@ def train(mode, library, snapshot):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device="cuda").manual_seed(1)
     losses, times, cpu_times, process_cpu_times = [], [], [], []
-    recording = []  # per step, for memtrail_alternate: whether recording was on
+    recording = []  # per step, for memtrail_alternate*: whether recording was on
     for step in range(STEPS):
-        if mode == "memtrail_alternate":
+        if mode.startswith("memtrail_alternate"):
             on = step < WARMUP or (step - WARMUP) // ALTERNATE_BLOCK % 2 == 0
             if not recording or recording[-1] != on:
                 context, stacks = RECORDING[mode]
@@ -116,7 +120,7 @@ def train(mode, library, snapshot):
            "process_cpu_ms_median": 1000 * statistics.median(process_cpu_times[WARMUP:]),
            "step_ms": [round(1000 * t, 3) for t in times],
            "warnings": sorted({str(w.message)[:200] for w in nondeterminism_warnings})}
-    if mode == "memtrail_alternate":
+    if mode.startswith("memtrail_alternate"):
         out["alternate"] = alternating_blocks(times[WARMUP:], recording[WARMUP:])
     if mode.startswith("torch"):
         try:
