@@ -46,6 +46,7 @@ inline block* device_allocator_impl::malloc_entered(bool reentered, uint64_t ori
                                                     stream_handle stream, context_handle context) {
     std::unique_lock<reentrant_mutex> lock(mutex, std::adopt_lock);
     block* b = malloc_locked(orig_size, stream, context, lock);
+    allocated.insert(b->ptr, b);
     if (!reentered) {
         serve_waiters();
     }
@@ -70,6 +71,7 @@ block* device_allocator_impl::malloc_when_busy(uint64_t orig_size, stream_handle
                     .size = orig_size,
                     .stream = stream,
                     .context = context,
+                    .address = 0,
                     .b = nullptr,
                     .made = false,
                     .error = {}};
@@ -80,44 +82,54 @@ block* device_allocator_impl::malloc_when_busy(uint64_t orig_size, stream_handle
 }
 
 // The free made on the lock, which this thread holds (once more, when reentered).
-inline void device_allocator_impl::free_entered(bool reentered, block* b, context_handle context) {
+inline block* device_allocator_impl::free_entered(bool reentered, device_address address,
+                                                  block* taken, context_handle context) {
     std::lock_guard<reentrant_mutex> lock(mutex, std::adopt_lock);
-    free_locked(b, context);
+    block* b = taken != nullptr ? taken : allocated.take(address);
+    if (b != nullptr) [[likely]] {
+        free_locked(b, context);
+    }
     if (!reentered) {
         serve_waiters();
     }
+    return b;
 }
 
-void device_allocator_impl::free(block* b, context_handle context) {
+block* device_allocator_impl::free(device_address address, context_handle context) {
     const reentrant_mutex::try_result first = mutex.try_lock();
     if (first == reentrant_mutex::try_result::busy) [[unlikely]] {
-        free_when_busy(b, context);
-        return;
+        return free_when_busy(address, context);
     }
-    free_entered(first == reentrant_mutex::try_result::reentered, b, context);
+    return free_entered(first == reentrant_mutex::try_result::reentered, address, nullptr, context);
 }
 
-void device_allocator_impl::free_when_busy(block* b, context_handle context) {
+block* device_allocator_impl::free_when_busy(device_address address, context_handle context) {
     delegated_op op{.what = delegated_op::kind::free,
                     .size = 0,
                     .stream = 0,
                     .context = context,
-                    .b = b,
+                    .address = address,
+                    .b = nullptr,
                     .made = false,
                     .error = {}};
     if (made_by_holder(combiner.when_busy(op), op, mutex)) {
-        return;
+        return op.b;
     }
-    free_entered(false, b, context);
+    return free_entered(false, address, op.b, context);
 }
 
 void device_allocator_impl::run_delegated(delegated_op& op) noexcept {
     try {
         if (op.what == delegated_op::kind::malloc) {
             op.b = malloc_cached(op.size, op.stream, op.context);
+            if (op.b != nullptr) {
+                allocated.insert(op.b->ptr, op.b);
+            }
             op.made = op.b != nullptr;
         } else {
-            op.made = free_at_once(op.b, op.context);
+            // Unknown to the map: made, the requester reports it.
+            op.b = allocated.take(op.address);
+            op.made = op.b == nullptr || free_at_once(op.b, op.context);
         }
     } catch (...) {
         op.error = std::current_exception();

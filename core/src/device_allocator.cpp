@@ -36,14 +36,11 @@ device_address device_allocator::allocate(uint64_t size, stream_handle stream,
                           std::to_string(impl_->dev.index()) +
                           " is absurd (1 EiB or more); check for a negative or overflowed size");
     }
-    detail::block* b = impl_->malloc(size, stream, context);
-    impl_->allocated.insert(b->ptr, b);
-    return b->ptr;
+    return impl_->malloc(size, stream, context)->ptr;
 }
 
 void device_allocator::free(device_address address, context_handle context) {
-    detail::block* b = impl_->allocated.take(address);
-    if (!b) [[unlikely]] {
+    if (impl_->free(address, context) == nullptr) [[unlikely]] {
         // Tell a double free (the address starts a free block we own) from a foreign pointer.
         bool is_free_block = false;
         for (const auto& segment : impl_->snapshot(false)) {
@@ -58,17 +55,14 @@ void device_allocator::free(device_address address, context_handle context) {
                                 std::to_string(impl_->dev.index()) +
                                 ": not an address this allocator handed out (or already freed)");
     }
-    impl_->free(b, context);
 }
 
 void device_allocator::record_stream(device_address address, stream_handle stream) {
-    detail::block* b = impl_->allocated.find(address);
-    if (!b) {
+    if (!impl_->record_stream(address, stream)) {
         throw unknown_pointer_error("memtrail: record_stream on " + hex(address) +
                                     ": not an allocated address of device " +
                                     std::to_string(impl_->dev.index()));
     }
-    impl_->record_stream(b, stream);
 }
 
 void device_allocator::empty_cache(context_handle context) {
@@ -153,6 +147,7 @@ std::vector<segment_info> device_allocator::snapshot(bool record_event) const {
 }
 
 uint64_t device_allocator::allocated_size(device_address address) const {
+    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
     const detail::block* b = impl_->allocated.find(address);
     return b ? b->size : 0;
 }

@@ -39,15 +39,20 @@ bool device_allocator_impl::free_at_once(block* b, context_handle context) {
     return true;
 }
 
-void device_allocator_impl::record_stream(block* b, stream_handle stream) {
+bool device_allocator_impl::record_stream(device_address address, stream_handle stream) {
     std::lock_guard<reentrant_mutex> lock(mutex);
+    block* b = allocated.find(address);
+    if (b == nullptr) {
+        return false;
+    }
     if (stream == b->stream) {
-        return;  // uses on the allocation stream need no synchronization
+        return true;  // uses on the allocation stream need no synchronization
     }
     b->add_stream_use(stream);
     if (!captures_underway_.empty()) [[unlikely]] {
         capture_stream_uses_[b].push_back(stream);
     }
+    return true;
 }
 
 void device_allocator_impl::free_block(block* b, context_handle context) {

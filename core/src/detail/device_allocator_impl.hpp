@@ -43,9 +43,13 @@ struct delegated_op {
     uint64_t size;  // malloc: the requested size
     stream_handle stream;
     context_handle context;
-    block* b;  // malloc: the block allocated; free: the block to free
-    // Set by the holder: whether it made the whole operation (else, having changed nothing,
-    // it leaves the operation to the requester) and what it threw.
+    device_address address;  // free: the address to free
+    // malloc: the block allocated. free: the block taken from the address map (nullptr: the
+    // address is not allocated here), set by the holder whether or not it made the free.
+    block* b;
+    // Set by the holder: whether it made the whole operation (else it leaves the operation to
+    // the requester, having changed nothing but, for a free, taking the block from the map)
+    // and what it threw.
     bool made = false;
     std::exception_ptr error;
 };
@@ -59,12 +63,16 @@ class device_allocator_impl {
     device_allocator_impl(device& dev, allocator_config config);
     ~device_allocator_impl();
 
-    // delegation.cpp: the entry points, on the device lock or delegated to its holder.
+    // delegation.cpp: the entry points, on the device lock or delegated to its holder. malloc
+    // puts the block in the address map, free takes it out (both under the lock).
     block* malloc(uint64_t orig_size, stream_handle stream, context_handle context);
-    void free(block* b, context_handle context);
+    // Frees the block at `address` and returns it; nullptr, changing nothing, when no allocated
+    // block starts there.
+    block* free(device_address address, context_handle context);
 
     // free.cpp
-    void record_stream(block* b, stream_handle stream);
+    // false, changing nothing, when no allocated block starts at `address`.
+    bool record_stream(device_address address, stream_handle stream);
     void process_events_locked(context_handle context);
 
     // release.cpp
@@ -98,7 +106,7 @@ class device_allocator_impl {
     mutable reentrant_mutex mutex;
     combining_lock<delegated_op> combiner{
         mutex, delegation_from_environment()};  // malloc's and free's way to `mutex`
-    address_map allocated;  // address -> allocated block, looked up outside `mutex`
+    address_map allocated;                      // address -> allocated block, under `mutex`
     allocator_observer* observer = nullptr;
     std::vector<free_memory_callback> free_memory_callbacks;
     std::vector<oom_observer> oom_observers;
@@ -111,8 +119,10 @@ class device_allocator_impl {
                                               context_handle context);
     block* malloc_entered(bool reentered, uint64_t orig_size, stream_handle stream,
                           context_handle context);
-    [[gnu::noinline]] void free_when_busy(block* b, context_handle context);
-    void free_entered(bool reentered, block* b, context_handle context);
+    [[gnu::noinline]] block* free_when_busy(device_address address, context_handle context);
+    // `taken`: the block a holder took from the map already, else nullptr.
+    block* free_entered(bool reentered, device_address address, block* taken,
+                        context_handle context);
     // Inline: it is called after every operation and mostly finds no waiter.
     void serve_waiters() {
         combiner.serve_waiters([this](delegated_op& op) { run_delegated(op); });
