@@ -168,6 +168,11 @@ void device_allocator::set_observer(allocator_observer* observer) {
     impl_->observer = observer;
 }
 
+void device_allocator::run_under_lock(const std::function<void()>& f) {
+    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
+    f();
+}
+
 void device_allocator::add_free_memory_callback(free_memory_callback callback) {
     std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
     impl_->free_memory_callbacks.push_back(std::move(callback));

@@ -152,10 +152,13 @@ void recorder::record_memory_history(const history_options& options, int device)
         }
         device_history& h = *devices_[static_cast<size_t>(d)];
         std::lock_guard lock(h.options_mutex);
-        if (options.clear_history) {
-            h.ring.clear();
-        }
-        h.ring.set_capacity(options.max_entries);
+        // The ring is the device lock's (trace_ring.hpp).
+        allocator_.on(d).run_under_lock([&] {
+            if (options.clear_history) {
+                h.ring.clear();
+            }
+            h.ring.set_capacity(options.max_entries);
+        });
         h.options = options;
         h.options.clear_history = false;
         h.stacks.store(options.stacks, std::memory_order_relaxed);
@@ -308,7 +311,8 @@ void recorder::annotate(uint8_t action, std::string_view name) {
         device_history& h = *devices_[d];
         if (h.enabled.load(std::memory_order_acquire) == record_mode::all) {
             record.device = static_cast<int8_t>(d);
-            h.ring.push(record);
+            // The ring is the device lock's (trace_ring.hpp).
+            allocator_.on(static_cast<int>(d)).run_under_lock([&] { h.ring.push(record); });
         }
     }
 }

@@ -7,6 +7,7 @@
 #include <array>
 #include <charconv>
 #include <chrono>
+#include <functional>
 #include <unordered_map>
 
 #include "detail/call_context.hpp"
@@ -96,8 +97,9 @@ snapshot::snapshot recorder::take_snapshot() {
         // much other threads record meanwhile. Copied at once, before the ring wraps past it.
         detail::snapshot_cut_on_this_thread = detail::no_snapshot_cut;
         const std::vector<segment_info> segments = allocator.snapshot();
-        const detail::trace_ring::contents recorded =
-            history(d).ring.copy(detail::snapshot_cut_on_this_thread);
+        const detail::trace_ring::contents recorded = history(d).ring.copy(
+            detail::snapshot_cut_on_this_thread,
+            [&allocator](const std::function<void()>& batch) { allocator.run_under_lock(batch); });
         for (const segment_info& info : segments) {
             snapshot::segment& seg =
                 out.segments.emplace_back(bridge::to_snapshot_segment(info, d));

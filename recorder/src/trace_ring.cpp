@@ -24,7 +24,6 @@ void trace_ring::copy_oldest_first_locked(trace_record* out) const {
 }
 
 void trace_ring::set_capacity(size_t capacity) {
-    std::lock_guard guard(lock_);
     if (capacity == capacity_) {
         return;
     }
@@ -41,22 +40,20 @@ void trace_ring::set_capacity(size_t capacity) {
 }
 
 void trace_ring::clear() {
-    std::lock_guard guard(lock_);
     size_ = 0;
     next_ = 0;
     cleared_at_ = end_;
 }
 
-trace_ring::contents trace_ring::copy(uint64_t cut) const {
+trace_ring::contents trace_ring::copy(uint64_t cut, const under_writers_lock& lock) const {
     uint64_t first = 0;  // the oldest entry to copy
     uint64_t end = 0;    // one past the newest
     uint64_t cleared_at = 0;
-    {
-        std::lock_guard guard(lock_);
+    lock([&] {
         end = std::min(cut, end_);
         first = std::min(oldest_locked(), end);
         cleared_at = cleared_at_;
-    }
+    });
     contents out;
     // Allocated and faulted in before taking the lock again, which every recorded event waits for.
     out.records.resize(end - first);
@@ -65,22 +62,27 @@ trace_ring::contents trace_ring::copy(uint64_t cut) const {
     // returns is always one run of entries ending at the cut.
     uint64_t kept_from = first;
     for (uint64_t high = end; high > first;) {
-        std::lock_guard guard(lock_);
-        if (cleared_at_ != cleared_at) {
-            kept_from = high;  // cleared meanwhile: the older entries are gone
+        bool stop = false;
+        lock([&] {
+            if (cleared_at_ != cleared_at) {
+                kept_from = high;  // cleared meanwhile: the older entries are gone
+                stop = true;
+                return;
+            }
+            const uint64_t low = high - first > copy_batch ? high - copy_batch : first;
+            const uint64_t from = std::max(low, std::min(oldest_locked(), high));
+            for (uint64_t sequence = from; sequence < high; ++sequence) {
+                out.records[sequence - first] = entry_locked(sequence);
+            }
+            if (from > low) {
+                kept_from = from;  // overwritten since the cut
+                stop = true;
+            }
+            high = low;
+        });
+        if (stop) {
             break;
         }
-        const uint64_t low = high - first > copy_batch ? high - copy_batch : first;
-        const uint64_t oldest = oldest_locked();
-        const uint64_t from = std::max(low, std::min(oldest, high));
-        for (uint64_t sequence = from; sequence < high; ++sequence) {
-            out.records[sequence - first] = entry_locked(sequence);
-        }
-        if (from > low) {
-            kept_from = from;  // overwritten since the cut
-            break;
-        }
-        high = low;
     }
     out.records.erase(out.records.begin(),
                       out.records.begin() + static_cast<ptrdiff_t>(kept_from - first));

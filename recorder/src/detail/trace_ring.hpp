@@ -1,8 +1,10 @@
 #pragma once
 // One device's event history: a bounded ring of compact entries. When full, each new entry
-// overwrites the oldest and the loss is counted. Written from the allocator's observer (under
-// the device lock) and from annotation calls (without it), so it has its own lock, a spin lock:
-// a push holds it for a few stores.
+// overwrites the oldest and the loss is counted. Every access holds the device's lock, which the
+// allocator's observer (every push but annotations) runs under already: annotations, resizing
+// and each batch of a snapshot's copy take it too (device_allocator::run_under_lock), so the ring
+// has no lock of its own, and a push is a few stores (a lock of its own cost an atomic exchange
+// per entry, three per allocation and free).
 //
 // The entries live in fixed-size chunks allocated as the ring first fills: growing never copies
 // what is recorded (a vector doubling to a million entries moves and faults in twice the memory),
@@ -15,12 +17,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <vector>
-
-#include "detail/spin_lock.hpp"
 
 namespace memtrail::recorder::detail {
 
@@ -44,7 +44,6 @@ class trace_ring {
     // order is the order of events, and times taken before waiting for a lock may not be.
     // Returns end() just after the entry: the cut that ends with it.
     uint64_t push(const trace_record& record) {
-        std::lock_guard guard(lock_);
         ++end_;
         trace_record* slot = next_slot_locked();
         if (slot == nullptr) {
@@ -62,18 +61,18 @@ class trace_ring {
     void clear();
 
     // The sequence number the next entry will have: the cut that keeps everything pushed so far.
-    uint64_t end() const {
-        std::lock_guard guard(lock_);
-        return end_;
-    }
+    uint64_t end() const { return end_; }
 
     struct contents {
         std::vector<trace_record> records;  // oldest first
         uint64_t dropped = 0;               // entries before the cut that are no longer held
     };
-    // The entries before `cut` still held, oldest first. Entries pushed meanwhile overwrite the
-    // oldest when the ring is full: those are counted as dropped, never mixed in.
-    contents copy(uint64_t cut = std::numeric_limits<uint64_t>::max()) const;
+    // Runs a function holding the device's lock (the writers' lock).
+    using under_writers_lock = std::function<void(const std::function<void()>&)>;
+    // The entries before `cut` still held, oldest first, read in batches under `lock`. Entries
+    // pushed meanwhile overwrite the oldest when the ring is full: those are counted as dropped,
+    // never mixed in.
+    contents copy(uint64_t cut, const under_writers_lock& lock) const;
 
   private:
     static constexpr size_t chunk_bits = 14;  // 16,384 entries, 896 KiB
@@ -119,7 +118,6 @@ class trace_ring {
         return at(offset < size_ ? offset : offset - size_);
     }
 
-    mutable spin_lock lock_;
     std::vector<chunk> chunks_;
     size_t size_ = 0;  // entries held, up to capacity_
     size_t next_ = 0;  // where the next entry goes once full: the oldest
