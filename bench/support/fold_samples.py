@@ -29,11 +29,11 @@ def resolve(frames, module_dirs):
         if path is None:
             continue
         offsets = sorted(offsets)
-        plain = subprocess.run(["addr2line", "-f", "-C", "-e", path,
+        lines = subprocess.run(["addr2line", "-f", "-C", "-e", path,
                                 *[f"0x{o}" for o in offsets]],
                                capture_output=True, text=True, check=True).stdout.splitlines()
         for index, offset in enumerate(offsets):
-            function = plain[2 * index].replace(" ", "_").replace(";", "")
+            function = lines[2 * index].replace(" ", "_").replace(";", "")
             names[f"{module}@0x{offset}"] = f"{function}[{module}]"
     return names
 
@@ -70,11 +70,9 @@ def main():
         for frame in set(named):
             under[frame] += count
         if focus:
-            hits = [i for i, frame in enumerate(named) if focus.search(frame)]
-            if hits:
+            if any(focus.search(frame) for frame in named):
                 focused += count
-                # What the outermost matching frame's subtree spent its time in, by leaf.
-                focus_calls[named[-1]] += count
+                focus_calls[named[-1]] += count  # where those stacks spent their time, by leaf
     print(f"{total} samples")
     print(f"\nmost samples of their own:")
     for name, count in own.most_common(args.top):

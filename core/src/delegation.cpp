@@ -46,7 +46,6 @@ inline block* device_allocator_impl::malloc_entered(bool reentered, uint64_t ori
                                                     stream_handle stream, context_handle context) {
     std::unique_lock<reentrant_mutex> lock(mutex, std::adopt_lock);
     block* b = malloc_locked(orig_size, stream, context, lock);
-    allocated.insert(b->ptr, b);
     if (!reentered) {
         serve_waiters();
     }
@@ -122,9 +121,6 @@ void device_allocator_impl::run_delegated(delegated_op& op) noexcept {
     try {
         if (op.what == delegated_op::kind::malloc) {
             op.b = malloc_cached(op.size, op.stream, op.context);
-            if (op.b != nullptr) {
-                allocated.insert(op.b->ptr, op.b);
-            }
             op.made = op.b != nullptr;
         } else {
             // Unknown to the map: made, the requester reports it.

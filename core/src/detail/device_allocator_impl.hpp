@@ -63,8 +63,9 @@ class device_allocator_impl {
     device_allocator_impl(device& dev, allocator_config config);
     ~device_allocator_impl();
 
-    // delegation.cpp: the entry points, on the device lock or delegated to its holder. malloc
-    // puts the block in the address map, free takes it out (both under the lock).
+    // delegation.cpp: the entry points, on the device lock or delegated to its holder. A block
+    // enters the address map where it becomes allocated (alloc_found_block), and free takes it
+    // out, both under the lock.
     block* malloc(uint64_t orig_size, stream_handle stream, context_handle context);
     // Frees the block at `address` and returns it; nullptr, changing nothing, when no allocated
     // block starts there.
