@@ -4,6 +4,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
+#include <vector>
+
 #include "full_trace_ring.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #include "memtrail/recorder/recorder.hpp"
@@ -56,6 +59,26 @@ recorder::history_options options_for(setting s) {
     }
 }
 
+// A real program's work between two allocations takes the caches from the recorder: PyTorch runs
+// 20 us of interpreter and dispatcher code between events in training. Between pairs this writes
+// `sweep_bytes` of other memory, and only the pair is timed.
+[[gnu::noinline]] void cold_pairs_from_two_places(benchmark::State& state,
+                                                  recorder::recorder& history, size_t sweep_bytes) {
+    std::vector<uint64_t> other(sweep_bytes / sizeof(uint64_t), 1);
+    bool here = false;
+    for (auto _ : state) {
+        for (size_t i = 0; i < other.size(); i += 8) {
+            other[i] += i;
+        }
+        benchmark::ClobberMemory();
+        const auto start = std::chrono::steady_clock::now();
+        here = !here;
+        history.free(here ? allocate_here(history) : allocate_there(history));
+        state.SetIterationTime(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+}
+
 // Real programs allocate from deep stacks (PyTorch: 30 to 60 native frames).
 [[gnu::noinline]] void at_depth(int depth, benchmark::State& state, recorder::recorder& history) {
     if (depth == 0) {
@@ -68,16 +91,19 @@ recorder::history_options options_for(setting s) {
 
 // The same recursion without frame pointers, as most libraries are built.
 [[gnu::noinline, gnu::optimize("omit-frame-pointer")]] void at_depth_without_frame_pointers(
-    int depth, benchmark::State& state, recorder::recorder& history, bool two_places) {
+    int depth, benchmark::State& state, recorder::recorder& history, bool two_places,
+    size_t sweep_bytes = 0) {
     if (depth == 0) {
-        if (two_places) {
+        if (sweep_bytes > 0) {
+            cold_pairs_from_two_places(state, history, sweep_bytes);
+        } else if (two_places) {
             pairs_from_two_places(state, history);
         } else {
             pairs(state, history);
         }
         return;
     }
-    at_depth_without_frame_pointers(depth - 1, state, history, two_places);
+    at_depth_without_frame_pointers(depth - 1, state, history, two_places, sweep_bytes);
     benchmark::ClobberMemory();
 }
 
@@ -122,6 +148,16 @@ void alloc_free_pair(benchmark::State& state) {
     state.SetLabel(label_of(s));
 }
 
+// Pairs from two places with caches taken by other work between them (cold_pairs_from_two_places).
+void alloc_free_pair_cold(benchmark::State& state) {
+    const auto s = static_cast<setting>(state.range(0));
+    recorder::recorder& history = recorder_with_full_ring();
+    history.record_memory_history(options_for(s));
+    at_depth_without_frame_pointers(static_cast<int>(state.range(1)), state, history, true,
+                                    static_cast<size_t>(state.range(2)) << 10);
+    state.SetLabel(label_of(s));
+}
+
 BENCHMARK(alloc_free_pair<true>)
     ->ArgNames({"setting", "extra_frames"})
     ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 40}});
@@ -133,5 +169,9 @@ BENCHMARK(alloc_free_pair<false, true>)
     ->Name("alloc_free_pair_no_frame_pointers_two_places")
     ->ArgNames({"setting", "extra_frames"})
     ->ArgsProduct({{0, 2, 4}, {32}});
+BENCHMARK(alloc_free_pair_cold)
+    ->ArgNames({"setting", "extra_frames", "sweep_kib"})
+    ->ArgsProduct({{0, 1, 4}, {32}, {4096}})
+    ->UseManualTime();
 
 }  // namespace

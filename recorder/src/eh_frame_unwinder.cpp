@@ -1,13 +1,15 @@
 // The eh_frame walk and its table of rules by return address. The table is shared by every
 // thread: a slot is written once, under a lock, rule first and address last, so readers probe
 // without locking (and without a per-thread cache that could be gone when a thread's last frees
-// run at exit). A full table still walks, reading the rules it cannot keep.
+// run at exit). An address whose probe run is full is not kept: its rule is read again on each
+// walk that meets it.
 
 #include "detail/eh_frame_unwinder.hpp"
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -41,39 +43,87 @@ bool packable(const frame_rule& rule) {
     return rule.rbp_offset >= INT16_MIN && rule.rbp_offset <= INT16_MAX;
 }
 
+// Slots are sized to the return addresses a program has shown, not to the most it could: a
+// table of 64K slots spread PyTorch training's few hundred addresses over 256 pages, and every
+// frame a walk stepped then missed the TLB as well as the caches (about 12% of the walk's time
+// there). The table starts at 4,096 slots (64 KiB) and doubles at half full; a grown table is
+// published whole, and the ones before it stay allocated for readers still probing them.
 class rule_table {
-  public:
-    static constexpr size_t slot_count = size_t{1} << 16;
-    static constexpr size_t probe_limit = 32;
-
-    // The packed rule for return address `pc`.
-    uint64_t lookup(uintptr_t pc) {
-        const size_t home = hash(pc);
-        for (size_t i = 0; i < probe_limit; ++i) {
-            const slot& s = slots_[(home + i) & (slot_count - 1)];
-            const uintptr_t key = s.pc.load(std::memory_order_acquire);
-            if (key == pc) {
-                return s.rule.load(std::memory_order_relaxed);
-            }
-            if (key == 0) {
-                break;
-            }
-        }
-        return learn(pc);
-    }
-
   private:
     struct slot {
         std::atomic<uintptr_t> pc{0};
         std::atomic<uint64_t> rule{0};
     };
 
-    static size_t hash(uintptr_t pc) {
-        // Return addresses' low bits are spread well already: anything more would lengthen the
-        // chain of dependent steps from one frame to the next.
-        return static_cast<size_t>(pc) & (slot_count - 1);
-    }
+    struct slot_array {
+        explicit slot_array(size_t count) : mask(count - 1), slots(new slot[count]) {}
 
+        // Adds `pc` unless it is there; false when its probe run is full (its rule is then read
+        // again on each walk). Only under the writers' lock.
+        bool insert(uintptr_t pc, uint64_t packed) {
+            for (size_t i = 0; i < probe_limit; ++i) {
+                slot& s = slots[(pc + i) & mask];  // as view::lookup probes
+                const uintptr_t key = s.pc.load(std::memory_order_relaxed);
+                if (key == pc) {
+                    return true;  // another thread learnt it meanwhile
+                }
+                if (key == 0) {
+                    s.rule.store(packed, std::memory_order_relaxed);
+                    s.pc.store(pc, std::memory_order_release);
+                    ++used;
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        const size_t mask;
+        size_t used = 0;
+        std::unique_ptr<slot[]> slots;
+        std::unique_ptr<slot_array> previous;  // still read by walks that loaded it before
+    };
+
+  public:
+    static constexpr size_t first_slot_count = size_t{1} << 12;
+    static constexpr size_t probe_limit = 32;
+
+    rule_table() : current_(new slot_array(first_slot_count)) {}
+
+    // The table as one walk reads it: taken once per walk, so that a step's probe waits on no
+    // load but the slot's. A table grown meanwhile is seen by the next walk (an address learnt
+    // into it alone meanwhile is learnt again, and found kept).
+    class view {
+      public:
+        explicit view(rule_table& table)
+            : view(table, *table.current_.load(std::memory_order_acquire)) {}
+
+        // The packed rule for return address `pc`.
+        uint64_t lookup(uintptr_t pc) const {
+            // Return addresses' low bits are spread well already: anything more would lengthen
+            // the chain of dependent steps from one frame to the next.
+            for (size_t i = 0; i < probe_limit; ++i) {
+                const slot& s = slots_[(pc + i) & mask_];
+                const uintptr_t key = s.pc.load(std::memory_order_acquire);
+                if (key == pc) {
+                    return s.rule.load(std::memory_order_relaxed);
+                }
+                if (key == 0) {
+                    break;
+                }
+            }
+            return table_.learn(pc);
+        }
+
+      private:
+        view(rule_table& table, const slot_array& current)
+            : table_(table), slots_(current.slots.get()), mask_(current.mask) {}
+
+        rule_table& table_;
+        const slot* slots_;
+        size_t mask_;
+    };
+
+  private:
     [[gnu::noinline]] uint64_t learn(uintptr_t pc) {
         // The call instruction, not the one after it: a call can be a function's last.
         std::optional<frame_rule> rule = find_frame_rule(pc - 1);
@@ -82,23 +132,24 @@ class rule_table {
         }
         const uint64_t packed = pack(rule);
         std::lock_guard<std::mutex> lock(writers_);
-        const size_t home = hash(pc);
-        for (size_t i = 0; i < probe_limit; ++i) {
-            slot& s = slots_[(home + i) & (slot_count - 1)];
-            const uintptr_t key = s.pc.load(std::memory_order_relaxed);
-            if (key == pc) {
-                break;  // another thread learnt it meanwhile
+        slot_array* table = current_.load(std::memory_order_relaxed);
+        if (2 * (table->used + 1) > table->mask + 1) {
+            auto grown = std::make_unique<slot_array>(2 * (table->mask + 1));
+            for (size_t i = 0; i <= table->mask; ++i) {
+                const slot& s = table->slots[i];
+                if (const uintptr_t key = s.pc.load(std::memory_order_relaxed)) {
+                    grown->insert(key, s.rule.load(std::memory_order_relaxed));
+                }
             }
-            if (key == 0) {
-                s.rule.store(packed, std::memory_order_relaxed);
-                s.pc.store(pc, std::memory_order_release);
-                break;
-            }
+            grown->previous.reset(table);
+            table = grown.release();
+            current_.store(table, std::memory_order_release);
         }
+        table->insert(pc, packed);
         return packed;
     }
 
-    std::array<slot, slot_count> slots_{};
+    std::atomic<slot_array*> current_;
     std::mutex writers_;
 };
 
@@ -154,7 +205,7 @@ struct step_reads {
 enum class step_result { caller, outermost, unsupported };
 
 // Steps from the frame `registers` describe to its caller, noting what it read in `step`.
-step_result step_out(rule_table& table, stack_range stack, unwind_registers& registers,
+step_result step_out(const rule_table::view& table, stack_range stack, unwind_registers& registers,
                      step_reads& step) {
     step.sp = registers.sp;
     step.bp = registers.bp;
@@ -279,7 +330,7 @@ thread_local walk_memory last_walk;
 bool walk_each_frame(unwind_registers registers, stack_range stack, size_t skip,
                      std::span<uintptr_t> out, size_t& written) {
     written = 0;
-    rule_table& table = rules();
+    const rule_table::view table(rules());
     step_reads step;
     for (size_t frame = 0; written < out.size(); ++frame) {
         if (frame >= skip) {
@@ -304,7 +355,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     walk_memory& memory = last_walk;
     memory.returned = nullptr;
     kept_walk& kept = memory.walk_for(start);
-    rule_table& table = rules();
+    const rule_table::view table(rules());
     unwind_registers registers = start;
     // Only the innermost `window` frames are written out: a walk stops there, and of a kept walk
     // it meets only the frames that reach into the window are checked. Frames beyond it are

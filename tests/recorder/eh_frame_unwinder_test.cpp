@@ -9,9 +9,11 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "detail/eh_frame_unwinder.hpp"
@@ -263,6 +265,61 @@ TEST_F(eh_frame_unwinder_test, short_walks_neither_cut_long_ones_short_nor_hide_
     std::vector<uintptr_t> out(size);
     out.resize(capture_stack(method, out, skip));
     return out;
+}
+
+// Call sites of their own: each instance's return address is one the walk has not met before.
+template <size_t N>
+[[gnu::noinline]] void call_site(both_stacks& out) {
+    capture_both(out, false);
+    sink = static_cast<int>(N);
+}
+template <size_t... N>
+constexpr auto call_sites(std::index_sequence<N...>) {
+    return std::array<void (*)(both_stacks&), sizeof...(N)>{&call_site<N>...};
+}
+// More than half of the rule table's first 4,096 slots, so that it grows at least once.
+constexpr auto distinct_call_sites = call_sites(std::make_index_sequence<3000>());
+
+[[gnu::noinline]] size_t capture_from(size_t site, std::vector<uintptr_t>& out) {
+    both_stacks stacks;
+    distinct_call_sites[site](stacks);
+    out = stacks.eh_frame;
+    return stacks.walked ? out.size() : 0;
+}
+
+TEST_F(eh_frame_unwinder_test, learns_more_return_addresses_than_its_first_table_holds) {
+    // Another thread keeps walking through a few of the sites while the table grows under it
+    // (published whole, the old one still readable), and must keep getting the same stacks.
+    std::atomic<bool> stop{false};
+    std::atomic<size_t> reader_differences{0};
+    std::atomic<bool> reader_walked{false};
+    std::thread reader([&] {
+        std::vector<std::vector<uintptr_t>> first(8);
+        std::vector<uintptr_t> again;
+        for (bool filled = false; !filled || !stop.load(); filled = true) {
+            for (size_t site = 0; site < first.size(); ++site) {
+                capture_from(site, again);  // one call site, so that the stacks can be the same
+                if (filled) {
+                    reader_differences += again != first[site];
+                } else {
+                    first[site] = again;
+                }
+            }
+            reader_walked = true;
+        }
+    });
+    while (!reader_walked.load()) {
+        std::this_thread::yield();
+    }
+    for (size_t site = 0; site < distinct_call_sites.size(); ++site) {
+        both_stacks out;
+        distinct_call_sites[site](out);
+        ASSERT_TRUE(out.walked) << "the walk fell back on libunwind at site " << site;
+        ASSERT_EQ(out.eh_frame, out.libunwind) << "at site " << site;
+    }
+    stop = true;
+    reader.join();
+    EXPECT_EQ(reader_differences.load(), 0u);
 }
 
 TEST_F(eh_frame_unwinder_test, stops_at_the_output_and_skips_like_libunwind) {
