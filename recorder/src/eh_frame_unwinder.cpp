@@ -44,10 +44,10 @@ bool packable(const frame_rule& rule) {
 }
 
 // Slots are sized to the return addresses a program has shown, not to the most it could: a
-// table of 64K slots spread PyTorch training's few hundred addresses over 256 pages, and every
-// frame a walk stepped then missed the TLB as well as the caches (about 12% of the walk's time
-// there). The table starts at 4,096 slots (64 KiB) and doubles at half full; a grown table is
-// published whole, and the ones before it stay allocated for readers still probing them.
+// fixed table of 64K slots spread PyTorch training's 584 addresses over 1 MiB, a line each, and
+// the steps of a walk missing on them took about 9% of its time there (docs/performance.md). The
+// table starts at 4,096 slots (64 KiB) and doubles at half full; a grown table is published
+// whole, and the ones before it stay allocated for readers still probing them.
 class rule_table {
   private:
     struct slot {
