@@ -280,28 +280,50 @@ constexpr auto call_sites(std::index_sequence<N...>) {
 // More than half of the rule table's first 4,096 slots, so that it grows at least once.
 constexpr auto distinct_call_sites = call_sites(std::make_index_sequence<3000>());
 
-[[gnu::noinline]] size_t capture_from(size_t site, std::vector<uintptr_t>& out) {
-    both_stacks stacks;
-    distinct_call_sites[site](stacks);
-    out = stacks.eh_frame;
-    return stacks.walked ? out.size() : 0;
+// The walk alone, from this function's return address on (no libunwind: the reader below is a
+// thread of its own, and libunwind's thread-exit destructor crashes ThreadSanitizer).
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void walk_only(
+    std::vector<uintptr_t>& out) {
+    const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
+    size_t walked = 0;
+    out.resize(max_stack_depth);
+    if (!detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
+                               detail::this_thread_stack(), 0, out, walked)) {
+        walked = 0;
+    }
+    out.resize(walked);
+    asm volatile("");
+}
+// Written after the call, so that it is no tail call; atomic, as two threads write it.
+std::atomic<int> reader_sink;
+template <size_t N>
+[[gnu::noinline]] void walking_site(std::vector<uintptr_t>& out) {
+    walk_only(out);
+    reader_sink.store(static_cast<int>(N), std::memory_order_relaxed);
+}
+template <size_t... N>
+constexpr auto walking_sites(std::index_sequence<N...>) {
+    return std::array<void (*)(std::vector<uintptr_t>&), sizeof...(N)>{&walking_site<N>...};
 }
 
 TEST_F(eh_frame_unwinder_test, learns_more_return_addresses_than_its_first_table_holds) {
-    // Another thread keeps walking through a few of the sites while the table grows under it
-    // (published whole, the old one still readable), and must keep getting the same stacks.
+    // Another thread keeps walking from a few sites of its own (each walk differs from the last
+    // in its innermost frames, so it probes the table) while the table grows under it, published
+    // whole with the old one still readable, and must keep getting the same stacks.
+    static constexpr auto reader_sites = walking_sites(std::make_index_sequence<8>());
     std::atomic<bool> stop{false};
     std::atomic<size_t> reader_differences{0};
     std::atomic<bool> reader_walked{false};
     std::thread reader([&] {
-        std::vector<std::vector<uintptr_t>> first(8);
+        std::vector<std::vector<uintptr_t>> first(reader_sites.size());
         std::vector<uintptr_t> again;
         for (bool filled = false; !filled || !stop.load(); filled = true) {
-            for (size_t site = 0; site < first.size(); ++site) {
-                capture_from(site, again);  // one call site, so that the stacks can be the same
+            for (size_t site = 0; site < reader_sites.size(); ++site) {
+                reader_sites[site](again);  // one call site, so that the stacks can be the same
                 if (filled) {
                     reader_differences += again != first[site];
                 } else {
+                    reader_differences += again.empty();  // the walk fell back
                     first[site] = again;
                 }
             }
