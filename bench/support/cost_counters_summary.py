@@ -1,0 +1,39 @@
+"""Nanoseconds per event in each part of recording, from the files that a build with
+bench/support/recording_cost_counters.patch writes at exit ($MEMTRAIL_COUNTERS.<pid>).
+
+    git apply bench/support/recording_cost_counters.patch   # then build librecorder
+    MEMTRAIL_COUNTERS=/tmp/costs MEMTRAIL_UNWINDER=eh_frame MEMTRAIL_TRAINING_STEPS=96 \\
+        python3 tests/gpu/torch_training.py --child memtrail_alternate build/lib/librecorder.so ""
+    python3 bench/support/cost_counters_summary.py /tmp/costs.*
+
+One line per file: every timed part's ticks turned into ns and divided by the events that
+captured a context, and the walk's frames (written, stepped, taken from the kept walk) per walk.
+"""
+import sys
+
+TIMED = ["capture_context", "native", "loop", "keep", "py_read", "py_find", "py_slow",
+         "intern_nopy", "intern_native", "py_ctor", "on_event", "push", "alloc_total", "free_total"]
+
+
+def summary(path):
+    with open(path) as f:
+        values = dict(line.split() for line in f if line.strip())
+    ns_per_tick = float(values.pop("ns_per_tick"))
+    counts = {name: int(value) for name, value in values.items()}
+    events = counts.get("events_ctx", 0)
+    if events == 0:
+        return f"{path}: no event captured a context"
+    parts = [f"{name} {ns_per_tick * counts[name] / events:.0f}" for name in TIMED if name in counts]
+    walks = counts.get("walks", 0)
+    frames = ""
+    if walks:
+        frames = (f"; per walk: {counts['native_frames'] / walks:.1f} frames written, "
+                  f"{counts['fresh'] / walks:.1f} stepped, {counts['shared'] / walks:.1f} kept")
+    return f"{path}: {events} events, ns per event: " + ", ".join(parts) + frames
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    for path in sys.argv[1:]:
+        print(summary(path))
