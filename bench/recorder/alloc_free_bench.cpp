@@ -172,6 +172,9 @@ BENCHMARK(alloc_free_pair<false, true>)
 BENCHMARK(alloc_free_pair_cold)
     ->ArgNames({"setting", "extra_frames", "sweep_kib"})
     ->ArgsProduct({{0, 1, 4}, {32}, {4096}})
-    ->UseManualTime();
+    ->UseManualTime()
+    // A minimum time would count only the timed pairs: on a slow host the sweeps between them
+    // then ran for minutes.
+    ->Iterations(20000);
 
 }  // namespace
