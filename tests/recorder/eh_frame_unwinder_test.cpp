@@ -41,16 +41,18 @@ struct both_stacks {
 // Both unwinders from one frame: the walk starts at this function's return address, libunwind
 // leaves out this function's own frame to start there too. This one frame keeps its frame
 // record, which is where the walk reads its first registers. Without `public_too`, the public
-// capture_stack (which walks too) is left out, so that only this call's walk is kept.
+// capture_stack (which walks too) is left out, so that only this call's walk is kept. Without
+// `libunwind_too`, libunwind is left out: on a thread a test starts, its thread-exit destructor
+// crashes ThreadSanitizer.
 [[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void capture_both(
-    both_stacks& out, bool public_too = true) {
+    both_stacks& out, bool public_too = true, bool libunwind_too = true) {
     const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
     size_t walked = 0;
     out.walked =
         detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
                               detail::this_thread_stack(), 0, out.eh_frame, walked);
     out.eh_frame.resize(walked);
-    out.libunwind.resize(capture_stack(unwinder::libunwind, out.libunwind, 1));
+    out.libunwind.resize(libunwind_too ? capture_stack(unwinder::libunwind, out.libunwind, 1) : 0);
     if (public_too) {
         out.public_eh_frame.resize(capture_stack(unwinder::eh_frame, out.public_eh_frame, 1));
     }
@@ -268,63 +270,40 @@ TEST_F(eh_frame_unwinder_test, short_walks_neither_cut_long_ones_short_nor_hide_
 }
 
 // Call sites of their own: each instance's return address is one the walk has not met before.
+// The sink is written after the call, so that it is no tail call; atomic, as two threads write it.
+std::atomic<int> site_sink;
 template <size_t N>
-[[gnu::noinline]] void call_site(both_stacks& out) {
-    capture_both(out, false);
-    sink = static_cast<int>(N);
+[[gnu::noinline]] void call_site(both_stacks& out, bool libunwind_too) {
+    capture_both(out, false, libunwind_too);
+    site_sink.store(static_cast<int>(N), std::memory_order_relaxed);
 }
 template <size_t... N>
 constexpr auto call_sites(std::index_sequence<N...>) {
-    return std::array<void (*)(both_stacks&), sizeof...(N)>{&call_site<N>...};
+    return std::array<void (*)(both_stacks&, bool), sizeof...(N)>{&call_site<N>...};
 }
 // More than half of the rule table's first 4,096 slots, so that it grows at least once.
 constexpr auto distinct_call_sites = call_sites(std::make_index_sequence<3000>());
 
-// The walk alone, from this function's return address on (no libunwind: the reader below is a
-// thread of its own, and libunwind's thread-exit destructor crashes ThreadSanitizer).
-[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void walk_only(
-    std::vector<uintptr_t>& out) {
-    const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
-    size_t walked = 0;
-    out.resize(max_stack_depth);
-    if (!detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
-                               detail::this_thread_stack(), 0, out, walked)) {
-        walked = 0;
-    }
-    out.resize(walked);
-    asm volatile("");
-}
-// Written after the call, so that it is no tail call; atomic, as two threads write it.
-std::atomic<int> reader_sink;
-template <size_t N>
-[[gnu::noinline]] void walking_site(std::vector<uintptr_t>& out) {
-    walk_only(out);
-    reader_sink.store(static_cast<int>(N), std::memory_order_relaxed);
-}
-template <size_t... N>
-constexpr auto walking_sites(std::index_sequence<N...>) {
-    return std::array<void (*)(std::vector<uintptr_t>&), sizeof...(N)>{&walking_site<N>...};
-}
-
 TEST_F(eh_frame_unwinder_test, learns_more_return_addresses_than_its_first_table_holds) {
-    // Another thread keeps walking from a few sites of its own (each walk differs from the last
-    // in its innermost frames, so it probes the table) while the table grows under it, published
+    // Another thread keeps walking from a few of the sites (each walk differs from the last in
+    // its innermost frames, so it probes the table) while the table grows under it, published
     // whole with the old one still readable, and must keep getting the same stacks.
-    static constexpr auto reader_sites = walking_sites(std::make_index_sequence<8>());
+    constexpr size_t reader_sites = 8;
     std::atomic<bool> stop{false};
     std::atomic<size_t> reader_differences{0};
     std::atomic<bool> reader_walked{false};
     std::thread reader([&] {
-        std::vector<std::vector<uintptr_t>> first(reader_sites.size());
-        std::vector<uintptr_t> again;
+        std::vector<std::vector<uintptr_t>> first(reader_sites);
         for (bool filled = false; !filled || !stop.load(); filled = true) {
-            for (size_t site = 0; site < reader_sites.size(); ++site) {
-                reader_sites[site](again);  // one call site, so that the stacks can be the same
+            for (size_t site = 0; site < reader_sites; ++site) {
+                both_stacks again;
+                // One call site, so that the stacks can be the same; no libunwind on this thread.
+                distinct_call_sites[site](again, false);
                 if (filled) {
-                    reader_differences += again != first[site];
+                    reader_differences += again.eh_frame != first[site];
                 } else {
-                    reader_differences += again.empty();  // the walk fell back
-                    first[site] = again;
+                    reader_differences += !again.walked;  // the walk fell back
+                    first[site] = again.eh_frame;
                 }
             }
             reader_walked = true;
@@ -335,7 +314,7 @@ TEST_F(eh_frame_unwinder_test, learns_more_return_addresses_than_its_first_table
     }
     for (size_t site = 0; site < distinct_call_sites.size(); ++site) {
         both_stacks out;
-        distinct_call_sites[site](out);
+        distinct_call_sites[site](out, true);
         ASSERT_TRUE(out.walked) << "the walk fell back on libunwind at site " << site;
         ASSERT_EQ(out.eh_frame, out.libunwind) << "at site " << site;
     }
