@@ -9,11 +9,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 
 #include "detail/eh_frame_rules.hpp"
+#include "detail/huge_pages.hpp"
 #include "memtrail/recorder/stack_capture.hpp"
 
 namespace memtrail::recorder::detail {
@@ -56,7 +59,11 @@ class rule_table {
     };
 
     struct slot_array {
-        explicit slot_array(size_t count) : mask(count - 1), slots(new slot[count]) {}
+        // The slots are never given back: walks may still probe a table that has grown.
+        explicit slot_array(size_t count)
+            : mask(count - 1),
+              slots(new (permanent_huge_page_memory(count * sizeof(slot), alignof(slot)))
+                        slot[count]) {}
 
         // Adds `pc` unless it is there; false when its probe run is full (its rule is then read
         // again on each walk). Only under the writers' lock.
@@ -79,7 +86,7 @@ class rule_table {
 
         const size_t mask;
         size_t used = 0;
-        std::unique_ptr<slot[]> slots;
+        slot* slots;
         std::unique_ptr<slot_array> previous;  // still read by walks that loaded it before
     };
 
@@ -116,7 +123,7 @@ class rule_table {
 
       private:
         view(rule_table& table, const slot_array& current)
-            : table_(table), slots_(current.slots.get()), mask_(current.mask) {}
+            : table_(table), slots_(current.slots), mask_(current.mask) {}
 
         rule_table& table_;
         const slot* slots_;
@@ -278,11 +285,34 @@ struct kept_walk {
                frames[frame].bp == registers.bp && !any_changed(words_of(frame), words_end(frame));
     }
 
-    // Keeps frames [0, shared) and puts `fresh` (innermost first) after them.
+    // Keeps frames [0, shared), puts `fresh` (innermost first) after them, and the frames
+    // [inner_from, inner_from + inner_count) after those: the innermost ones, which a walk
+    // took unchanged.
     void keep(size_t shared, const step_reads* fresh, const uintptr_t* fresh_pcs,
-              size_t fresh_count, bool fresh_reached_outermost) {
+              size_t fresh_count, bool fresh_reached_outermost, size_t inner_from,
+              size_t inner_count) {
         complete = shared > 0 ? complete : fresh_reached_outermost;
         uint32_t end = shared == 0 ? 0 : frames[shared - 1].words_end;
+        if (inner_count > 0) {
+            // Moved first: the fresh frames may go where they were.
+            uint32_t fresh_words = 0;
+            for (size_t i = 0; i < fresh_count; ++i) {
+                fresh_words += fresh[i].count;
+            }
+            const uint32_t inner_words = frames[inner_from - 1].words_end;
+            const uint32_t inner_words_end = frames[inner_from + inner_count - 1].words_end;
+            const uint32_t moved_words = end + fresh_words;
+            std::memmove(&words[moved_words], &words[inner_words],
+                         (inner_words_end - inner_words) * sizeof(read_word));
+            const size_t moved_to = shared + fresh_count;
+            std::memmove(&frames[moved_to], &frames[inner_from], inner_count * sizeof(kept_frame));
+            for (size_t i = moved_to; i < moved_to + inner_count; ++i) {
+                frames[i].words_end = frames[i].words_end - inner_words + moved_words;
+            }
+            std::memmove(&pcs[max_stack_depth - moved_to - inner_count],
+                         &pcs[max_stack_depth - inner_from - inner_count],
+                         inner_count * sizeof(uintptr_t));
+        }
         for (size_t i = 0; i < fresh_count; ++i) {
             const step_reads& step = fresh[fresh_count - 1 - i];
             for (uint32_t w = 0; w < step.count; ++w) {
@@ -292,14 +322,15 @@ struct kept_walk {
         }
         std::copy_n(fresh_pcs, fresh_count,
                     pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - shared - fresh_count));
-        count = static_cast<uint32_t>(shared + fresh_count);
+        count = static_cast<uint32_t>(shared + fresh_count + inner_count);
         interned = {};
     }
 };
 
 // The calling thread's kept walks, and room for a walk under way. Two, because a thread's
 // allocations and frees come from different places at the same depth: each finds its own walk
-// whole. Trivially destructible, so it is there for captures made while the thread exits.
+// whole. Each thread's is on huge pages (this_threads_block): besides the stack it is most of
+// what a walk reads.
 struct walk_memory {
     std::array<kept_walk, 2> kept;
     uint32_t
@@ -324,7 +355,6 @@ struct walk_memory {
         return kept[newest];
     }
 };
-thread_local walk_memory last_walk;
 
 // The walk without the memory: for stacks deeper than it keeps.
 bool walk_each_frame(unwind_registers registers, stack_range stack, size_t skip,
@@ -352,7 +382,11 @@ bool walk_each_frame(unwind_registers registers, stack_range stack, size_t skip,
 
 bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::span<uintptr_t> out,
                    size_t& written) {
-    walk_memory& memory = last_walk;
+    walk_memory* const kept_walks = this_threads_block<walk_memory>();
+    if (kept_walks == nullptr) {
+        return walk_each_frame(start, stack, skip, out, written);  // the thread is exiting
+    }
+    walk_memory& memory = *kept_walks;
     memory.returned = nullptr;
     kept_walk& kept = memory.walk_for(start);
     const rule_table::view table(rules());
@@ -364,6 +398,11 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     const size_t window = skip + out.size();
     size_t fresh_count = 0;
     size_t shared = 0;  // frames of the kept walk that this one ends with
+    // Innermost frames of the kept walk that this one starts with, from inner_from inwards:
+    // where the kept walk's innermost frame is this one's but a word it read out has changed,
+    // the frames inside the first change are the same, and the walk steps on from there.
+    size_t inner_count = 0;
+    size_t inner_from = 0;
     // The kept walk's frames [0, candidate) lie at or above the current stack pointer; only
     // those below `first_changed` can still match (a word that changed under a frame changes
     // every match above it).
@@ -376,7 +415,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
         }
         // A kept walk that stopped at its own window may end too soon for this one.
         if (candidate > 0 && candidate <= first_changed &&
-            (kept.complete || candidate + fresh_count >= window) &&
+            (kept.complete || candidate + inner_count + fresh_count >= window) &&
             kept.frames[candidate - 1].sp == registers.sp &&
             kept.pc(candidate - 1) == registers.pc &&
             kept.frames[candidate - 1].bp == registers.bp) {
@@ -385,7 +424,8 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
             // candidate - 1 - k is written when fresh_count + k < window, and its address was
             // read by the step of the frame inside it.
             const read_word* innermost = kept.words_of(candidate - 1);
-            const size_t reached = std::min(candidate, window - std::min(window, fresh_count));
+            const size_t known = inner_count + fresh_count;
+            const size_t reached = std::min(candidate, window - std::min(window, known));
             const read_word* outermost_needed =
                 kept.words_of(candidate - std::max<size_t>(reached, 1));
             if (!any_changed(innermost, kept.words_end(candidate - 1)) &&
@@ -399,8 +439,15 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
                 --changed;
             }
             first_changed = changed;
+            if (fresh_count == 0 && inner_count == 0 && changed + 1 < kept.count) {
+                // Frames changed + 1 and inwards read what they read then: they and frame
+                // `changed` itself are the same, and only its step must be taken again.
+                inner_from = changed + 1;
+                inner_count = kept.count - inner_from;
+                registers = {kept.pc(changed), kept.frames[changed].sp, kept.frames[changed].bp};
+            }
         }
-        if (fresh_count == window) {
+        if (inner_count + fresh_count >= window) {
             break;  // every frame written out is known
         }
         if (fresh_count == max_stack_depth) {
@@ -416,12 +463,12 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
             break;
         }
     }
-    if (shared + fresh_count > max_stack_depth) {
+    if (shared + fresh_count + inner_count > max_stack_depth) {
         return walk_each_frame(start, stack, skip, out, written);
     }
     if (fresh_count > 0) {
         kept.keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count,
-                  reached_outermost);
+                  reached_outermost, inner_from, inner_count);
     }
     memory.returned = &kept;
     memory.returned_whole = fresh_count == 0;
@@ -434,9 +481,13 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
 }
 
 interned_walk* last_interned_walk(bool& whole) {
-    walk_memory& memory = last_walk;
-    whole = memory.returned_whole;
-    return memory.returned == nullptr ? nullptr : &memory.returned->interned;
+    walk_memory* const memory = this_threads_block<walk_memory>();
+    if (memory == nullptr || memory->returned == nullptr) {
+        whole = false;
+        return nullptr;
+    }
+    whole = memory->returned_whole;
+    return &memory->returned->interned;
 }
 
 }  // namespace memtrail::recorder::detail

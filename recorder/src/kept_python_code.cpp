@@ -3,6 +3,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <new>
+
+#include "detail/huge_pages.hpp"
 
 namespace memtrail::recorder::detail {
 
@@ -12,8 +15,12 @@ namespace {
 // twice its size and the new one published; the old one stays allocated, owned by the new one, as
 // a reader may still be probing it (at most as much memory again as the newest table).
 struct code_table {
+    // The slots are never given back: readers may still probe a table that has grown.
     explicit code_table(size_t capacity)
-        : mask(capacity - 1), slots(std::make_unique<std::atomic<uintptr_t>[]>(capacity)) {}
+        : mask(capacity - 1),
+          slots(new (permanent_huge_page_memory(capacity * sizeof(std::atomic<uintptr_t>),
+                                                alignof(std::atomic<uintptr_t>)))
+                    std::atomic<uintptr_t>[capacity]) {}
 
     size_t slot_of(uintptr_t code) const {
         // Code objects are 16-byte aligned: the low bits say nothing.
@@ -43,7 +50,7 @@ struct code_table {
 
     size_t mask;
     size_t count = 0;
-    std::unique_ptr<std::atomic<uintptr_t>[]> slots;
+    std::atomic<uintptr_t>* slots;
     std::unique_ptr<code_table> previous;
 };
 

@@ -6,6 +6,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "detail/huge_pages.hpp"
+
 namespace memtrail::recorder {
 
 namespace {
@@ -68,15 +70,16 @@ struct recent_set {
 static_assert(std::is_trivially_destructible_v<recent_set>);
 
 constexpr size_t recent_set_bits = 3;
-thread_local std::array<recent_set, size_t{1} << recent_set_bits> recent_stacks{};
+// Each thread's on huge pages (huge_pages.hpp), as every capture reads it.
+using recent_cache = std::array<recent_set, size_t{1} << recent_set_bits>;
 
 // Where a stack is remembered. Cheaper than hash_frames, and good enough to spread the few
 // stacks a thread repeats: it mixes the depth, the innermost frame (the call site) and the
 // middle one (stacks through one wrapper share their innermost frames).
-recent_set& recent_set_of(std::span<const uintptr_t> frames) {
+recent_set& recent_set_of(recent_cache& cache, std::span<const uintptr_t> frames) {
     const uint64_t key = (frames[0] ^ frames.size()) * 0x9e3779b97f4a7c15ull +
                          frames[frames.size() / 2] * 0xbf58476d1ce4e5b9ull;
-    return recent_stacks[key >> (64 - recent_set_bits)];
+    return cache[key >> (64 - recent_set_bits)];
 }
 
 }  // namespace
@@ -122,7 +125,11 @@ stack_id stack_table::find(std::span<const uintptr_t> frames) {
 }
 
 stack_id stack_table::look_up(std::span<const uintptr_t> frames, bool add, bool& added) {
-    recent_set& recent = recent_set_of(frames);
+    recent_cache* const cache = detail::this_threads_block<recent_cache>();
+    if (cache == nullptr) {
+        return intern_in_shards(frames, add, added);  // the thread is exiting
+    }
+    recent_set& recent = recent_set_of(*cache, frames);
     for (uint8_t way = 0; way < recent.ways.size(); ++way) {
         if (recent.ways[way].holds(serial_, frames)) {
             recent.newest = way;

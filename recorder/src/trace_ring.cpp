@@ -1,17 +1,15 @@
 #include "detail/trace_ring.hpp"
 
 #include <algorithm>
-#include <new>
 
 namespace memtrail::recorder::detail {
 
-// A new chunk, or no room at all. The last chunk is only as long as the capacity needs.
+// A new chunk, or no room at all.
 trace_record* trace_ring::next_slot_rare_locked() {
     if (capacity_ == 0) {
         return nullptr;
     }
-    const size_t length = std::min(chunk_size, capacity_ - size_);
-    chunks_.emplace_back(static_cast<trace_record*>(::operator new(length * sizeof(trace_record))));
+    chunks_.emplace_back(static_cast<trace_record*>(map_huge_pages(huge_page_bytes)));
     return &at(size_++);
 }
 

@@ -234,6 +234,45 @@ TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_either_kept_walk) {
     }
 }
 
+// Frames of every kind between the leaf and the outer caller that changes.
+[[gnu::noinline]] void deep_leaf(both_stacks& out) {
+    next(7, out);
+    sink = 8;
+}
+
+// Where the kept walk's innermost frame is the new one's but an outer caller changed, the frames
+// inside the change are the kept walk's: a walk takes them from it and steps on from the changed
+// frame. The stacks must still be libunwind's, in either order of the outer callers.
+// Short captures among them leave kept walks of the inner frames and a few fresh ones only.
+TEST_F(eh_frame_unwinder_test, takes_the_frames_inside_a_changed_caller_from_the_kept_walk) {
+    struct call {
+        outer_caller via;
+        size_t window;
+    };
+    constexpr auto a = outer<6>, b = outer<7>;
+    static volatile const call calls[] = {
+        {a, 256}, {b, 256}, {b, 256}, {a, 256}, {b, 12}, {a, 11}, {a, 256}, {b, 13},
+        {b, 256}, {a, 12},  {b, 11},  {b, 256}, {a, 256}, {a, 14}, {b, 256}, {a, 256},
+    };
+    size_t i = 0;
+#pragma GCC unroll 1
+    for (const volatile call& c : calls) {
+        capture_window = c.window;
+        both_stacks out;
+        sink = 0;  // the same run-time sized frames each time
+        with_fixed_rbp(c.via, deep_leaf, out);
+        capture_window = max_stack_depth;
+        EXPECT_TRUE(out.walked) << "call " << i;
+        EXPECT_EQ(out.eh_frame, out.libunwind) << "call " << i << ", window " << c.window;
+        // The public capture, made after it, wants every frame.
+        ASSERT_GE(out.public_eh_frame.size(), out.libunwind.size()) << "call " << i;
+        EXPECT_TRUE(std::equal(out.libunwind.begin(), out.libunwind.end(),
+                               out.public_eh_frame.begin()))
+            << "call " << i;
+        ++i;
+    }
+}
+
 // A walk stops at the frames its caller asks for, and of a kept walk checks only those: a short
 // capture leaves a short kept walk, whose frames a later capture that wants more must not take
 // for the whole stack, and outer frames that changed under a short capture must be seen by the

@@ -68,22 +68,24 @@ TEST(ring, shrinking_drops_the_oldest) {
 }
 
 TEST(ring, wraps_across_its_storage_chunks_in_order) {
-    // The ring stores entries in chunks of 16,384: fill it past several chunk boundaries and
-    // wrap around, then check the count, the dropped entries and the order.
+    // The ring stores entries in chunks of a huge page, 37,449 of 56 bytes: fill it past
+    // several chunk boundaries and wrap around, then check the count, the dropped entries and
+    // the order.
+    constexpr size_t capacity = 2 * 37'449 + 5'000;
     simulated_device gpu;
     caching_allocator allocator({&gpu});
     recorder::recorder history(allocator);
-    recorder::history_options options = all_with_entries(40000);
+    recorder::history_options options = all_with_entries(capacity);
     options.context = recorder::context_mode::none;
     history.record_memory_history(options);
-    constexpr int pairs = 30000;  // 3 entries each (alloc, free_requested, free_completed)
+    constexpr int pairs = capacity / 2;  // 3 entries each (alloc, free_requested, free_completed)
     for (int i = 0; i < pairs; ++i) {
         history.free(history.allocate(512 * static_cast<uint64_t>(1 + i % 7), 0));
     }
     const auto s = history.take_snapshot();
     const auto& trace = *s.find_trace(0);
-    ASSERT_EQ(trace.entries.size(), 40000u);
-    EXPECT_EQ(trace.dropped, 3u * pairs + 1 + 1 - 40000u);  // + the segment and the snapshot
+    ASSERT_EQ(trace.entries.size(), capacity);
+    EXPECT_EQ(trace.dropped, 3u * pairs + 1 + 1 - capacity);  // + the segment and the snapshot
     EXPECT_EQ(trace.entries.back().kind, action::snapshot);
     // Oldest first: after the snapshot entry's predecessor, the pattern of the last pairs.
     const size_t last_pair = trace.entries.size() - 4;
@@ -92,7 +94,7 @@ TEST(ring, wraps_across_its_storage_chunks_in_order) {
     for (size_t i = 1; i < trace.entries.size(); ++i) {
         ASSERT_LE(trace.entries[i - 1].time_ns, trace.entries[i].time_ns) << i;
     }
-    for (size_t i = last_pair; i >= 3 && i > trace.entries.size() - 30000; i -= 3) {
+    for (size_t i = last_pair; i >= 3 && i > trace.entries.size() - capacity + 3; i -= 3) {
         ASSERT_EQ(trace.entries[i].kind, action::alloc) << i;
         ASSERT_EQ(trace.entries[i + 1].kind, action::free_requested) << i;
         ASSERT_EQ(trace.entries[i + 2].kind, action::free_completed) << i;

@@ -101,13 +101,15 @@ TEST(trace_ring, resizing_keeps_the_newest_entries_and_their_numbers) {
     ring.set_capacity(40);
     expect_one_run(copied(ring), 250);
     EXPECT_EQ(copied(ring).records.size(), 40u);
-    ring.set_capacity(30'000);  // growing keeps them too, and fills past a chunk
-    for (uint64_t s = 250; s < 20'250; ++s) {
+    // Growing keeps them too, and fills past a chunk.
+    constexpr uint64_t pushed = trace_ring::chunk_entries + 20'000;
+    ring.set_capacity(pushed + 10'000);
+    for (uint64_t s = 250; s < pushed; ++s) {
         ring.push(entry(s));
     }
     const trace_ring::contents grown = copied(ring);
-    EXPECT_EQ(grown.records.size(), 20'040u);
-    expect_one_run(grown, 20'250);
+    EXPECT_EQ(grown.records.size(), pushed - 250 + 40);
+    expect_one_run(grown, pushed);
     // A cut before what is held keeps nothing; one inside keeps up to it.
     EXPECT_TRUE(copied(ring, 100).records.empty());
     expect_one_run(copied(ring, 5'000), 5'000);

@@ -8,7 +8,8 @@
 //
 // The entries live in fixed-size chunks allocated as the ring first fills: growing never copies
 // what is recorded (a vector doubling to a million entries moves and faults in twice the memory),
-// and a ring that records little uses little.
+// and a ring that records little uses little. A chunk is one huge page (huge_pages.hpp): a push
+// then rarely waits on a page walk.
 //
 // Every entry has a sequence number, its position among all entries pushed. A snapshot cuts the
 // ring at one (end() read when the allocator's state is copied) and copies the entries before it
@@ -21,6 +22,8 @@
 #include <limits>
 #include <memory>
 #include <vector>
+
+#include "detail/huge_pages.hpp"
 
 namespace memtrail::recorder::detail {
 
@@ -40,6 +43,9 @@ static_assert(sizeof(trace_record) == 56, "trace_record grew: the history costs 
 
 class trace_ring {
   public:
+    // Entries a chunk holds: as many as one huge page has room for (37,449).
+    static constexpr size_t chunk_entries = huge_page_bytes / sizeof(trace_record);
+
     // Appends `record`, with its time raised to the previous entry's if it is earlier: the ring's
     // order is the order of events, and times taken before waiting for a lock may not be.
     // Returns end() just after the entry: the cut that ends with it.
@@ -75,24 +81,22 @@ class trace_ring {
     contents copy(uint64_t cut, const under_writers_lock& lock) const;
 
   private:
-    static constexpr size_t chunk_bits = 14;  // 16,384 entries, 896 KiB
-    static constexpr size_t chunk_size = size_t{1} << chunk_bits;
     // Entries a snapshot copies per hold of the lock (224 KiB).
     static constexpr size_t copy_batch = 4096;
 
-    // Chunks are left uninitialized: every slot is written before it is read, and zeroing it
-    // first would write the history twice. (trace_record is an aggregate, so its objects begin
-    // to exist in the storage as it is written.)
+    // A chunk's entries are not constructed: every slot is written before it is read.
+    // (trace_record is an aggregate, so its objects begin to exist in the storage as it is
+    // written.)
     struct chunk_deleter {
-        void operator()(trace_record* chunk) const { ::operator delete(chunk); }
+        void operator()(trace_record* chunk) const { unmap_huge_pages(chunk, huge_page_bytes); }
     };
     using chunk = std::unique_ptr<trace_record[], chunk_deleter>;
 
     const trace_record& at(size_t index) const {
-        return chunks_[index >> chunk_bits][index & (chunk_size - 1)];
+        return chunks_[index / chunk_entries][index % chunk_entries];
     }
     trace_record& at(size_t index) {
-        return chunks_[index >> chunk_bits][index & (chunk_size - 1)];
+        return chunks_[index / chunk_entries][index % chunk_entries];
     }
 
     // Where the next entry goes: a free slot, else the oldest entry (dropped). nullptr when the
@@ -103,7 +107,7 @@ class trace_ring {
             next_ = next_ + 1 == capacity_ ? 0 : next_ + 1;
             return oldest;
         }
-        if (size_ < capacity_ && (size_ >> chunk_bits) < chunks_.size()) {
+        if (size_ < capacity_ && size_ / chunk_entries < chunks_.size()) {
             return &at(size_++);
         }
         return next_slot_rare_locked();
