@@ -285,6 +285,18 @@ struct kept_walk {
                frames[frame].bp == registers.bp && !any_changed(words_of(frame), words_end(frame));
     }
 
+    // Makes frames [0, shared) those of `other`, as keep() then keeps them.
+    void take_outer_frames(const kept_walk& other, size_t shared) {
+        if (shared == 0) {
+            return;
+        }
+        complete = other.complete;
+        std::copy_n(other.frames.begin(), shared, frames.begin());
+        std::copy_n(other.words.begin(), other.frames[shared - 1].words_end, words.begin());
+        const auto first_pc = static_cast<ptrdiff_t>(max_stack_depth - shared);
+        std::copy_n(other.pcs.begin() + first_pc, shared, pcs.begin() + first_pc);
+    }
+
     // Keeps frames [0, shared), puts `fresh` (innermost first) after them, and the frames
     // [inner_from, inner_from + inner_count) after those: the innermost ones, which a walk
     // took unchanged.
@@ -327,14 +339,20 @@ struct kept_walk {
     }
 };
 
-// The calling thread's kept walks, and room for a walk under way. Two, because a thread's
-// allocations and frees come from different places at the same depth: each finds its own walk
-// whole. Each thread's is on huge pages (this_threads_block): besides the stack it is most of
-// what a walk reads.
+// The calling thread's kept walks, and room for a walk under way. Several, because a thread's
+// allocations and frees come from different places, and the same place is reached again at the
+// same depth from other callers (PyTorch's operators between one layer and the next): each
+// finds its own walk whole, or the most of it. Each thread's is on huge pages
+// (this_threads_block): besides the stack it is most of what a walk reads.
+constexpr size_t kept_walk_count = 8;
+
 struct walk_memory {
-    std::array<kept_walk, 2> kept;
-    uint32_t
-        newest;  // the kept walk used last; a capture that finds neither whole updates the other
+    std::array<kept_walk, kept_walk_count> kept;
+    // Per kept walk, apart so that choosing one reads a line or two: its innermost frame's
+    // registers, and when it was last used (0: never).
+    std::array<unwind_registers, kept_walk_count> innermost;
+    std::array<uint64_t, kept_walk_count> last_used;
+    uint64_t clock;
     // The walk under way, innermost first, until it meets the kept one.
     std::array<step_reads, max_stack_depth> fresh;
     std::array<uintptr_t, max_stack_depth> fresh_pcs;
@@ -342,17 +360,33 @@ struct walk_memory {
     kept_walk* returned;
     bool returned_whole;
 
-    // The kept walk whose innermost frame is the one `start` describes, else the older one.
-    kept_walk& walk_for(const unwind_registers& start) {
-        for (uint32_t i = 0; i < kept.size(); ++i) {
-            const kept_walk& walk = kept[i];
-            if (walk.count > 0 && walk.same_frame(walk.count - 1, start)) {
-                newest = i;
-                return kept[i];
+    // The kept walk to compare a walk from `start` with, and the one that keeps the result: the
+    // most recent whose innermost frame is `start`'s (both), else the most recent walk, whose
+    // outer frames are the likeliest to be this one's, and the least recent, which it replaces.
+    void choose(const unwind_registers& start, kept_walk*& compared, kept_walk*& kept_as) {
+        size_t newest = 0;
+        size_t oldest = 0;
+        size_t match = kept_walk_count;
+        for (size_t i = 0; i < kept_walk_count; ++i) {
+            const unwind_registers& frame = innermost[i];
+            if (last_used[i] != 0 && frame.sp == start.sp && frame.pc == start.pc &&
+                frame.bp == start.bp &&
+                (match == kept_walk_count || last_used[i] > last_used[match]) &&
+                kept[i].same_frame(kept[i].count - 1, start)) {
+                match = i;
             }
+            newest = last_used[i] > last_used[newest] ? i : newest;
+            oldest = last_used[i] < last_used[oldest] ? i : oldest;
         }
-        newest = newest == 0 ? 1 : 0;
-        return kept[newest];
+        compared = &kept[match != kept_walk_count ? match : newest];
+        kept_as = match != kept_walk_count ? compared : &kept[oldest];
+    }
+
+    // Notes that `walk`, whose innermost frame is `start`'s, was used by the last walk.
+    void used(kept_walk& walk, const unwind_registers& start) {
+        const auto i = static_cast<size_t>(&walk - kept.data());
+        innermost[i] = start;
+        last_used[i] = ++clock;
     }
 };
 
@@ -388,7 +422,10 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     }
     walk_memory& memory = *kept_walks;
     memory.returned = nullptr;
-    kept_walk& kept = memory.walk_for(start);
+    kept_walk* compared = nullptr;
+    kept_walk* kept_as = nullptr;
+    memory.choose(start, compared, kept_as);
+    const kept_walk& kept = *compared;
     const rule_table::view table(rules());
     unwind_registers registers = start;
     // Only the innermost `window` frames are written out: a walk stops there, and of a kept walk
@@ -439,7 +476,8 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
                 --changed;
             }
             first_changed = changed;
-            if (fresh_count == 0 && inner_count == 0 && changed + 1 < kept.count) {
+            if (fresh_count == 0 && inner_count == 0 && changed + 1 < kept.count &&
+                kept_as == compared) {
                 // Frames changed + 1 and inwards read what they read then: they and frame
                 // `changed` itself are the same, and only its step must be taken again.
                 inner_from = changed + 1;
@@ -466,15 +504,20 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     if (shared + fresh_count + inner_count > max_stack_depth) {
         return walk_each_frame(start, stack, skip, out, written);
     }
+    kept_walk& result = fresh_count > 0 ? *kept_as : *compared;
     if (fresh_count > 0) {
-        kept.keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count,
-                  reached_outermost, inner_from, inner_count);
+        if (kept_as != compared) {
+            kept_as->take_outer_frames(*compared, shared);
+        }
+        kept_as->keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count,
+                      reached_outermost, inner_from, inner_count);
     }
-    memory.returned = &kept;
+    memory.used(result, start);
+    memory.returned = &result;
     memory.returned_whole = fresh_count == 0;
-    const size_t total = kept.count;
+    const size_t total = result.count;
     const size_t count = skip < total ? std::min(total - skip, out.size()) : 0;
-    std::copy_n(kept.pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - total + skip), count,
+    std::copy_n(result.pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - total + skip), count,
                 out.begin());
     written = count;
     return true;

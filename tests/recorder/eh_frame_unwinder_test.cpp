@@ -234,6 +234,26 @@ TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_either_kept_walk) {
     }
 }
 
+// A thread keeps the walks of several places: five leaves in turn each find theirs whole from
+// the second round on (two kept walks would have lost each before its next turn).
+TEST_F(eh_frame_unwinder_test, keeps_the_walks_of_several_places) {
+    static void (*volatile const leaves[])(both_stacks&) = {leaf<11>, leaf<12>, leaf<13>,
+                                                            leaf<14>, leaf<15>};
+    for (int round = 0; round < 3; ++round) {
+#pragma GCC unroll 1
+        for (size_t i = 0; i < std::size(leaves); ++i) {
+            both_stacks out;
+            with_fixed_rbp(outer<6>, leaves[i], out);
+            bool whole = false;
+            detail::last_interned_walk(whole);
+            EXPECT_EQ(out.eh_frame, out.libunwind) << "round " << round << ", place " << i;
+            if (round > 0) {
+                EXPECT_TRUE(whole) << "round " << round << ", place " << i;
+            }
+        }
+    }
+}
+
 // Frames of every kind between the leaf and the outer caller that changes.
 [[gnu::noinline]] void deep_leaf(both_stacks& out) {
     next(7, out);
