@@ -4,13 +4,20 @@
 
 namespace memtrail::recorder::detail {
 
-// A new chunk, or no room at all.
+// A run ends at the end of its chunk, where the ring fills up and where it wraps around.
 trace_record* trace_ring::next_slot_rare_locked() {
     if (capacity_ == 0) {
         return nullptr;
     }
-    chunks_.emplace_back(static_cast<trace_record*>(map_huge_pages(huge_page_bytes)));
-    return &at(size_++);
+    run_fills_ = size_ < capacity_;
+    const size_t first = run_fills_ ? size_ : next_;
+    if (first / chunk_entries == chunks_.size()) {
+        chunks_.emplace_back(static_cast<trace_record*>(map_huge_pages(huge_page_bytes)));
+    }
+    const size_t chunk_end = (first / chunk_entries + 1) * chunk_entries;
+    run_next_ = &at(first);
+    run_end_ = run_next_ + (std::min(chunk_end, capacity_) - first);
+    return next_slot_locked();
 }
 
 void trace_ring::copy_oldest_first_locked(trace_record* out) const {
@@ -29,6 +36,7 @@ void trace_ring::set_capacity(size_t capacity) {
     copy_oldest_first_locked(ordered.data());
     const size_t kept = std::min(ordered.size(), capacity);
     chunks_.clear();
+    forget_run();
     size_ = 0;
     next_ = 0;
     capacity_ = capacity;
@@ -38,6 +46,7 @@ void trace_ring::set_capacity(size_t capacity) {
 }
 
 void trace_ring::clear() {
+    forget_run();
     size_ = 0;
     next_ = 0;
     cleared_at_ = end_;

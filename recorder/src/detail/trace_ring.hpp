@@ -102,17 +102,19 @@ class trace_ring {
     // Where the next entry goes: a free slot, else the oldest entry (dropped). nullptr when the
     // capacity is 0 (the entry itself is dropped).
     trace_record* next_slot_locked() {
-        if (size_ == capacity_ && capacity_ != 0) {
-            trace_record* oldest = &at(next_);
-            next_ = next_ + 1 == capacity_ ? 0 : next_ + 1;
-            return oldest;
-        }
-        if (size_ < capacity_ && size_ / chunk_entries < chunks_.size()) {
-            return &at(size_++);
+        if (run_next_ != run_end_) [[likely]] {
+            if (run_fills_) {
+                ++size_;
+            } else {
+                next_ = next_ + 1 == capacity_ ? 0 : next_ + 1;
+            }
+            return run_next_++;
         }
         return next_slot_rare_locked();
     }
+    // Starts the next run of slots (allocating its chunk), and takes its first.
     trace_record* next_slot_rare_locked();
+    void forget_run() { run_next_ = run_end_ = nullptr; }
     void copy_oldest_first_locked(trace_record* out) const;
     // The sequence number of the oldest entry held.
     uint64_t oldest_locked() const { return end_ - size_; }
@@ -123,6 +125,12 @@ class trace_ring {
     }
 
     std::vector<chunk> chunks_;
+    // The slots the next entries go to, in one chunk, and whether they add to the entries held
+    // (the ring is filling) or replace the oldest: a push takes one without reading chunks_,
+    // a line more to wait for when other work took the caches.
+    trace_record* run_next_ = nullptr;
+    trace_record* run_end_ = nullptr;
+    bool run_fills_ = false;
     size_t size_ = 0;  // entries held, up to capacity_
     size_t next_ = 0;  // where the next entry goes once full: the oldest
     size_t capacity_ = 0;
