@@ -109,19 +109,19 @@ static_assert(std::is_trivially_copyable_v<free_entry>, "runs move entries with 
 
 class free_block_index {
   public:
-    // 16 classes for each power of two from 16 B up, one per size below 16.
+    // 16 classes for each power of two from 16 B up; sizes up to 16 share the first.
     static constexpr uint32_t sub_class_bits = 4;
-    static constexpr uint32_t class_count = 16 + (64 - sub_class_bits) * 16;
+    static constexpr uint32_t class_count = (64 - sub_class_bits) * 16;
     static constexpr uint32_t bitmap_words = (class_count + 63) / 64;
 
     // Monotonic in the size: every size of a class is smaller than every size of the next.
+    // The top five bits of a size of 16 or more, 16 to 31, are its class within its power of
+    // two plus 16: no mask, and no branch for the small sizes, which blocks never have.
     static uint32_t size_class(uint64_t size) {
-        if (size < 16) {
-            return static_cast<uint32_t>(size);
-        }
-        const uint32_t exponent = 63u - static_cast<uint32_t>(std::countl_zero(size));
-        const uint32_t sub = static_cast<uint32_t>(size >> (exponent - sub_class_bits)) & 15u;
-        return 16 + (exponent - sub_class_bits) * 16 + sub;
+        const uint64_t at_least_16 = size < 16 ? 16 : size;
+        const uint32_t shift =
+            63u - static_cast<uint32_t>(std::countl_zero(at_least_16)) - sub_class_bits;
+        return (shift << sub_class_bits) + static_cast<uint32_t>(at_least_16 >> shift) - 16;
     }
 
   private:
