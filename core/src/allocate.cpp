@@ -238,13 +238,26 @@ block* device_allocator_impl::alloc_found_block(alloc_params& p, uint64_t orig_s
     const uint64_t block_size = b->size;
     for_pool_stats(stats_.allocation, pool, [](stat& s) { s.increase(1); });
     for_pool_stats(stats_.allocated_bytes, pool, [block_size](stat& s) { s.increase(block_size); });
-    for_pool_stats(stats_.active, pool, [](stat& s) { s.increase(1); });
-    for_pool_stats(stats_.active_bytes, pool, [block_size](stat& s) { s.increase(block_size); });
+    if (pending_blocks_[0].current != 0) [[unlikely]] {
+        note_active_peaks(pool);  // active rises with allocation, from above it
+    }
     for_pool_stats(stats_.requested_bytes, pool, [orig_size](stat& s) { s.increase(orig_size); });
     if (is_oversize(block_size)) {
         stats_.oversize_allocations.increase(1);
     }
     return b;
+}
+
+void device_allocator_impl::note_active_peaks(const block_pool& pool) {
+    const size_t type = static_cast<size_t>(pool_stat_type(pool.is_small));
+    for (size_t i : {size_t{0}, type}) {
+        pending_blocks_[i].active_peak =
+            std::max(pending_blocks_[i].active_peak,
+                     stats_.allocation[i].current + pending_blocks_[i].current);
+        pending_bytes_[i].active_peak =
+            std::max(pending_bytes_[i].active_peak,
+                     stats_.allocated_bytes[i].current + pending_bytes_[i].current);
+    }
 }
 
 // The last resort before an OOM: a free block of a pool marked use_on_oom, searched as if the

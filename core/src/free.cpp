@@ -18,6 +18,16 @@ void device_allocator_impl::free_locked(block* b, context_handle context) {
         stats_.oversize_allocations.decrease(1);
     }
     if (!b->stream_uses.empty()) {
+        // Active until its events complete: allocation fell, active did not.
+        const auto bytes = static_cast<int64_t>(block_size);
+        for_pool_pending(pending_blocks_, *b->pool, [](pending_stat& s) {
+            s.current += 1;
+            s.freed_lag += 1;
+        });
+        for_pool_pending(pending_bytes_, *b->pool, [bytes](pending_stat& s) {
+            s.current += bytes;
+            s.freed_lag += bytes;
+        });
         if (!captures_underway_.empty()) [[unlikely]] {
             // Recording an event to query later is illegal during a capture.
             deferred_until_no_capture_.push_back(b);
@@ -59,7 +69,6 @@ void device_allocator_impl::free_block(block* b, context_handle context) {
     record(allocator_action::free_completed, b->ptr, b->requested_size, b->size, b->stream,
            context ? context : b->context_when_allocated, b->pool);
     b->context_when_allocated = 0;
-    const uint64_t original_size = b->size;
     const uint64_t requested = b->requested_size;
     block_pool& pool = *b->pool;
     int64_t net_inactive_split_blocks = 0;
@@ -92,10 +101,20 @@ void device_allocator_impl::free_block(block* b, context_handle context) {
         for_pool_stats(stats_.inactive_split_bytes, pool,
                        [&](stat& s) { apply(s, net_inactive_split_bytes); });
     }
-    for_pool_stats(stats_.active, pool, [](stat& s) { s.decrease(1); });
-    for_pool_stats(stats_.active_bytes, pool,
-                   [original_size](stat& s) { s.decrease(original_size); });
     for_pool_stats(stats_.requested_bytes, pool, [requested](stat& s) { s.decrease(requested); });
+}
+
+void device_allocator_impl::free_pending_block(block* b, context_handle context) {
+    const auto bytes = static_cast<int64_t>(b->size);
+    for_pool_pending(pending_blocks_, *b->pool, [](pending_stat& s) {
+        s.current -= 1;
+        s.freed_lag -= 1;
+    });
+    for_pool_pending(pending_bytes_, *b->pool, [bytes](pending_stat& s) {
+        s.current -= bytes;
+        s.freed_lag -= bytes;
+    });
+    free_block(b, context);
 }
 
 uint64_t device_allocator_impl::merge_blocks(block* dst, block* src, block_pool& pool) {
@@ -157,7 +176,7 @@ void device_allocator_impl::insert_events_deferred_until_no_capture(context_hand
             capture_stream_uses_.erase(uses);
         }
         if (b->stream_uses.empty()) {
-            free_block(b, context);
+            free_pending_block(b, context);
         } else {
             insert_events(b);
         }
@@ -177,7 +196,7 @@ void device_allocator_impl::process_events_locked(context_handle context) {
             event_pool_.push_back(event);
             queue.pop_front();
             if (--b->event_count == 0) {
-                free_block(b, context);
+                free_pending_block(b, context);
             }
         }
         it = queue.empty() ? stream_events_.erase(it) : std::next(it);
@@ -199,7 +218,7 @@ void device_allocator_impl::synchronize_and_free_events(context_handle context,
             dev.synchronize_event(event);
             event_pool_.push_back(event);
             if (--b->event_count == 0) {
-                free_block(b, context);
+                free_pending_block(b, context);
             }
             e = queue.erase(e);
         }

@@ -98,9 +98,28 @@ bool device_allocator_impl::has_cached_block(uint64_t orig_size, stream_handle s
     return cached;
 }
 
+stat_array device_allocator_impl::active_from(const stat_array& allocation,
+                                              const pending_array& pending) {
+    stat_array active;
+    for (size_t i = 0; i < stat_type_count; ++i) {
+        active[i].current = allocation[i].current + pending[i].current;
+        active[i].peak = std::max(allocation[i].peak, pending[i].active_peak);
+        active[i].allocated = allocation[i].allocated;  // both rise at every allocation
+        active[i].freed = allocation[i].freed - pending[i].freed_lag;
+    }
+    return active;
+}
+
+device_stats device_allocator_impl::with_active_stats() const {
+    device_stats stats = stats_;
+    stats.active = active_from(stats_.allocation, pending_blocks_);
+    stats.active_bytes = active_from(stats_.allocated_bytes, pending_bytes_);
+    return stats;
+}
+
 device_stats device_allocator_impl::get_stats() const {
     std::lock_guard<reentrant_mutex> lock(mutex);
-    return stats_;
+    return with_active_stats();
 }
 
 namespace {
@@ -125,11 +144,20 @@ void for_each_stat(device_stats& stats, F f) {
 void device_allocator_impl::reset_peak_stats() {
     std::lock_guard<reentrant_mutex> lock(mutex);
     for_each_stat(stats_, [](stat& s) { s.reset_peak(); });
+    for (size_t i = 0; i < stat_type_count; ++i) {
+        pending_blocks_[i].active_peak = stats_.allocation[i].current + pending_blocks_[i].current;
+        pending_bytes_[i].active_peak =
+            stats_.allocated_bytes[i].current + pending_bytes_[i].current;
+    }
 }
 
 void device_allocator_impl::reset_accumulated_stats() {
     std::lock_guard<reentrant_mutex> lock(mutex);
     for_each_stat(stats_, [](stat& s) { s.reset_accumulated(); });
+    for (size_t i = 0; i < stat_type_count; ++i) {
+        pending_blocks_[i].freed_lag = 0;
+        pending_bytes_[i].freed_lag = 0;
+    }
     stats_.num_alloc_retries = 0;
     stats_.num_ooms = 0;
     stats_.num_sync_all_streams = 0;
@@ -280,11 +308,12 @@ std::string device_allocator_impl::check_consistency() const {
     };
     compare("allocation", recount.allocation, stats_.allocation);
     compare("segment", recount.segment, stats_.segment);
-    compare("active", recount.active, stats_.active);
+    const device_stats stats = with_active_stats();
+    compare("active", recount.active, stats.active);
     compare("inactive_split", recount.inactive_split, stats_.inactive_split);
     compare("allocated_bytes", recount.allocated_bytes, stats_.allocated_bytes);
     compare("reserved_bytes", recount.reserved_bytes, stats_.reserved_bytes);
-    compare("active_bytes", recount.active_bytes, stats_.active_bytes);
+    compare("active_bytes", recount.active_bytes, stats.active_bytes);
     compare("inactive_split_bytes", recount.inactive_split_bytes, stats_.inactive_split_bytes);
     compare("requested_bytes", recount.requested_bytes, stats_.requested_bytes);
     if (static_cast<uint64_t>(recount.reserved_bytes[0].current) != total_allocated_memory_) {

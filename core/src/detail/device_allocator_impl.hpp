@@ -191,6 +191,8 @@ class device_allocator_impl {
     void free_locked(block* b, context_handle context);
     bool free_at_once(block* b, context_handle context);
     void free_block(block* b, context_handle context);
+    // free_block for a block whose free waited for events (or for a capture to end).
+    void free_pending_block(block* b, context_handle context);
     // Merges src into dst when src is free, its neighbour and mapped alike; returns the bytes
     // it took over (0: no merge). Most frees find an allocated neighbour, so the check is inline.
     uint64_t try_merge_blocks(block* dst, block* src, block_pool& pool) {
@@ -249,8 +251,30 @@ class device_allocator_impl {
         memtrail::for_pool_stats(array, pool_stat_type(pool.is_small), f);
     }
 
+    // What PyTorch's active counters add to allocation and allocated_bytes: the blocks a caller
+    // freed that wait for events on other streams (pending). The two move together otherwise, so
+    // an allocation and a free update only allocation's, and get_stats() derives active's.
+    struct pending_stat {
+        int64_t current = 0;      // active.current - allocation.current
+        int64_t active_peak = 0;  // active's peak, where it exceeds allocation's
+        int64_t freed_lag = 0;    // allocation.freed - active.freed
+    };
+    using pending_array = std::array<pending_stat, stat_type_count>;
+    template <typename F>
+    [[gnu::always_inline]] static void for_pool_pending(pending_array& array,
+                                                        const block_pool& pool, F f) {
+        f(array[static_cast<size_t>(stat_type::aggregate)]);
+        f(array[static_cast<size_t>(pool_stat_type(pool.is_small))]);
+    }
+    [[gnu::noinline]] void note_active_peaks(const block_pool& pool);
+    // active from allocation and the pending counters, as in the statistics PyTorch reports.
+    static stat_array active_from(const stat_array& allocation, const pending_array& pending);
+    device_stats with_active_stats() const;
+
     int device_index_;
-    device_stats stats_;
+    device_stats stats_;  // active and active_bytes stay zero: see pending_stat
+    pending_array pending_blocks_;
+    pending_array pending_bytes_;
     block_pool large_blocks_{false};
     block_pool small_blocks_{true};
     std::vector<block*> active_;
