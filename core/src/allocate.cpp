@@ -232,7 +232,6 @@ block* device_allocator_impl::alloc_found_block(alloc_params& p, uint64_t orig_s
     b->requested_size = orig_size;
     b->context_when_allocated = context;
     record(allocator_action::alloc, b->ptr, orig_size, b->size, b->stream, context, &pool);
-    add_active(b);
     allocated.insert(b->ptr, b);
 
     const uint64_t block_size = b->size;

@@ -84,6 +84,9 @@ block* device_allocator_impl::malloc_when_busy(uint64_t orig_size, stream_handle
 inline block* device_allocator_impl::free_entered(bool reentered, device_address address,
                                                   block* taken, context_handle context) {
     std::lock_guard<reentrant_mutex> lock(mutex, std::adopt_lock);
+    if (taken != nullptr) [[unlikely]] {
+        std::erase(handed_back_, taken);
+    }
     block* b = taken != nullptr ? taken : allocated.take(address);
     if (b != nullptr) [[likely]] {
         free_locked(b, context);
@@ -126,6 +129,9 @@ void device_allocator_impl::run_delegated(delegated_op& op) noexcept {
             // Unknown to the map: made, the requester reports it.
             op.b = allocated.take(op.address);
             op.made = op.b == nullptr || free_at_once(op.b, op.context);
+            if (!op.made) {
+                handed_back_.push_back(op.b);
+            }
         }
     } catch (...) {
         op.error = std::current_exception();

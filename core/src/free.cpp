@@ -80,7 +80,6 @@ void device_allocator_impl::free_block(block* b, context_handle context) {
             net_inactive_split_bytes -= static_cast<int64_t>(subsumed);
         }
     }
-    remove_active(b);
     pool.insert_into_blocks(b);
     if (b->is_split()) {
         net_inactive_split_blocks += 1;

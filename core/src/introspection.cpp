@@ -15,19 +15,16 @@ device_allocator_impl::device_allocator_impl(device& d, allocator_config c)
 }
 
 device_allocator_impl::~device_allocator_impl() {
-    // Blocks are owned by the pools, the active list and the event queues; free each once.
+    // Blocks are owned by the pools and, while active, by the allocator; free each once.
     std::unordered_set<block*> all;
     for_each_block_pool([&](const block_pool& pool) {
         all.insert(pool.blocks.begin(), pool.blocks.end());
         all.insert(pool.unmapped.begin(), pool.unmapped.end());
     });
-    for (block* b : active_) {
-        all.insert(b);
-    }
+    for_each_active_block([&](block* b) { all.insert(b); });
     for (auto& [stream, queue] : stream_events_) {
-        for (auto& [event, b] : queue) {
-            all.insert(b);
-            dev.destroy_event(event);
+        for (auto& waiting : queue) {
+            dev.destroy_event(waiting.first);
         }
     }
     for (event_handle e : event_pool_) {
@@ -171,9 +168,9 @@ std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) con
     for_each_block_pool([&](const block_pool& pool) {
         all.insert(all.end(), pool.blocks.begin(), pool.blocks.end());
     });
-    for (const block* b : active_) {
-        all.push_back(b);
-    }
+    for_each_active_block([&](const block* b) { all.push_back(b); });
+    std::sort(all.begin(), all.end());  // each block once
+    all.erase(std::unique(all.begin(), all.end()), all.end());
     std::vector<segment_info> result;
     uint64_t total_active = 0;
     for (const block* head : all) {
@@ -220,7 +217,7 @@ std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) con
 std::string device_allocator_impl::check_consistency() const {
     std::lock_guard<reentrant_mutex> lock(mutex);
     std::ostringstream problems;
-    // Every block, found from the pools and the active list, then grouped into segments.
+    // Every block, found from the pools and where the active ones are, then grouped into segments.
     std::unordered_set<const block*> all;
     for_each_block_pool([&](const block_pool& pool) {
         for (const block* b : pool.blocks) {
@@ -236,13 +233,7 @@ std::string device_allocator_impl::check_consistency() const {
             all.insert(b);
         }
     });
-    for (size_t i = 0; i < active_.size(); ++i) {
-        if (active_[i]->active_slot != i) {
-            problems << "active block at " << active_[i]->ptr << " says it is in slot "
-                     << active_[i]->active_slot << " of the active list, not " << i << "\n";
-        }
-        all.insert(active_[i]);
-    }
+    for_each_active_block([&](const block* b) { all.insert(b); });
     device_stats recount;
     size_t allocated_blocks = 0;
     for (const block* head : all) {

@@ -52,6 +52,15 @@ class address_map {
         return found.key == address ? found.value : nullptr;
     }
     size_t size() const { return count_; }
+    // Applies f to every block in the map, in no particular order.
+    template <typename F>
+    void for_each(F f) const {
+        for (size_t i = 0; i <= mask_; ++i) {
+            if (slots_[i].key != 0) {
+                f(slots_[i].value);
+            }
+        }
+    }
 
   private:
     struct slot {

@@ -37,9 +37,6 @@ struct block {
     context_handle context_when_segment_allocated = 0;
     int64_t gc_count_base = 0;  // pool's get_free_blocks_call_count when it became free
 
-    // Its place in the allocator's list of active blocks (allocated or awaiting events).
-    size_t active_slot = 0;
-
     bool is_split() const { return prev != nullptr || next != nullptr; }
     void splice(block* before, block* after) {
         if (before) {

@@ -224,18 +224,25 @@ class device_allocator_impl {
     void unmap_block(block* b, context_handle context);
     void release_expandable_segment(block* b);
 
-    // Active blocks (allocated or waiting on events), kept in an array in no order: a removal
-    // moves the last one into the hole, touching one other block where a linked list touches
-    // both neighbours, which a random workload rarely has in cache.
-    void add_active(block* b) {
-        b->active_slot = active_.size();
-        active_.push_back(b);
-    }
-    void remove_active(block* b) {
-        block* last = active_.back();
-        active_[b->active_slot] = last;
-        last->active_slot = b->active_slot;
-        active_.pop_back();
+    // Applies f to every active block (allocated or waiting for events), found where each
+    // already is, so allocation and free keep no list of them: the address map, the blocks a
+    // lock holder took from it for a free it left to the requester, the frees deferred until no
+    // capture is under way, and the event queues (a block waiting on several streams is in
+    // several queues: f may see it more than once).
+    template <typename F>
+    void for_each_active_block(F f) const {
+        allocated.for_each(f);
+        for (block* b : handed_back_) {
+            f(b);
+        }
+        for (block* b : deferred_until_no_capture_) {
+            f(b);
+        }
+        for (const auto& [stream, queue] : stream_events_) {
+            for (const auto& [event, b] : queue) {
+                f(b);
+            }
+        }
     }
 
     void record(allocator_action action, device_address address, uint64_t size, uint64_t block_size,
@@ -277,7 +284,10 @@ class device_allocator_impl {
     pending_array pending_bytes_;
     block_pool large_blocks_{false};
     block_pool small_blocks_{true};
-    std::vector<block*> active_;
+    // Blocks taken from the address map by a lock holder that left their free to the
+    // requester (delegation.cpp): allocated still, and until the requester frees them, in no
+    // other place for_each_active_block looks.
+    std::vector<block*> handed_back_;
     block_arena arena_;
     // Outstanding cross-stream events, per stream, in recording order.
     std::map<stream_handle, std::deque<std::pair<event_handle, block*>>> stream_events_;
