@@ -73,13 +73,15 @@ void device_allocator_impl::free_block(block* b, context_handle context) {
     block_pool& pool = *b->pool;
     int64_t net_inactive_split_blocks = 0;
     int64_t net_inactive_split_bytes = 0;
-    for (block* candidate : {b->prev, b->next}) {
+    auto merge = [&](block* candidate) {
         const uint64_t subsumed = try_merge_blocks(b, candidate, pool);
         if (subsumed > 0) {
             net_inactive_split_blocks -= 1;
             net_inactive_split_bytes -= static_cast<int64_t>(subsumed);
         }
-    }
+    };
+    merge(b->prev);
+    merge(b->next);
     pool.insert_into_blocks(b);
     if (b->is_split()) {
         net_inactive_split_blocks += 1;
