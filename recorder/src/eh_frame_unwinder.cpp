@@ -348,11 +348,11 @@ constexpr size_t kept_walk_count = 8;
 
 struct walk_memory {
     std::array<kept_walk, kept_walk_count> kept;
-    // Per kept walk, apart so that choosing one reads a line or two: its innermost frame's
-    // registers, and when it was last used (0: never).
+    // Apart from the walks, so that choosing one reads a line or two: each kept walk's innermost
+    // frame's registers, and the walks in use, most recently used first.
     std::array<unwind_registers, kept_walk_count> innermost;
-    std::array<uint64_t, kept_walk_count> last_used;
-    uint64_t clock;
+    std::array<uint8_t, kept_walk_count> by_recency;
+    uint32_t in_use;
     // The walk under way, innermost first, until it meets the kept one.
     std::array<step_reads, max_stack_depth> fresh;
     std::array<uintptr_t, max_stack_depth> fresh_pcs;
@@ -362,31 +362,37 @@ struct walk_memory {
 
     // The kept walk to compare a walk from `start` with, and the one that keeps the result: the
     // most recent whose innermost frame is `start`'s (both), else the most recent walk, whose
-    // outer frames are the likeliest to be this one's, and the least recent, which it replaces.
+    // outer frames are the likeliest to be this one's, and a walk not in use yet or the least
+    // recent, which the result replaces.
     void choose(const unwind_registers& start, kept_walk*& compared, kept_walk*& kept_as) {
-        size_t newest = 0;
-        size_t oldest = 0;
-        size_t match = kept_walk_count;
-        for (size_t i = 0; i < kept_walk_count; ++i) {
+        for (uint32_t rank = 0; rank < in_use; ++rank) {
+            const uint8_t i = by_recency[rank];
             const unwind_registers& frame = innermost[i];
-            if (last_used[i] != 0 && frame.sp == start.sp && frame.pc == start.pc &&
-                frame.bp == start.bp &&
-                (match == kept_walk_count || last_used[i] > last_used[match]) &&
+            if (frame.sp == start.sp && frame.pc == start.pc && frame.bp == start.bp &&
                 kept[i].same_frame(kept[i].count - 1, start)) {
-                match = i;
+                compared = kept_as = &kept[i];
+                return;
             }
-            newest = last_used[i] > last_used[newest] ? i : newest;
-            oldest = last_used[i] < last_used[oldest] ? i : oldest;
         }
-        compared = &kept[match != kept_walk_count ? match : newest];
-        kept_as = match != kept_walk_count ? compared : &kept[oldest];
+        compared = &kept[by_recency[0]];  // kept[0], unused, when none is in use
+        kept_as = &kept[in_use < kept_walk_count ? in_use : by_recency[kept_walk_count - 1]];
     }
 
     // Notes that `walk`, whose innermost frame is `start`'s, was used by the last walk.
     void used(kept_walk& walk, const unwind_registers& start) {
-        const auto i = static_cast<size_t>(&walk - kept.data());
+        const auto i = static_cast<uint8_t>(&walk - kept.data());
         innermost[i] = start;
-        last_used[i] = ++clock;
+        uint32_t rank = 0;
+        while (rank < in_use && by_recency[rank] != i) {
+            ++rank;
+        }
+        if (rank == in_use) {
+            ++in_use;  // a walk not in use before: kept_as took the next one
+        }
+        for (; rank > 0; --rank) {
+            by_recency[rank] = by_recency[rank - 1];
+        }
+        by_recency[0] = i;
     }
 };
 
