@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <new>
 #include <type_traits>
 #include <vector>
 
@@ -84,25 +85,42 @@ recent_set& recent_set_of(recent_cache& cache, std::span<const uintptr_t> frames
 
 }  // namespace
 
-bool stack_table::shard::matches(const stack_entry& entry, uint64_t hash,
-                                 std::span<const uintptr_t> frames) const {
-    return entry.hash == hash && entry.length == frames.size() &&
-           std::equal(frames.begin(), frames.end(),
-                      addresses.begin() + static_cast<ptrdiff_t>(entry.offset));
+void stack_table::node_deleter::operator()(stack_node* node) const {
+    ::operator delete(node);
 }
 
-// Doubles the slot array, keeping the load at or under one half.
-void stack_table::shard::grow() {
-    std::vector<uint32_t> bigger(std::max(initial_slots, slots.size() * 2), 0);
-    const size_t mask = bigger.size() - 1;
-    for (uint32_t local = 0; local < stacks.size(); ++local) {
-        size_t slot = (stacks[local].hash >> 6) & mask;
-        while (bigger[slot] != 0) {
-            slot = (slot + 1) & mask;
+stack_table::slot_table::slot_table(size_t count)
+    : mask(count - 1), slots(std::make_unique<std::atomic<const stack_node*>[]>(count)) {}
+
+stack_id stack_table::shard::find_in(const slot_table& table, uint64_t hash,
+                                     std::span<const uintptr_t> frames) {
+    // The low bits picked the shard; the slot comes from the bits above them.
+    for (size_t slot = (hash >> 6) & table.mask;; slot = (slot + 1) & table.mask) {
+        const stack_node* node = table.slots[slot].load(std::memory_order_acquire);
+        if (node == nullptr) {
+            return no_stack;
         }
-        bigger[slot] = local + 1;
+        if (node->hash == hash && node->length == frames.size() &&
+            std::equal(frames.begin(), frames.end(), node->frames())) {
+            return node->id;
+        }
     }
-    slots.swap(bigger);
+}
+
+void stack_table::shard::grow() {
+    const slot_table* current = table.load(std::memory_order_relaxed);
+    auto bigger = std::make_unique<slot_table>(
+        current == nullptr ? initial_slots : 2 * (current->mask + 1));
+    for (const auto& node : stacks) {
+        size_t slot = (node->hash >> 6) & bigger->mask;
+        while (bigger->slots[slot].load(std::memory_order_relaxed) != nullptr) {
+            slot = (slot + 1) & bigger->mask;
+        }
+        bigger->slots[slot].store(node.get(), std::memory_order_relaxed);
+    }
+    bigger->previous = std::move(owned);
+    owned = std::move(bigger);
+    table.store(owned.get(), std::memory_order_release);
 }
 
 stack_table::stack_table() : serial_(next_table_serial.fetch_add(1, std::memory_order_relaxed)) {}
@@ -153,22 +171,23 @@ stack_id stack_table::intern_in_shards(std::span<const uintptr_t> frames, bool a
     const uint64_t hash = hash_frames(frames);
     const size_t shard_index = hash % shard_count;
     shard& s = shards_[shard_index];
-    std::lock_guard lock(s.mutex);
-    if (s.slots.empty()) {
-        s.grow();
-    }
-    // The low bits picked the shard; the slot comes from the bits above them.
-    const size_t mask = s.slots.size() - 1;
-    size_t slot = (hash >> 6) & mask;
-    while (s.slots[slot] != 0) {
-        const uint32_t local = s.slots[slot] - 1;
-        if (s.matches(s.stacks[local], hash, frames)) {
-            return static_cast<stack_id>(local * shard_count + shard_index + 1);
+    // Most stacks are there already: found without the lock, whose line the threads that
+    // allocate would otherwise pass between them.
+    if (const slot_table* table = s.table.load(std::memory_order_acquire)) {
+        if (const stack_id id = shard::find_in(*table, hash, frames); id != no_stack) {
+            return id;
         }
-        slot = (slot + 1) & mask;
     }
     if (!add) {
-        return no_stack;
+        return no_stack;  // or added since the look: a caller that only finds may miss it
+    }
+    std::lock_guard lock(s.mutex);
+    if (s.table.load(std::memory_order_relaxed) == nullptr) {
+        s.grow();
+    }
+    const slot_table& table = *s.table.load(std::memory_order_relaxed);
+    if (const stack_id id = shard::find_in(table, hash, frames); id != no_stack) {
+        return id;  // added by another thread meanwhile
     }
     const auto local = static_cast<uint32_t>(s.stacks.size());
     const uint64_t id = uint64_t{local} * shard_count + shard_index + 1;
@@ -176,12 +195,19 @@ stack_id stack_table::intern_in_shards(std::span<const uintptr_t> frames, bool a
         overflow_.fetch_add(1, std::memory_order_relaxed);
         return no_stack;
     }
+    void* memory = ::operator new(sizeof(stack_node) + frames.size() * sizeof(uintptr_t));
+    auto* node = new (memory)
+        stack_node{hash, static_cast<uint32_t>(frames.size()), static_cast<stack_id>(id)};
+    std::copy(frames.begin(), frames.end(), reinterpret_cast<uintptr_t*>(node + 1));
+    s.stacks.emplace_back(node);
+    size_t slot = (hash >> 6) & table.mask;
+    while (table.slots[slot].load(std::memory_order_relaxed) != nullptr) {
+        slot = (slot + 1) & table.mask;
+    }
+    table.slots[slot].store(node, std::memory_order_release);  // published whole
     added = true;
     size_.fetch_add(1, std::memory_order_relaxed);
-    s.stacks.push_back({hash, s.addresses.size(), static_cast<uint32_t>(frames.size())});
-    s.addresses.insert(s.addresses.end(), frames.begin(), frames.end());
-    s.slots[slot] = local + 1;
-    if (s.stacks.size() * 2 > s.slots.size()) {
+    if (s.stacks.size() * 2 > table.mask + 1) {
         s.grow();
     }
     return static_cast<stack_id>(id);
@@ -197,9 +223,8 @@ std::vector<uintptr_t> stack_table::frames_of(stack_id id) const {
     if (local >= s.stacks.size()) {
         return {};
     }
-    const stack_entry& entry = s.stacks[local];
-    const auto first = s.addresses.begin() + static_cast<ptrdiff_t>(entry.offset);
-    return {first, first + entry.length};
+    const stack_node& node = *s.stacks[local];
+    return {node.frames(), node.frames() + node.length};
 }
 
 }  // namespace memtrail::recorder

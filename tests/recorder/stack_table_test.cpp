@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
 #include <thread>
 #include <vector>
@@ -104,6 +105,40 @@ TEST(stack_table, threads_agree_on_ids) {
         EXPECT_EQ(seen[t], seen[0]);
     }
     EXPECT_EQ(table.size(), stack_count);
+}
+
+// Finding takes no lock: a stack interned before a find began is found, while another thread
+// adds stacks and the shards' tables grow under the finder.
+TEST(stack_table, finds_every_stack_added_before_while_another_thread_adds) {
+    stack_table table;
+    constexpr uintptr_t first = 2000;
+    constexpr uintptr_t total = 30000;
+    std::vector<stack_id> ids;
+    for (uintptr_t i = 0; i < first; ++i) {
+        ids.push_back(table.intern(make_stack(i, 8)));
+    }
+    std::atomic<bool> done{false};
+    std::thread adder([&] {
+        for (uintptr_t i = first; i < total; ++i) {
+            table.intern(make_stack(i, 8));
+        }
+        done.store(true);
+    });
+    int rounds = 0;
+    do {
+        for (uintptr_t i = 0; i < first; ++i) {
+            ASSERT_EQ(table.find(make_stack(i, 8)), ids[i]) << "stack " << i;
+        }
+        ++rounds;
+    } while (!done.load());
+    adder.join();
+    EXPECT_GT(rounds, 0);
+    EXPECT_EQ(table.size(), total);
+    for (uintptr_t i = 0; i < total; i += 97) {
+        const stack_id id = table.find(make_stack(i, 8));
+        ASSERT_NE(id, no_stack);
+        EXPECT_EQ(table.frames_of(id), make_stack(i, 8));
+    }
 }
 
 }  // namespace

@@ -1,14 +1,15 @@
 #pragma once
 // Interned stacks (return addresses, and the recorder's Python frames after them): each distinct
 // list of return addresses is stored once and named by a 32-bit id. Many threads intern at once, so
-// the table is split into independently locked shards chosen by the stack's hash. Programs allocate
-// and free from a few stacks over and over: each thread remembers the last stacks it interned, and
-// finds those again without hashing them or taking a lock.
+// the table is split into shards chosen by the stack's hash, each with a lock for those adding to
+// it; finding a stack takes no lock. Programs allocate and free from a few stacks over and over:
+// each thread remembers the last stacks it interned, and finds those again without hashing them.
 
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <vector>
@@ -49,21 +50,38 @@ class stack_table {
     // Looks `frames` up in its shard, and adds it there when `add` is set.
     stack_id intern_in_shards(std::span<const uintptr_t> frames, bool add, bool& added);
 
-    struct stack_entry {
+    // A stack as interned: never changed or moved once published, so that readers compare it
+    // without a lock. Its frames follow it in the same allocation.
+    struct stack_node {
         uint64_t hash;
-        uint64_t offset;  // into shard::addresses
         uint32_t length;
+        stack_id id;
+        const uintptr_t* frames() const { return reinterpret_cast<const uintptr_t*>(this + 1); }
+    };
+    struct node_deleter {
+        void operator()(stack_node* node) const;
+    };
+    // A shard's open-addressed slots (nullptr: empty), as readers probe them. A grown table is
+    // published whole; the one before it stays, owned by it, for readers still probing it.
+    struct slot_table {
+        explicit slot_table(size_t count);
+        size_t mask;
+        std::unique_ptr<std::atomic<const stack_node*>[]> slots;
+        std::unique_ptr<slot_table> previous;
     };
 
-    // Cache-line aligned: threads hammering neighbouring shards do not share lines.
+    // Cache-line aligned: threads hammering neighbouring shards do not share lines. Readers
+    // probe `table` without the mutex; writers hold it.
     struct alignas(64) shard {
+        std::atomic<slot_table*> table{nullptr};
         mutable std::mutex mutex;
-        std::vector<uintptr_t> addresses;  // every stack's addresses, back to back
-        std::vector<stack_entry> stacks;   // local index -> stack
-        std::vector<uint32_t> slots;       // open addressing: local index + 1, 0 = empty
+        std::vector<std::unique_ptr<stack_node, node_deleter>> stacks;  // local index -> stack
+        std::unique_ptr<slot_table> owned;  // what `table` points to, and the older ones
 
-        bool matches(const stack_entry& entry, uint64_t hash,
-                     std::span<const uintptr_t> frames) const;
+        // The id of `frames` (hashed as `hash`) if the table holds it, else no_stack.
+        static stack_id find_in(const slot_table& table, uint64_t hash,
+                                std::span<const uintptr_t> frames);
+        // Doubles the slot table, keeping the load at or under one half (under the mutex).
         void grow();
     };
 
