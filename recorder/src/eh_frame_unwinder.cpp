@@ -179,10 +179,13 @@ bool read_stack_word(stack_range stack, uintptr_t sp, uintptr_t address, uintptr
 
 // A stack word a step read, and what it held. The walk is a function of the registers it starts
 // from and of the words it reads, so steps whose words still hold what they read then would give
-// the same callers again.
+// the same callers again. `mask` is 0 for a saved rbp that no frame out to the next one saved
+// uses as its CFA: code built without frame pointers keeps any value in rbp, and such a word
+// changes from call to call without changing the callers.
 struct read_word {
     const uintptr_t* slot;
     uintptr_t value;
+    uintptr_t mask;
 };
 
 // Whether a word of [first, last) has changed since it was read. No branch per word: the loads
@@ -191,11 +194,11 @@ bool any_changed(const read_word* first, const read_word* last) {
     uintptr_t changed = 0;
     uintptr_t changed_too = 0;  // two chains of or, so that neither waits on the other
     for (; last - first >= 2; first += 2) {
-        changed |= *first[0].slot ^ first[0].value;
-        changed_too |= *first[1].slot ^ first[1].value;
+        changed |= (*first[0].slot ^ first[0].value) & first[0].mask;
+        changed_too |= (*first[1].slot ^ first[1].value) & first[1].mask;
     }
     if (first != last) {
-        changed |= *first->slot ^ first->value;
+        changed |= (*first->slot ^ first->value) & first->mask;
     }
     return (changed | changed_too) != 0;
 }
@@ -206,6 +209,7 @@ struct step_reads {
     uintptr_t sp;
     uintptr_t bp;
     uint32_t count;
+    bool cfa_from_bp;  // the rule's; count == 2 says that it saves rbp
     std::array<read_word, 2> words;
 };
 
@@ -218,6 +222,7 @@ step_result step_out(const rule_table::view& table, stack_range stack, unwind_re
     step.bp = registers.bp;
     step.count = 0;
     const uint64_t rule = table.lookup(registers.pc);
+    step.cfa_from_bp = (rule & packed_cfa_from_rbp) != 0;
     if (rule & packed_unsupported) {
         return step_result::unsupported;
     }
@@ -233,7 +238,7 @@ step_result step_out(const rule_table::view& table, stack_range stack, unwind_re
         return step_result::unsupported;
     }
     step.words[step.count++] = {reinterpret_cast<const uintptr_t*>(return_address_slot),
-                                return_address};
+                                return_address, ~uintptr_t{0}};
     if (rule & packed_rbp_saved) {
         const auto rbp_offset = static_cast<int16_t>(static_cast<uint16_t>(rule >> 16));
         const uintptr_t saved_bp_slot = cfa + static_cast<uintptr_t>(int64_t{rbp_offset});
@@ -241,7 +246,7 @@ step_result step_out(const rule_table::view& table, stack_range stack, unwind_re
             return step_result::unsupported;
         }
         step.words[step.count++] = {reinterpret_cast<const uintptr_t*>(saved_bp_slot),
-                                    registers.bp};
+                                    registers.bp, ~uintptr_t{0}};
     }
     registers.sp = cfa;
     registers.pc = return_address;
@@ -249,12 +254,17 @@ step_result step_out(const rule_table::view& table, stack_range stack, unwind_re
     return return_address == 0 ? step_result::outermost : step_result::caller;
 }
 
-// A frame of the last walk: the registers on entering it, and where the words read by its step
-// and those of the frames outside it end in walk_memory::words.
+// A frame of the last walk: the registers on entering it, where the words read by its step and
+// those of the frames outside it end in walk_memory::words, what its rule does with rbp, and
+// whether its rbp on entry matters: used as its CFA, or passed on unsaved to a caller's that is
+// (bp_used; a walk that does not reach the outermost frame counts its rbp as used out there).
 struct kept_frame {
     uintptr_t sp;
     uintptr_t bp;
     uint32_t words_end;
+    bool cfa_from_bp;
+    bool saves_bp;
+    bool bp_used;
 };
 
 // A complete walk of the calling thread, kept for the next ones. Consecutive captures share
@@ -279,10 +289,29 @@ struct kept_walk {
     }
     uintptr_t pc(size_t frame) const { return pcs[max_stack_depth - 1 - frame]; }
 
-    // Whether frame `frame` has the registers `registers` and its step would read the same words.
-    bool same_frame(size_t frame, const unwind_registers& registers) const {
+    // Whether frame `frame` has the registers `registers` (rbp where it matters), the same
+    // return address, and whether its step would read the same words.
+    bool same_registers(size_t frame, const unwind_registers& registers) const {
         return frames[frame].sp == registers.sp && pc(frame) == registers.pc &&
-               frames[frame].bp == registers.bp && !any_changed(words_of(frame), words_end(frame));
+               (!frames[frame].bp_used || frames[frame].bp == registers.bp);
+    }
+    bool same_frame(size_t frame, const unwind_registers& registers) const {
+        return same_registers(frame, registers) &&
+               !any_changed(words_of(frame), words_end(frame));
+    }
+
+    // Where rbp matters, from the outermost frame in: bp_used, and the masks of the saved rbp
+    // words (a step's saved rbp is its caller's rbp on entry).
+    void mark_where_bp_is_used() {
+        bool outer_used = !complete;  // frames past the walk may use it
+        for (uint32_t i = 0; i < count; ++i) {
+            kept_frame& frame = frames[i];
+            if (frame.saves_bp) {
+                words[frame.words_end - 1].mask = outer_used ? ~uintptr_t{0} : 0;
+            }
+            frame.bp_used = frame.cfa_from_bp || (!frame.saves_bp && outer_used);
+            outer_used = frame.bp_used;
+        }
     }
 
     // Makes frames [0, shared) those of `other`, as keep() then keeps them.
@@ -330,11 +359,12 @@ struct kept_walk {
             for (uint32_t w = 0; w < step.count; ++w) {
                 words[end++] = step.words[w];
             }
-            frames[shared + i] = {step.sp, step.bp, end};
+            frames[shared + i] = {step.sp, step.bp, end, step.cfa_from_bp, step.count == 2, true};
         }
         std::copy_n(fresh_pcs, fresh_count,
                     pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - shared - fresh_count));
         count = static_cast<uint32_t>(shared + fresh_count + inner_count);
+        mark_where_bp_is_used();
         interned = {};
     }
 };
@@ -368,7 +398,7 @@ struct walk_memory {
         for (uint32_t rank = 0; rank < in_use; ++rank) {
             const uint8_t i = by_recency[rank];
             const unwind_registers& frame = innermost[i];
-            if (frame.sp == start.sp && frame.pc == start.pc && frame.bp == start.bp &&
+            if (frame.sp == start.sp && frame.pc == start.pc &&
                 kept[i].same_frame(kept[i].count - 1, start)) {
                 compared = kept_as = &kept[i];
                 return;
@@ -395,6 +425,18 @@ struct walk_memory {
         by_recency[0] = i;
     }
 };
+
+// The rbp on entering frame `frame` of `walk`, read again: the saved rbp of the nearest frame
+// inside it that saves one (the words that a walk does not check may have changed), else the
+// walk's first rbp.
+uintptr_t bp_entering(const kept_walk& walk, size_t frame, uintptr_t innermost_bp) {
+    for (size_t inside = frame + 1; inside < walk.count; ++inside) {
+        if (walk.frames[inside].saves_bp) {
+            return *walk.words[walk.frames[inside].words_end - 1].slot;
+        }
+    }
+    return innermost_bp;
+}
 
 // The walk without the memory: for stacks deeper than it keeps.
 bool walk_each_frame(unwind_registers registers, stack_range stack, size_t skip,
@@ -459,9 +501,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
         // A kept walk that stopped at its own window may end too soon for this one.
         if (candidate > 0 && candidate <= first_changed &&
             (kept.complete || candidate + inner_count + fresh_count >= window) &&
-            kept.frames[candidate - 1].sp == registers.sp &&
-            kept.pc(candidate - 1) == registers.pc &&
-            kept.frames[candidate - 1].bp == registers.bp) {
+            kept.same_registers(candidate - 1, registers)) {
             // The innermost frame first: it is the one that changes when a function is called
             // from another place at the same depth. Then the frames the window reaches: frame
             // candidate - 1 - k is written when fresh_count + k < window, and its address was
@@ -488,7 +528,8 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
                 // `changed` itself are the same, and only its step must be taken again.
                 inner_from = changed + 1;
                 inner_count = kept.count - inner_from;
-                registers = {kept.pc(changed), kept.frames[changed].sp, kept.frames[changed].bp};
+                registers = {kept.pc(changed), kept.frames[changed].sp,
+                             bp_entering(kept, changed, start.bp)};
             }
         }
         if (inner_count + fresh_count >= window) {

@@ -260,6 +260,36 @@ TEST_F(eh_frame_unwinder_test, keeps_the_walks_of_several_places) {
     }
 }
 
+// Code built without frame pointers keeps any value in rbp, and its callees save it: a word that
+// changes from call to call without changing the callers. Here an outer caller puts a new
+// value in rbp before each call (the callees save it), and no frame out to the next saved rbp
+// uses rbp as its CFA: the walks are still found whole, and still libunwind's.
+std::atomic<uintptr_t> next_rbp_value{0x1000};
+[[gnu::noinline, gnu::optimize("omit-frame-pointer")]] void with_new_rbp(
+    void (*callee)(both_stacks&), both_stacks& out) {
+    const uintptr_t value = next_rbp_value.fetch_add(16);
+    asm volatile("mov %0, %%rbp" : : "r"(value) : "rbp");
+    middle(callee, out);
+    sink = 10;
+}
+
+TEST_F(eh_frame_unwinder_test, finds_walks_whole_when_only_an_unused_rbp_changed) {
+    static both_stacks out;  // one address, even where ASan moves locals off the stack
+    for (int i = 0; i < 4; ++i) {
+        capture_window = 3;  // the leaf, middle and with_new_rbp
+        out = both_stacks{};
+        with_fixed_rbp([](void (*callee)(both_stacks&), both_stacks& o) { with_new_rbp(callee, o); },
+                       leaf<21>, out);
+        capture_window = max_stack_depth;
+        bool whole = false;
+        detail::last_interned_walk(whole);
+        EXPECT_EQ(out.eh_frame, out.libunwind) << "call " << i;
+        if (i > 0) {
+            EXPECT_TRUE(whole) << "call " << i;
+        }
+    }
+}
+
 // Frames of every kind between the leaf and the outer caller that changes.
 [[gnu::noinline]] void deep_leaf(both_stacks& out) {
     next(7, out);
