@@ -234,24 +234,31 @@ TEST_F(eh_frame_unwinder_test, sees_a_changed_caller_under_either_kept_walk) {
     }
 }
 
+// Walks `leaf` and its two callers, called through `via`, into `out`: whether the walk found its
+// kept walk whole. Three frames, as the frames outside with_fixed_rbp hold the test's own
+// counters in rbp, which change (a walk reads the words of its outermost frame's step too);
+// and `out` is to be one object, at one address even where ASan moves locals off the stack,
+// as the frames may keep that address in rbp.
+bool walk_three_frames(outer_caller via, void (*leaf)(both_stacks&), both_stacks& out) {
+    capture_window = 3;
+    out = both_stacks{};
+    with_fixed_rbp(via, leaf, out);
+    capture_window = max_stack_depth;
+    bool whole = false;
+    detail::last_interned_walk(whole);
+    return whole;
+}
+
 // A thread keeps the walks of several places: five leaves in turn each find theirs whole from
-// the second round on (two kept walks would have lost each before its next turn). The walks
-// stop inside with_fixed_rbp (a walk reads the words of its outermost frame's step too), and
-// the stacks go to one object: the frames may keep its address in rbp, and the frames outside
-// with_fixed_rbp the test's own counters, which change.
+// the second round on (two kept walks would have lost each before its next turn).
 TEST_F(eh_frame_unwinder_test, keeps_the_walks_of_several_places) {
     static void (*volatile const leaves[])(both_stacks&) = {leaf<11>, leaf<12>, leaf<13>,
                                                             leaf<14>, leaf<15>};
-    static both_stacks out;  // one address, even where ASan moves locals off the stack
+    static both_stacks out;
     for (int round = 0; round < 3; ++round) {
 #pragma GCC unroll 1
         for (size_t i = 0; i < std::size(leaves); ++i) {
-            capture_window = 3;  // the leaf, middle and outer
-            out = both_stacks{};
-            with_fixed_rbp(outer<6>, leaves[i], out);
-            capture_window = max_stack_depth;
-            bool whole = false;
-            detail::last_interned_walk(whole);
+            const bool whole = walk_three_frames(outer<6>, leaves[i], out);
             EXPECT_EQ(out.eh_frame, out.libunwind) << "round " << round << ", place " << i;
             if (round > 0) {
                 EXPECT_TRUE(whole) << "round " << round << ", place " << i;
@@ -274,15 +281,9 @@ std::atomic<uintptr_t> next_rbp_value{0x1000};
 }
 
 TEST_F(eh_frame_unwinder_test, finds_walks_whole_when_only_an_unused_rbp_changed) {
-    static both_stacks out;  // one address, even where ASan moves locals off the stack
+    static both_stacks out;
     for (int i = 0; i < 4; ++i) {
-        capture_window = 3;  // the leaf, middle and with_new_rbp
-        out = both_stacks{};
-        with_fixed_rbp([](void (*callee)(both_stacks&), both_stacks& o) { with_new_rbp(callee, o); },
-                       leaf<21>, out);
-        capture_window = max_stack_depth;
-        bool whole = false;
-        detail::last_interned_walk(whole);
+        const bool whole = walk_three_frames(with_new_rbp, leaf<21>, out);
         EXPECT_EQ(out.eh_frame, out.libunwind) << "call " << i;
         if (i > 0) {
             EXPECT_TRUE(whole) << "call " << i;
