@@ -7,7 +7,9 @@ bench/support/recording_cost_counters.patch writes at exit ($MEMTRAIL_COUNTERS.<
     python3 bench/support/cost_counters_summary.py /tmp/costs.*
 
 One line per file: every timed part's ticks turned into ns and divided by the events that
-captured a context, and the walk's frames (written, stepped, taken from the kept walk) per walk.
+captured a context; the walk's frames (written, stepped, taken from the kept walk) per walk; and
+how walks met their kept walks: found with their innermost frame, found whole, and the checks
+that failed, first on a return address or on a saved rbp.
 """
 import sys
 
@@ -29,7 +31,13 @@ def summary(path):
     if walks:
         frames = (f"; per walk: {counts['native_frames'] / walks:.1f} frames written, "
                   f"{counts['fresh'] / walks:.1f} stepped, {counts['shared'] / walks:.1f} kept")
-    return f"{path}: {events} events, ns per event: " + ", ".join(parts) + frames
+    checks = ""
+    if walks and "chk_fail" in counts:
+        checks = (f"; walks {walks}: innermost frame kept {counts['choose_hit']}, "
+                  f"whole {counts.get('walk_whole', '?')}; checks failed {counts['chk_fail']} "
+                  f"(first on a return address {counts['first_ra']}, "
+                  f"on a saved rbp {counts['first_bp']})")
+    return f"{path}: {events} events, ns per event: " + ", ".join(parts) + frames + checks
 
 
 if __name__ == "__main__":
