@@ -291,6 +291,49 @@ TEST_F(eh_frame_unwinder_test, finds_walks_whole_when_only_an_unused_rbp_changed
     }
 }
 
+// The other side: where a frame takes its CFA from rbp, a changed rbp changes the callers even
+// when every frame inside it is the same. with_callee_at's alloca puts its callee's frame at one
+// address, whatever depth it was called at; called from two depths, the frames inside it are
+// the same words at the same places, while its rbp, its CFA and its caller differ. (The deep
+// caller's untouched room keeps the shallow call's words where the shallow walk read them.)
+[[gnu::noinline]] void with_callee_at(uintptr_t callee_sp, void (*callee)(both_stacks&),
+                                      both_stacks& out) {
+    volatile char here = 0;
+    const size_t size = reinterpret_cast<uintptr_t>(&here) - callee_sp;
+    auto* room = static_cast<volatile char*>(__builtin_alloca(size));
+    room[0] = here;
+    callee(out);
+    sink = room[0];
+}
+[[gnu::noinline]] void from_shallow(uintptr_t callee_sp, both_stacks& out) {
+    with_callee_at(callee_sp, leaf<31>, out);
+    sink = 11;
+}
+[[gnu::noinline]] void from_deep(uintptr_t callee_sp, both_stacks& out) {
+    volatile char room[4096];
+    room[0] = 0;
+    with_callee_at(callee_sp, leaf<31>, out);
+    sink = room[0];
+}
+
+TEST_F(eh_frame_unwinder_test, sees_a_changed_rbp_that_a_frame_takes_its_cfa_from) {
+    volatile char mark = 0;
+    // 16-byte steps from here, as the stack moves between calls.
+    const uintptr_t callee_sp = (reinterpret_cast<uintptr_t>(&mark) - 16384) & ~uintptr_t{15};
+    static void (*volatile const callers[])(uintptr_t, both_stacks&) = {
+        from_shallow, from_deep, from_shallow, from_shallow, from_deep, from_deep, from_shallow};
+    static both_stacks out;
+    for (size_t i = 0; i < std::size(callers); ++i) {
+        capture_window = 3;  // the leaf, with_callee_at and its caller
+        out = both_stacks{};
+        callers[i](callee_sp, out);
+        capture_window = max_stack_depth;
+        EXPECT_TRUE(out.walked) << "call " << i;
+        EXPECT_EQ(out.eh_frame, out.libunwind) << "call " << i;
+    }
+    sink = mark;
+}
+
 // Frames of every kind between the leaf and the outer caller that changes.
 [[gnu::noinline]] void deep_leaf(both_stacks& out) {
     next(7, out);
