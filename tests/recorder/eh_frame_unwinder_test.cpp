@@ -340,23 +340,25 @@ TEST_F(eh_frame_unwinder_test, sees_a_changed_rbp_that_a_frame_takes_its_cfa_fro
     sink = 8;
 }
 
+// A capture through an outer caller that asks for `window` frames.
+struct windowed_call {
+    outer_caller via;
+    size_t window;
+};
+
 // Where the kept walk's innermost frame is the new one's but an outer caller changed, the frames
 // inside the change are the kept walk's: a walk takes them from it and steps on from the changed
 // frame. The stacks must still be libunwind's, in either order of the outer callers.
 // Short captures among them leave kept walks of the inner frames and a few fresh ones only.
 TEST_F(eh_frame_unwinder_test, takes_the_frames_inside_a_changed_caller_from_the_kept_walk) {
-    struct call {
-        outer_caller via;
-        size_t window;
-    };
     constexpr auto a = outer<6>, b = outer<7>;
-    static volatile const call calls[] = {
+    static volatile const windowed_call calls[] = {
         {a, 256}, {b, 256}, {b, 256}, {a, 256}, {b, 12}, {a, 11}, {a, 256}, {b, 13},
         {b, 256}, {a, 12},  {b, 11},  {b, 256}, {a, 256}, {a, 14}, {b, 256}, {a, 256},
     };
     size_t i = 0;
 #pragma GCC unroll 1
-    for (const volatile call& c : calls) {
+    for (const volatile windowed_call& c : calls) {
         capture_window = c.window;
         both_stacks out;
         sink = 0;  // the same run-time sized frames each time
@@ -378,18 +380,14 @@ TEST_F(eh_frame_unwinder_test, takes_the_frames_inside_a_changed_caller_from_the
 // for the whole stack, and outer frames that changed under a short capture must be seen by the
 // next long one.
 TEST_F(eh_frame_unwinder_test, short_walks_neither_cut_long_ones_short_nor_hide_changes) {
-    struct call {
-        outer_caller via;
-        size_t window;
-    };
     constexpr auto a = outer<6>, b = outer<7>;
-    static volatile const call calls[] = {
+    static volatile const windowed_call calls[] = {
         {a, 1},   {a, 256}, {a, 2}, {b, 2},   {b, 256}, {a, 1}, {a, 256},
         {b, 256}, {b, 3},   {a, 3}, {a, 256}, {b, 1},   {b, 4}, {b, 256},
     };
     size_t i = 0;
 #pragma GCC unroll 1
-    for (const volatile call& c : calls) {
+    for (const volatile windowed_call& c : calls) {
         capture_window = c.window;
         both_stacks out;
         with_fixed_rbp(c.via, leaf<3>, out);
