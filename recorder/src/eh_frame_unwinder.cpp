@@ -300,11 +300,13 @@ struct kept_walk {
                !any_changed(words_of(frame), words_end(frame));
     }
 
-    // Where rbp matters, from the outermost frame in: bp_used, and the masks of the saved rbp
-    // words (a step's saved rbp is its caller's rbp on entry).
-    void mark_where_bp_is_used() {
-        bool outer_used = !complete;  // frames past the walk may use it
-        for (uint32_t i = 0; i < count; ++i) {
+    // Where rbp matters, from frame `from` in (the frames outside it are as they were marked):
+    // bp_used, and the masks of the saved rbp words (a step's saved rbp is its caller's rbp on
+    // entry).
+    void mark_where_bp_is_used(size_t from) {
+        bool outer_used = from > 0 ? frames[from - 1].bp_used
+                                   : !complete;  // frames past the walk may use it
+        for (size_t i = from; i < count; ++i) {
             kept_frame& frame = frames[i];
             if (frame.saves_bp) {
                 words[frame.words_end - 1].mask = outer_used ? ~uintptr_t{0} : 0;
@@ -364,7 +366,7 @@ struct kept_walk {
         std::copy_n(fresh_pcs, fresh_count,
                     pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - shared - fresh_count));
         count = static_cast<uint32_t>(shared + fresh_count + inner_count);
-        mark_where_bp_is_used();
+        mark_where_bp_is_used(shared);
         interned = {};
     }
 };
