@@ -237,7 +237,7 @@ block* device_allocator_impl::alloc_found_block(alloc_params& p, uint64_t orig_s
     const uint64_t block_size = b->size;
     for_pool_stats(stats_.allocation, pool, [](stat& s) { s.increase(1); });
     for_pool_stats(stats_.allocated_bytes, pool, [block_size](stat& s) { s.increase(block_size); });
-    if (pending_blocks_[0].current != 0) [[unlikely]] {
+    if (pending_blocks_[static_cast<size_t>(stat_type::aggregate)].current != 0) [[unlikely]] {
         note_active_peaks(pool);  // active rises with allocation, from above it
     }
     for_pool_stats(stats_.requested_bytes, pool, [orig_size](stat& s) { s.increase(orig_size); });
@@ -248,8 +248,8 @@ block* device_allocator_impl::alloc_found_block(alloc_params& p, uint64_t orig_s
 }
 
 void device_allocator_impl::note_active_peaks(const block_pool& pool) {
-    const size_t type = static_cast<size_t>(pool_stat_type(pool.is_small));
-    for (size_t i : {size_t{0}, type}) {
+    for (const stat_type type : {stat_type::aggregate, pool_stat_type(pool.is_small)}) {
+        const auto i = static_cast<size_t>(type);
         pending_blocks_[i].active_peak =
             std::max(pending_blocks_[i].active_peak,
                      stats_.allocation[i].current + pending_blocks_[i].current);

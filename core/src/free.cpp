@@ -19,15 +19,7 @@ void device_allocator_impl::free_locked(block* b, context_handle context) {
     }
     if (!b->stream_uses.empty()) {
         // Active until its events complete: allocation fell, active did not.
-        const auto bytes = static_cast<int64_t>(block_size);
-        for_pool_pending(pending_blocks_, *b->pool, [](pending_stat& s) {
-            s.current += 1;
-            s.freed_lag += 1;
-        });
-        for_pool_pending(pending_bytes_, *b->pool, [bytes](pending_stat& s) {
-            s.current += bytes;
-            s.freed_lag += bytes;
-        });
+        add_pending(*b->pool, 1, static_cast<int64_t>(block_size));
         if (!captures_underway_.empty()) [[unlikely]] {
             // Recording an event to query later is illegal during a capture.
             deferred_until_no_capture_.push_back(b);
@@ -106,15 +98,7 @@ void device_allocator_impl::free_block(block* b, context_handle context) {
 }
 
 void device_allocator_impl::free_pending_block(block* b, context_handle context) {
-    const auto bytes = static_cast<int64_t>(b->size);
-    for_pool_pending(pending_blocks_, *b->pool, [](pending_stat& s) {
-        s.current -= 1;
-        s.freed_lag -= 1;
-    });
-    for_pool_pending(pending_bytes_, *b->pool, [bytes](pending_stat& s) {
-        s.current -= bytes;
-        s.freed_lag -= bytes;
-    });
+    add_pending(*b->pool, -1, -static_cast<int64_t>(b->size));
     free_block(b, context);
 }
 

@@ -252,9 +252,8 @@ class device_allocator_impl {
                                 pool ? owner_id(*pool) : pool_id{}});
         }
     }
-    template <typename F>
-    [[gnu::always_inline]] static void for_pool_stats(stat_array& array, const block_pool& pool,
-                                                      F f) {
+    template <typename Array, typename F>
+    [[gnu::always_inline]] static void for_pool_stats(Array& array, const block_pool& pool, F f) {
         memtrail::for_pool_stats(array, pool_stat_type(pool.is_small), f);
     }
 
@@ -267,11 +266,16 @@ class device_allocator_impl {
         int64_t freed_lag = 0;    // allocation.freed - active.freed
     };
     using pending_array = std::array<pending_stat, stat_type_count>;
-    template <typename F>
-    [[gnu::always_inline]] static void for_pool_pending(pending_array& array,
-                                                        const block_pool& pool, F f) {
-        f(array[static_cast<size_t>(stat_type::aggregate)]);
-        f(array[static_cast<size_t>(pool_stat_type(pool.is_small))]);
+    // A block starts (blocks 1) or stops (-1) waiting for events after its caller freed it.
+    void add_pending(const block_pool& pool, int64_t blocks, int64_t bytes) {
+        for_pool_stats(pending_blocks_, pool, [blocks](pending_stat& s) {
+            s.current += blocks;
+            s.freed_lag += blocks;
+        });
+        for_pool_stats(pending_bytes_, pool, [bytes](pending_stat& s) {
+            s.current += bytes;
+            s.freed_lag += bytes;
+        });
     }
     [[gnu::noinline]] void note_active_peaks(const block_pool& pool);
     // active from allocation and the pending counters, as in the statistics PyTorch reports.

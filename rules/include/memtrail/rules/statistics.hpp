@@ -39,9 +39,10 @@ inline constexpr stat_type pool_stat_type(bool is_small_pool) {
     return is_small_pool ? stat_type::small_pool : stat_type::large_pool;
 }
 
-// Every change to a pool's counter changes the aggregate the same way: applies f to both.
-template <typename F>
-void for_pool_stats(stat_array& array, stat_type pool, F&& f) {
+// Every change to a pool's counter changes the aggregate the same way: applies f to both (in any
+// array indexed by stat_type).
+template <typename Array, typename F>
+void for_pool_stats(Array& array, stat_type pool, F&& f) {
     f(array[static_cast<size_t>(stat_type::aggregate)]);
     f(array[static_cast<size_t>(pool)]);
 }
