@@ -177,40 +177,49 @@ bool read_stack_word(stack_range stack, uintptr_t sp, uintptr_t address, uintptr
     return true;
 }
 
-// A stack word a step read, and what it held. The walk is a function of the registers it starts
-// from and of the words it reads, so steps whose words still hold what they read then would give
-// the same callers again. `mask` is 0 for a saved rbp that no frame out to the next one saved
-// uses as its CFA: code built without frame pointers keeps any value in rbp, and such a word
-// changes from call to call without changing the callers.
-struct read_word {
+// A stack word a walk depends on, and what it held when read. The walk is a function of the
+// registers it starts from and of the words it reads, so steps whose words still hold what they
+// read then would give the same callers again.
+struct checked_word {
     const uintptr_t* slot;
     uintptr_t value;
-    uintptr_t mask;
 };
 
 // Whether a word of [first, last) has changed since it was read. No branch per word: the loads
-// do not wait on each other.
-bool any_changed(const read_word* first, const read_word* last) {
+// do not wait on each other, and four chains of or do not wait on each other either.
+[[gnu::always_inline]] inline bool any_changed(const checked_word* first,
+                                               const checked_word* last) {
     uintptr_t changed = 0;
-    uintptr_t changed_too = 0;  // two chains of or, so that neither waits on the other
-    for (; last - first >= 2; first += 2) {
-        changed |= (*first[0].slot ^ first[0].value) & first[0].mask;
-        changed_too |= (*first[1].slot ^ first[1].value) & first[1].mask;
+    uintptr_t changed_1 = 0;
+    uintptr_t changed_2 = 0;
+    uintptr_t changed_3 = 0;
+    for (; last - first >= 4; first += 4) {
+        changed |= *first[0].slot ^ first[0].value;
+        changed_1 |= *first[1].slot ^ first[1].value;
+        changed_2 |= *first[2].slot ^ first[2].value;
+        changed_3 |= *first[3].slot ^ first[3].value;
     }
-    if (first != last) {
-        changed |= (*first->slot ^ first->value) & first->mask;
+    for (; first != last; ++first) {
+        changed |= *first->slot ^ first->value;
     }
-    return (changed | changed_too) != 0;
+    return (changed | changed_1 | changed_2 | changed_3) != 0;
 }
 
+// The words a step read: the return address and, where the rule says, the caller's saved rbp.
+struct step_words {
+    const uintptr_t* return_address_slot;  // nullptr: none read (the outermost frame)
+    uintptr_t return_address;
+    const uintptr_t* saved_bp_slot;  // nullptr: the rule leaves rbp as it is
+    uintptr_t saved_bp;
+};
+
 // One step of a walk: the registers on entering its frame (its return address is kept apart),
-// and the words it read: the return address and, where the rule says, the caller's saved rbp.
+// what its rule does with rbp, and the words it read.
 struct step_reads {
     uintptr_t sp;
     uintptr_t bp;
-    uint32_t count;
-    bool cfa_from_bp;  // the rule's; count == 2 says that it saves rbp
-    std::array<read_word, 2> words;
+    bool cfa_from_bp;
+    step_words words;
 };
 
 enum class step_result { caller, outermost, unsupported };
@@ -220,7 +229,8 @@ step_result step_out(const rule_table::view& table, stack_range stack, unwind_re
                      step_reads& step) {
     step.sp = registers.sp;
     step.bp = registers.bp;
-    step.count = 0;
+    step.words.return_address_slot = nullptr;
+    step.words.saved_bp_slot = nullptr;
     const uint64_t rule = table.lookup(registers.pc);
     step.cfa_from_bp = (rule & packed_cfa_from_rbp) != 0;
     if (rule & packed_unsupported) {
@@ -237,16 +247,16 @@ step_result step_out(const rule_table::view& table, stack_range stack, unwind_re
     if (!read_stack_word(stack, registers.sp, return_address_slot, return_address)) {
         return step_result::unsupported;
     }
-    step.words[step.count++] = {reinterpret_cast<const uintptr_t*>(return_address_slot),
-                                return_address, ~uintptr_t{0}};
+    step.words.return_address_slot = reinterpret_cast<const uintptr_t*>(return_address_slot);
+    step.words.return_address = return_address;
     if (rule & packed_rbp_saved) {
         const auto rbp_offset = static_cast<int16_t>(static_cast<uint16_t>(rule >> 16));
         const uintptr_t saved_bp_slot = cfa + static_cast<uintptr_t>(int64_t{rbp_offset});
         if (!read_stack_word(stack, registers.sp, saved_bp_slot, registers.bp)) {
             return step_result::unsupported;
         }
-        step.words[step.count++] = {reinterpret_cast<const uintptr_t*>(saved_bp_slot),
-                                    registers.bp, ~uintptr_t{0}};
+        step.words.saved_bp_slot = reinterpret_cast<const uintptr_t*>(saved_bp_slot);
+        step.words.saved_bp = registers.bp;
     }
     registers.sp = cfa;
     registers.pc = return_address;
@@ -254,64 +264,78 @@ step_result step_out(const rule_table::view& table, stack_range stack, unwind_re
     return return_address == 0 ? step_result::outermost : step_result::caller;
 }
 
-// A frame of the last walk: the registers on entering it, where the words read by its step and
-// those of the frames outside it end in walk_memory::words, what its rule does with rbp, and
-// whether its rbp on entry matters: used as its CFA, or passed on unsaved to a caller's that is
-// (bp_used; a walk that does not reach the outermost frame counts its rbp as used out there).
+// A frame of a kept walk: the registers on entering it, where the words checked for it and the
+// frames outside it end in kept_walk::checks, what its rule does with rbp, and whether its rbp on
+// entry matters: used as its CFA, or passed on unsaved to a caller's that is (a walk that does
+// not reach the outermost frame counts its rbp as used out there). What its step read is kept
+// apart (kept_walk::words): a walk compares registers frame by frame, and reads those words only
+// when it changes the walk.
 struct kept_frame {
     uintptr_t sp;
     uintptr_t bp;
-    uint32_t words_end;
+    uint32_t checks_end;
     bool cfa_from_bp;
-    bool saves_bp;
     bool bp_used;
 };
 
 // A complete walk of the calling thread, kept for the next ones. Consecutive captures share
 // most of their outer frames: where a new walk reaches a frame of a kept one with the same
-// registers, and every word the kept walk read from there out still holds, the rest is the kept
-// walk's, checked with loads that do not wait on each other instead of a chain of table lookups.
+// registers, and every word the kept walk depends on from there out still holds, the rest is the
+// kept walk's, checked with loads that do not wait on each other instead of a chain of table
+// lookups.
 struct kept_walk {
-    uint32_t count;                                    // frames
+    uint32_t count;                                  // frames
     bool complete;  // frames[0] is the stack's outermost, not only the last one a window needed
-    std::array<kept_frame, max_stack_depth> frames;    // outermost first
-    std::array<read_word, 2 * max_stack_depth> words;  // read by frames' steps, outermost first
+    std::array<kept_frame, max_stack_depth> frames;  // outermost first
+    std::array<step_words, max_stack_depth> words;   // what frames[i]'s step read
+    // The words that frames' steps read and that the walk depends on, outermost first: each
+    // return address, and a saved rbp only where a frame out to the next one saved uses it as
+    // its CFA. Code built without frame pointers keeps any value in rbp, and such a word changes
+    // from call to call without changing the callers. Dense, so that a check reads the fewest
+    // lines.
+    std::array<checked_word, 2 * max_stack_depth> checks;
     // frames[i]'s return address at pcs[max_stack_depth - 1 - i]: a stack, innermost first, is
     // one run of it.
     std::array<uintptr_t, max_stack_depth> pcs;
     interned_walk interned;  // forgotten whenever the walk changes
 
-    const read_word* words_of(size_t frame) const {
-        return words.data() + (frame == 0 ? 0 : frames[frame - 1].words_end);
+    const checked_word* checks_of(size_t frame) const {
+        return checks.data() + (frame == 0 ? 0 : frames[frame - 1].checks_end);
     }
-    const read_word* words_end(size_t frame) const {
-        return words.data() + frames[frame].words_end;
+    const checked_word* checks_end(size_t frame) const {
+        return checks.data() + frames[frame].checks_end;
     }
     uintptr_t pc(size_t frame) const { return pcs[max_stack_depth - 1 - frame]; }
 
     // Whether frame `frame` has the registers `registers` (rbp where it matters), the same
     // return address, and whether its step would read the same words.
     bool same_registers(size_t frame, const unwind_registers& registers) const {
-        return frames[frame].sp == registers.sp && pc(frame) == registers.pc &&
-               (!frames[frame].bp_used || frames[frame].bp == registers.bp);
+        const kept_frame& kept = frames[frame];
+        return kept.sp == registers.sp && pc(frame) == registers.pc &&
+               (!kept.bp_used || kept.bp == registers.bp);
     }
     bool same_frame(size_t frame, const unwind_registers& registers) const {
         return same_registers(frame, registers) &&
-               !any_changed(words_of(frame), words_end(frame));
+               !any_changed(checks_of(frame), checks_end(frame));
     }
 
-    // Where rbp matters, from frame `from` in (the frames outside it are as they were marked):
-    // bp_used, and the masks of the saved rbp words (a step's saved rbp is its caller's rbp on
-    // entry).
-    void mark_where_bp_is_used(size_t from) {
+    // Where rbp matters and the words checked, from frame `from` in (the frames outside it are
+    // as they were marked): a step's saved rbp is its caller's rbp on entry.
+    void check_from(size_t from) {
         bool outer_used = from > 0 ? frames[from - 1].bp_used
                                    : !complete;  // frames past the walk may use it
+        uint32_t end = from > 0 ? frames[from - 1].checks_end : 0;
         for (size_t i = from; i < count; ++i) {
             kept_frame& frame = frames[i];
-            if (frame.saves_bp) {
-                words[frame.words_end - 1].mask = outer_used ? ~uintptr_t{0} : 0;
+            const step_words& read = words[i];
+            if (read.return_address_slot != nullptr) {
+                checks[end++] = {read.return_address_slot, read.return_address};
             }
-            frame.bp_used = frame.cfa_from_bp || (!frame.saves_bp && outer_used);
+            if (read.saved_bp_slot != nullptr && outer_used) {
+                checks[end++] = {read.saved_bp_slot, read.saved_bp};
+            }
+            frame.checks_end = end;
+            frame.bp_used = frame.cfa_from_bp || (read.saved_bp_slot == nullptr && outer_used);
             outer_used = frame.bp_used;
         }
     }
@@ -323,7 +347,8 @@ struct kept_walk {
         }
         complete = other.complete;
         std::copy_n(other.frames.begin(), shared, frames.begin());
-        std::copy_n(other.words.begin(), other.frames[shared - 1].words_end, words.begin());
+        std::copy_n(other.words.begin(), shared, words.begin());
+        std::copy_n(other.checks.begin(), other.frames[shared - 1].checks_end, checks.begin());
         const auto first_pc = static_cast<ptrdiff_t>(max_stack_depth - shared);
         std::copy_n(other.pcs.begin() + first_pc, shared, pcs.begin() + first_pc);
     }
@@ -335,38 +360,24 @@ struct kept_walk {
               size_t fresh_count, bool fresh_reached_outermost, size_t inner_from,
               size_t inner_count) {
         complete = shared > 0 ? complete : fresh_reached_outermost;
-        uint32_t end = shared == 0 ? 0 : frames[shared - 1].words_end;
+        const size_t moved_to = shared + fresh_count;
         if (inner_count > 0) {
             // Moved first: the fresh frames may go where they were.
-            uint32_t fresh_words = 0;
-            for (size_t i = 0; i < fresh_count; ++i) {
-                fresh_words += fresh[i].count;
-            }
-            const uint32_t inner_words = frames[inner_from - 1].words_end;
-            const uint32_t inner_words_end = frames[inner_from + inner_count - 1].words_end;
-            const uint32_t moved_words = end + fresh_words;
-            std::memmove(&words[moved_words], &words[inner_words],
-                         (inner_words_end - inner_words) * sizeof(read_word));
-            const size_t moved_to = shared + fresh_count;
             std::memmove(&frames[moved_to], &frames[inner_from], inner_count * sizeof(kept_frame));
-            for (size_t i = moved_to; i < moved_to + inner_count; ++i) {
-                frames[i].words_end = frames[i].words_end - inner_words + moved_words;
-            }
+            std::memmove(&words[moved_to], &words[inner_from], inner_count * sizeof(step_words));
             std::memmove(&pcs[max_stack_depth - moved_to - inner_count],
                          &pcs[max_stack_depth - inner_from - inner_count],
                          inner_count * sizeof(uintptr_t));
         }
         for (size_t i = 0; i < fresh_count; ++i) {
             const step_reads& step = fresh[fresh_count - 1 - i];
-            for (uint32_t w = 0; w < step.count; ++w) {
-                words[end++] = step.words[w];
-            }
-            frames[shared + i] = {step.sp, step.bp, end, step.cfa_from_bp, step.count == 2, true};
+            frames[shared + i] = {step.sp, step.bp, 0, step.cfa_from_bp, false};
+            words[shared + i] = step.words;
         }
         std::copy_n(fresh_pcs, fresh_count,
-                    pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - shared - fresh_count));
-        count = static_cast<uint32_t>(shared + fresh_count + inner_count);
-        mark_where_bp_is_used(shared);
+                    pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - moved_to));
+        count = static_cast<uint32_t>(moved_to + inner_count);
+        check_from(shared);
         interned = {};
     }
 };
@@ -414,6 +425,9 @@ struct walk_memory {
     void used(kept_walk& walk, const unwind_registers& start) {
         const auto i = static_cast<uint8_t>(&walk - kept.data());
         innermost[i] = start;
+        if (in_use > 0 && by_recency[0] == i) {
+            return;  // most recent already
+        }
         uint32_t rank = 0;
         while (rank < in_use && by_recency[rank] != i) {
             ++rank;
@@ -433,8 +447,8 @@ struct walk_memory {
 // walk's first rbp.
 uintptr_t bp_entering(const kept_walk& walk, size_t frame, uintptr_t innermost_bp) {
     for (size_t inside = frame + 1; inside < walk.count; ++inside) {
-        if (walk.frames[inside].saves_bp) {
-            return *walk.words[walk.frames[inside].words_end - 1].slot;
+        if (const uintptr_t* slot = walk.words[inside].saved_bp_slot) {
+            return *slot;
         }
     }
     return innermost_bp;
@@ -508,19 +522,22 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
             // from another place at the same depth. Then the frames the window reaches: frame
             // candidate - 1 - k is written when fresh_count + k < window, and its address was
             // read by the step of the frame inside it.
-            const read_word* innermost = kept.words_of(candidate - 1);
+            const checked_word* innermost = kept.checks_of(candidate - 1);
             const size_t known = inner_count + fresh_count;
             const size_t reached = std::min(candidate, window - std::min(window, known));
-            const read_word* outermost_needed =
-                kept.words_of(candidate - std::max<size_t>(reached, 1));
-            if (!any_changed(innermost, kept.words_end(candidate - 1)) &&
+            const checked_word* outermost_needed =
+                kept.checks_of(candidate - std::max<size_t>(reached, 1));
+            // choose() has checked the innermost frame of the walk it found for `start`.
+            const bool innermost_checked =
+                kept_as == compared && fresh_count == 0 && candidate == kept.count;
+            if ((innermost_checked || !any_changed(innermost, kept.checks_end(candidate - 1))) &&
                 !any_changed(outermost_needed, innermost)) {
                 shared = candidate;
                 break;
             }
             // Find the innermost change, above which nothing can match.
             size_t changed = candidate - 1;
-            while (!any_changed(kept.words_of(changed), kept.words_end(changed))) {
+            while (!any_changed(kept.checks_of(changed), kept.checks_end(changed))) {
                 --changed;
             }
             first_changed = changed;
