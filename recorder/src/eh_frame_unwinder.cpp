@@ -319,6 +319,16 @@ struct kept_walk {
                !any_changed(checks_of(frame), checks_end(frame));
     }
 
+    // Whether the walk is this one whole when its innermost frame is: long enough for `window`
+    // frames, and every word that the frames in the window depend on unchanged.
+    bool holds_out_to(size_t window) const {
+        if (!complete && count < window) {
+            return false;  // it stopped at a shorter window
+        }
+        const size_t reached = std::min<size_t>(count, window);
+        return !any_changed(checks_of(count - reached), checks_of(count - 1));
+    }
+
     // Where rbp matters and the words checked, from frame `from` in (the frames outside it are
     // as they were marked): a step's saved rbp is its caller's rbp on entry.
     void check_from(size_t from) {
@@ -354,19 +364,21 @@ struct kept_walk {
     }
 
     // Keeps frames [0, shared), puts `fresh` (innermost first) after them, and the frames
-    // [inner_from, inner_from + inner_count) after those: the innermost ones, which a walk
-    // took unchanged.
+    // [inner_from, inner_from + inner_count) of `inner` (this walk or another) after those: the
+    // innermost ones, which a walk took unchanged.
     void keep(size_t shared, const step_reads* fresh, const uintptr_t* fresh_pcs,
-              size_t fresh_count, bool fresh_reached_outermost, size_t inner_from,
-              size_t inner_count) {
+              size_t fresh_count, bool fresh_reached_outermost, const kept_walk& inner,
+              size_t inner_from, size_t inner_count) {
         complete = shared > 0 ? complete : fresh_reached_outermost;
         const size_t moved_to = shared + fresh_count;
         if (inner_count > 0) {
             // Moved first: the fresh frames may go where they were.
-            std::memmove(&frames[moved_to], &frames[inner_from], inner_count * sizeof(kept_frame));
-            std::memmove(&words[moved_to], &words[inner_from], inner_count * sizeof(step_words));
+            std::memmove(&frames[moved_to], &inner.frames[inner_from],
+                         inner_count * sizeof(kept_frame));
+            std::memmove(&words[moved_to], &inner.words[inner_from],
+                         inner_count * sizeof(step_words));
             std::memmove(&pcs[max_stack_depth - moved_to - inner_count],
-                         &pcs[max_stack_depth - inner_from - inner_count],
+                         &inner.pcs[max_stack_depth - inner_from - inner_count],
                          inner_count * sizeof(uintptr_t));
         }
         for (size_t i = 0; i < fresh_count; ++i) {
@@ -389,6 +401,10 @@ struct kept_walk {
 // (this_threads_block): besides the stack it is most of what a walk reads.
 constexpr size_t kept_walk_count = 8;
 
+// How a walk met the kept walks: one of them whole, one with its innermost frame but changed
+// further out, or none with its innermost frame.
+enum class walk_match { whole, changed_outside_innermost, other };
+
 struct walk_memory {
     std::array<kept_walk, kept_walk_count> kept;
     // Apart from the walks, so that choosing one reads a line or two: each kept walk's innermost
@@ -403,22 +419,52 @@ struct walk_memory {
     kept_walk* returned;
     bool returned_whole;
 
-    // The kept walk to compare a walk from `start` with, and the one that keeps the result: the
-    // most recent whose innermost frame is `start`'s (both), else the most recent walk, whose
-    // outer frames are the likeliest to be this one's, and a walk not in use yet or the least
-    // recent, which the result replaces.
-    void choose(const unwind_registers& start, kept_walk*& compared, kept_walk*& kept_as) {
+    // The kept walk to compare a walk from `start` with, and the one that keeps the result. The
+    // innermost frame is the same in every walk from one place at one depth (a program reaches
+    // its allocator from many operators), so each kept walk with `start`'s innermost frame is
+    // checked out to the window, most recent first, and one that holds is the result: found
+    // whole. Else the walk is compared with the most recent of them (its frames inside the first
+    // change are this one's), or with the most recent walk, whose outer frames are the likeliest
+    // to be this one's; and it is kept in a walk not in use yet or in the least recent one, so
+    // that the walks it was compared with stay for the walks that repeat them.
+    walk_match choose(const unwind_registers& start, size_t window, kept_walk*& compared,
+                      kept_walk*& kept_as) {
+        kept_walk* innermost_kept = nullptr;
         for (uint32_t rank = 0; rank < in_use; ++rank) {
             const uint8_t i = by_recency[rank];
             const unwind_registers& frame = innermost[i];
-            if (frame.sp == start.sp && frame.pc == start.pc &&
-                kept[i].same_frame(kept[i].count - 1, start)) {
-                compared = kept_as = &kept[i];
-                return;
+            kept_walk& walk = kept[i];
+            if (frame.sp != start.sp || frame.pc != start.pc ||
+                !walk.same_frame(walk.count - 1, start)) {
+                continue;
+            }
+            if (walk.holds_out_to(window)) {
+                compared = kept_as = &walk;
+                return walk_match::whole;
+            }
+            if (innermost_kept == nullptr) {
+                innermost_kept = &walk;
             }
         }
-        compared = &kept[by_recency[0]];  // kept[0], unused, when none is in use
+        compared = innermost_kept != nullptr ? innermost_kept
+                                             : &kept[by_recency[0]];  // kept[0], unused, if none
         kept_as = &kept[in_use < kept_walk_count ? in_use : by_recency[kept_walk_count - 1]];
+        return innermost_kept != nullptr ? walk_match::changed_outside_innermost
+                                         : walk_match::other;
+    }
+
+    // Writes out the frames of `walk`, the walk from `start` (`whole`: as it was kept), and notes
+    // that it was used last.
+    bool give(kept_walk& walk, const unwind_registers& start, bool whole, size_t skip,
+              std::span<uintptr_t> out, size_t& written) {
+        used(walk, start);
+        returned = &walk;
+        returned_whole = whole;
+        const size_t total = walk.count;
+        written = skip < total ? std::min(total - skip, out.size()) : 0;
+        std::copy_n(walk.pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - total + skip),
+                    written, out.begin());
+        return true;
     }
 
     // Notes that `walk`, whose innermost frame is `start`'s, was used by the last walk.
@@ -486,17 +532,20 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     }
     walk_memory& memory = *kept_walks;
     memory.returned = nullptr;
-    kept_walk* compared = nullptr;
-    kept_walk* kept_as = nullptr;
-    memory.choose(start, compared, kept_as);
-    const kept_walk& kept = *compared;
-    const rule_table::view table(rules());
-    unwind_registers registers = start;
     // Only the innermost `window` frames are written out: a walk stops there, and of a kept walk
     // it meets only the frames that reach into the window are checked. Frames beyond it are
     // never written, so they need neither a step nor a check; a kept walk's frames past any
     // window may be stale, and are trusted only once a later walk has checked them.
     const size_t window = skip + out.size();
+    kept_walk* compared = nullptr;
+    kept_walk* kept_as = nullptr;
+    const walk_match match = memory.choose(start, window, compared, kept_as);
+    if (match == walk_match::whole) {
+        return memory.give(*compared, start, true, skip, out, written);
+    }
+    const kept_walk& kept = *compared;
+    const rule_table::view table(rules());
+    unwind_registers registers = start;
     size_t fresh_count = 0;
     size_t shared = 0;  // frames of the kept walk that this one ends with
     // Innermost frames of the kept walk that this one starts with, from inner_from inwards:
@@ -527,10 +576,10 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
             const size_t reached = std::min(candidate, window - std::min(window, known));
             const checked_word* outermost_needed =
                 kept.checks_of(candidate - std::max<size_t>(reached, 1));
-            // choose() has checked the innermost frame of the walk it found for `start`.
-            const bool innermost_checked =
-                kept_as == compared && fresh_count == 0 && candidate == kept.count;
-            if ((innermost_checked || !any_changed(innermost, kept.checks_end(candidate - 1))) &&
+            // choose() found the walk with `start`'s innermost frame changed further out.
+            const bool known_changed = match == walk_match::changed_outside_innermost &&
+                                       fresh_count == 0 && candidate == kept.count;
+            if (!known_changed && !any_changed(innermost, kept.checks_end(candidate - 1)) &&
                 !any_changed(outermost_needed, innermost)) {
                 shared = candidate;
                 break;
@@ -541,8 +590,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
                 --changed;
             }
             first_changed = changed;
-            if (fresh_count == 0 && inner_count == 0 && changed + 1 < kept.count &&
-                kept_as == compared) {
+            if (known_changed && changed + 1 < kept.count) {
                 // Frames changed + 1 and inwards read what they read then: they and frame
                 // `changed` itself are the same, and only its step must be taken again.
                 inner_from = changed + 1;
@@ -570,23 +618,15 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     if (shared + fresh_count + inner_count > max_stack_depth) {
         return walk_each_frame(start, stack, skip, out, written);
     }
-    kept_walk& result = fresh_count > 0 ? *kept_as : *compared;
-    if (fresh_count > 0) {
-        if (kept_as != compared) {
-            kept_as->take_outer_frames(*compared, shared);
-        }
-        kept_as->keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count,
-                      reached_outermost, inner_from, inner_count);
+    if (fresh_count == 0) {
+        return memory.give(*compared, start, true, skip, out, written);
     }
-    memory.used(result, start);
-    memory.returned = &result;
-    memory.returned_whole = fresh_count == 0;
-    const size_t total = result.count;
-    const size_t count = skip < total ? std::min(total - skip, out.size()) : 0;
-    std::copy_n(result.pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - total + skip), count,
-                out.begin());
-    written = count;
-    return true;
+    if (kept_as != compared) {
+        kept_as->take_outer_frames(*compared, shared);
+    }
+    kept_as->keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count,
+                  reached_outermost, *compared, inner_from, inner_count);
+    return memory.give(*kept_as, start, false, skip, out, written);
 }
 
 interned_walk* last_interned_walk(bool& whole) {
