@@ -364,21 +364,19 @@ struct kept_walk {
     }
 
     // Keeps frames [0, shared), puts `fresh` (innermost first) after them, and the frames
-    // [inner_from, inner_from + inner_count) of `inner` (this walk or another) after those: the
-    // innermost ones, which a walk took unchanged.
+    // [inner_from, inner_from + inner_count) after those: the innermost ones, which a walk
+    // took unchanged.
     void keep(size_t shared, const step_reads* fresh, const uintptr_t* fresh_pcs,
-              size_t fresh_count, bool fresh_reached_outermost, const kept_walk& inner,
-              size_t inner_from, size_t inner_count) {
+              size_t fresh_count, bool fresh_reached_outermost, size_t inner_from,
+              size_t inner_count) {
         complete = shared > 0 ? complete : fresh_reached_outermost;
         const size_t moved_to = shared + fresh_count;
         if (inner_count > 0) {
             // Moved first: the fresh frames may go where they were.
-            std::memmove(&frames[moved_to], &inner.frames[inner_from],
-                         inner_count * sizeof(kept_frame));
-            std::memmove(&words[moved_to], &inner.words[inner_from],
-                         inner_count * sizeof(step_words));
+            std::memmove(&frames[moved_to], &frames[inner_from], inner_count * sizeof(kept_frame));
+            std::memmove(&words[moved_to], &words[inner_from], inner_count * sizeof(step_words));
             std::memmove(&pcs[max_stack_depth - moved_to - inner_count],
-                         &inner.pcs[max_stack_depth - inner_from - inner_count],
+                         &pcs[max_stack_depth - inner_from - inner_count],
                          inner_count * sizeof(uintptr_t));
         }
         for (size_t i = 0; i < fresh_count; ++i) {
@@ -402,7 +400,8 @@ struct kept_walk {
 constexpr size_t kept_walk_count = 8;
 
 // How a walk met the kept walks: one of them whole, one with its innermost frame but changed
-// further out, or none with its innermost frame.
+// further out (its frames inside the first change are this walk's), or none with its innermost
+// frame.
 enum class walk_match { whole, changed_outside_innermost, other };
 
 struct walk_memory {
@@ -419,38 +418,26 @@ struct walk_memory {
     kept_walk* returned;
     bool returned_whole;
 
-    // The kept walk to compare a walk from `start` with, and the one that keeps the result. The
-    // innermost frame is the same in every walk from one place at one depth (a program reaches
-    // its allocator from many operators), so each kept walk with `start`'s innermost frame is
-    // checked out to the window, most recent first, and one that holds is the result: found
-    // whole. Else the walk is compared with the most recent of them (its frames inside the first
-    // change are this one's), or with the most recent walk, whose outer frames are the likeliest
-    // to be this one's; and it is kept in a walk not in use yet or in the least recent one, so
-    // that the walks it was compared with stay for the walks that repeat them.
+    // The kept walk to compare a walk from `start` with, and the one that keeps the result: the
+    // most recent whose innermost frame is `start`'s (both; found whole when every word the
+    // window depends on holds), else the most recent walk, whose outer frames are the likeliest
+    // to be this one's, and a walk not in use yet or the least recent, which the result replaces.
     walk_match choose(const unwind_registers& start, size_t window, kept_walk*& compared,
                       kept_walk*& kept_as) {
-        kept_walk* innermost_kept = nullptr;
         for (uint32_t rank = 0; rank < in_use; ++rank) {
             const uint8_t i = by_recency[rank];
             const unwind_registers& frame = innermost[i];
             kept_walk& walk = kept[i];
-            if (frame.sp != start.sp || frame.pc != start.pc ||
-                !walk.same_frame(walk.count - 1, start)) {
-                continue;
-            }
-            if (walk.holds_out_to(window)) {
+            if (frame.sp == start.sp && frame.pc == start.pc &&
+                walk.same_frame(walk.count - 1, start)) {
                 compared = kept_as = &walk;
-                return walk_match::whole;
-            }
-            if (innermost_kept == nullptr) {
-                innermost_kept = &walk;
+                return walk.holds_out_to(window) ? walk_match::whole
+                                                 : walk_match::changed_outside_innermost;
             }
         }
-        compared = innermost_kept != nullptr ? innermost_kept
-                                             : &kept[by_recency[0]];  // kept[0], unused, if none
+        compared = &kept[by_recency[0]];  // kept[0], unused, when none is in use
         kept_as = &kept[in_use < kept_walk_count ? in_use : by_recency[kept_walk_count - 1]];
-        return innermost_kept != nullptr ? walk_match::changed_outside_innermost
-                                         : walk_match::other;
+        return walk_match::other;
     }
 
     // Writes out the frames of `walk`, the walk from `start` (`whole`: as it was kept), and notes
@@ -625,7 +612,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
         kept_as->take_outer_frames(*compared, shared);
     }
     kept_as->keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count,
-                  reached_outermost, *compared, inner_from, inner_count);
+                  reached_outermost, inner_from, inner_count);
     return memory.give(*kept_as, start, false, skip, out, written);
 }
 
