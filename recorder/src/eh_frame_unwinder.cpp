@@ -278,6 +278,11 @@ struct kept_frame {
     bool bp_used;
 };
 
+// The most frames a kept walk holds: deeper stacks than most programs show, and half of the
+// deepest a capture may ask for, so that a thread keeps more walks in the same memory. A walk
+// that goes deeper is walked frame by frame.
+constexpr size_t kept_walk_frames = max_stack_depth / 2;
+
 // A complete walk of the calling thread, kept for the next ones. Consecutive captures share
 // most of their outer frames: where a new walk reaches a frame of a kept one with the same
 // registers, and every word the kept walk depends on from there out still holds, the rest is the
@@ -286,17 +291,17 @@ struct kept_frame {
 struct kept_walk {
     uint32_t count;                                  // frames
     bool complete;  // frames[0] is the stack's outermost, not only the last one a window needed
-    std::array<kept_frame, max_stack_depth> frames;  // outermost first
-    std::array<step_words, max_stack_depth> words;   // what frames[i]'s step read
+    std::array<kept_frame, kept_walk_frames> frames;  // outermost first
+    std::array<step_words, kept_walk_frames> words;   // what frames[i]'s step read
     // The words that frames' steps read and that the walk depends on, outermost first: each
     // return address, and a saved rbp only where a frame out to the next one saved uses it as
     // its CFA. Code built without frame pointers keeps any value in rbp, and such a word changes
     // from call to call without changing the callers. Dense, so that a check reads the fewest
     // lines.
-    std::array<checked_word, 2 * max_stack_depth> checks;
-    // frames[i]'s return address at pcs[max_stack_depth - 1 - i]: a stack, innermost first, is
+    std::array<checked_word, 2 * kept_walk_frames> checks;
+    // frames[i]'s return address at pcs[kept_walk_frames - 1 - i]: a stack, innermost first, is
     // one run of it.
-    std::array<uintptr_t, max_stack_depth> pcs;
+    std::array<uintptr_t, kept_walk_frames> pcs;
     interned_walk interned;  // forgotten whenever the walk changes
 
     const checked_word* checks_of(size_t frame) const {
@@ -305,7 +310,7 @@ struct kept_walk {
     const checked_word* checks_end(size_t frame) const {
         return checks.data() + frames[frame].checks_end;
     }
-    uintptr_t pc(size_t frame) const { return pcs[max_stack_depth - 1 - frame]; }
+    uintptr_t pc(size_t frame) const { return pcs[kept_walk_frames - 1 - frame]; }
 
     // Whether frame `frame` has the registers `registers` (rbp where it matters), the same
     // return address, and whether its step would read the same words.
@@ -359,7 +364,7 @@ struct kept_walk {
         std::copy_n(other.frames.begin(), shared, frames.begin());
         std::copy_n(other.words.begin(), shared, words.begin());
         std::copy_n(other.checks.begin(), other.frames[shared - 1].checks_end, checks.begin());
-        const auto first_pc = static_cast<ptrdiff_t>(max_stack_depth - shared);
+        const auto first_pc = static_cast<ptrdiff_t>(kept_walk_frames - shared);
         std::copy_n(other.pcs.begin() + first_pc, shared, pcs.begin() + first_pc);
     }
 
@@ -375,8 +380,8 @@ struct kept_walk {
             // Moved first: the fresh frames may go where they were.
             std::memmove(&frames[moved_to], &frames[inner_from], inner_count * sizeof(kept_frame));
             std::memmove(&words[moved_to], &words[inner_from], inner_count * sizeof(step_words));
-            std::memmove(&pcs[max_stack_depth - moved_to - inner_count],
-                         &pcs[max_stack_depth - inner_from - inner_count],
+            std::memmove(&pcs[kept_walk_frames - moved_to - inner_count],
+                         &pcs[kept_walk_frames - inner_from - inner_count],
                          inner_count * sizeof(uintptr_t));
         }
         for (size_t i = 0; i < fresh_count; ++i) {
@@ -385,7 +390,7 @@ struct kept_walk {
             words[shared + i] = step.words;
         }
         std::copy_n(fresh_pcs, fresh_count,
-                    pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - moved_to));
+                    pcs.begin() + static_cast<ptrdiff_t>(kept_walk_frames - moved_to));
         count = static_cast<uint32_t>(moved_to + inner_count);
         check_from(shared);
         interned = {};
@@ -397,7 +402,7 @@ struct kept_walk {
 // same depth from other callers (PyTorch's operators between one layer and the next): each
 // finds its own walk whole, or the most of it. Each thread's is on huge pages
 // (this_threads_block): besides the stack it is most of what a walk reads.
-constexpr size_t kept_walk_count = 8;
+constexpr size_t kept_walk_count = 16;
 
 // How a walk met the kept walks: one of them whole, one with its innermost frame but changed
 // further out (its frames inside the first change are this walk's), or none with its innermost
@@ -412,8 +417,8 @@ struct walk_memory {
     std::array<uint8_t, kept_walk_count> by_recency;
     uint32_t in_use;
     // The walk under way, innermost first, until it meets the kept one.
-    std::array<step_reads, max_stack_depth> fresh;
-    std::array<uintptr_t, max_stack_depth> fresh_pcs;
+    std::array<step_reads, kept_walk_frames> fresh;
+    std::array<uintptr_t, kept_walk_frames> fresh_pcs;
     // The kept walk the last walk ended in (nullptr: none), and whether it was that one whole.
     kept_walk* returned;
     bool returned_whole;
@@ -449,7 +454,7 @@ struct walk_memory {
         returned_whole = whole;
         const size_t total = walk.count;
         written = skip < total ? std::min(total - skip, out.size()) : 0;
-        std::copy_n(walk.pcs.begin() + static_cast<ptrdiff_t>(max_stack_depth - total + skip),
+        std::copy_n(walk.pcs.begin() + static_cast<ptrdiff_t>(kept_walk_frames - total + skip),
                     written, out.begin());
         return true;
     }
@@ -589,7 +594,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
         if (inner_count + fresh_count >= window) {
             break;  // every frame written out is known
         }
-        if (fresh_count == max_stack_depth) {
+        if (fresh_count == kept_walk_frames) {
             return walk_each_frame(start, stack, skip, out, written);  // deeper than kept
         }
         memory.fresh_pcs[fresh_count] = registers.pc;
@@ -602,7 +607,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
             break;
         }
     }
-    if (shared + fresh_count + inner_count > max_stack_depth) {
+    if (shared + fresh_count + inner_count > kept_walk_frames) {
         return walk_each_frame(start, stack, skip, out, written);
     }
     if (fresh_count == 0) {

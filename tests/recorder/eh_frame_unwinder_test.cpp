@@ -137,6 +137,14 @@ TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_without_frame_pointers) {
     }
 }
 
+// A thread keeps walks of up to half the deepest capture; deeper stacks are walked frame by frame,
+// and a walk that reaches past what it keeps after taking frames from a kept walk starts over.
+TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_deeper_than_a_kept_walk) {
+    for (const int depth : {120, 150, 200, 240, 150, 60, 200}) {
+        expect_same_stacks(depth);
+    }
+}
+
 TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_on_other_threads) {
     MEMTRAIL_SKIP_LIBUNWIND_THREADS_UNDER_TSAN(unwinder::libunwind);
     std::thread worker([] {
