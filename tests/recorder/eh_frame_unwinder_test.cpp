@@ -137,10 +137,10 @@ TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_without_frame_pointers) {
     }
 }
 
-// A thread keeps walks of up to half the deepest capture; deeper stacks are walked frame by frame,
+// A thread keeps walks of up to 96 frames; deeper stacks are walked frame by frame,
 // and a walk that reaches past what it keeps after taking frames from a kept walk starts over.
 TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_deeper_than_a_kept_walk) {
-    for (const int depth : {120, 150, 200, 240, 150, 60, 200}) {
+    for (const int depth : {80, 90, 120, 150, 200, 240, 150, 60, 90, 200}) {
         expect_same_stacks(depth);
     }
 }
