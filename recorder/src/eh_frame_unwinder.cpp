@@ -393,7 +393,7 @@ struct kept_walk {
                     pcs.begin() + static_cast<ptrdiff_t>(kept_walk_frames - moved_to));
         count = static_cast<uint32_t>(moved_to + inner_count);
         check_from(shared);
-        interned = {};
+        interned.forget();
     }
 };
 

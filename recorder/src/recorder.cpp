@@ -46,11 +46,46 @@ uint32_t actions_keeping_stack(context_mode context) {
     return 0;
 }
 
+// intern_with_python's lookup, once the Python frames were read into `python_part` unchecked
+// (`read`; nullopt when they could not be): a stack found holds kept code objects only; a new one
+// is read again with its code objects checked and kept. Sets `python_words` to the Python words
+// the stack has.
+stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& capture,
+                                   std::span<uintptr_t> frames, size_t native_count,
+                                   std::span<uintptr_t> python_part, std::optional<size_t> read,
+                                   size_t& python_words) {
+    python_words = 0;
+    if (read) {
+        if (*read == 0) {
+            return stacks.intern(frames.first(native_count));
+        }
+        const stack_id found = stacks.find(frames.first(native_count + 1 + *read));
+        if (found != no_stack) {
+            python_words = *read;
+            return found;
+        }
+    }
+    const size_t checked_words = capture.frames(python_part);
+    if (checked_words == 0) {
+        return stacks.intern(frames.first(native_count));
+    }
+    bool added = false;
+    const stack_id id = stacks.intern(frames.first(native_count + 1 + checked_words), &added);
+    if (added) {
+        capture.keep_code(python_part.first(checked_words));
+    }
+    python_words = checked_words;
+    return id;
+}
+
 // Interns `frames` (its first native_count words are return addresses) with the calling
 // thread's Python frames after them, up to `depth` of them (python_capture says which threads
-// have them). Runs before any memtrail lock: it may wait for the GIL.
+// have them). Runs before any memtrail lock: it may wait for the GIL. `walk` is what the eh_frame
+// walk that gave the native frames remembers (nullptr: none), `whole` whether the walk was that
+// one unchanged, and `limit` the most native frames it was asked for, after `skip`.
 stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, size_t native_count,
-                            size_t depth) {
+                            size_t depth, detail::interned_walk* walk, bool whole, size_t skip,
+                            size_t limit) {
     const detail::python_interpreter* python = detail::find_python_interpreter();
     if (python == nullptr) {
         return stacks.intern(frames.first(native_count));
@@ -60,23 +95,27 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, si
     frames[native_count] = detail::python_frames_marker;
     // A stack interned before holds only kept code objects: found again, its frames need no
     // check. Most captures repeat a stack, so only new ones pay for the check.
-    if (const std::optional<size_t> read = capture.frames_unchecked(python_part)) {
-        if (*read == 0) {
-            return stacks.intern(frames.first(native_count));
-        }
-        const stack_id found = stacks.find(frames.first(native_count + 1 + *read));
-        if (found != no_stack) {
-            return found;
-        }
+    const std::optional<size_t> read = capture.frames_unchecked(python_part);
+    // The native walk unchanged since its last stack with Python frames, and the same Python
+    // frames: the same stack, without hashing the whole or looking it up.
+    const bool same_walk = walk != nullptr && whole && walk->python_table == stacks.serial() &&
+                           walk->python_skip == skip && walk->python_limit == limit;
+    if (same_walk && read && *read == walk->python_word_count &&
+        std::equal(python_part.begin(), python_part.begin() + static_cast<ptrdiff_t>(*read),
+                   walk->python_words.begin())) {
+        return walk->python_id;
     }
-    const size_t python_words = capture.frames(python_part);
-    if (python_words == 0) {
-        return stacks.intern(frames.first(native_count));
-    }
-    bool added = false;
-    const stack_id id = stacks.intern(frames.first(native_count + 1 + python_words), &added);
-    if (added) {
-        capture.keep_code(python_part.first(python_words));
+    size_t python_words = 0;
+    const stack_id id = intern_with_python_frames(stacks, capture, frames, native_count,
+                                                  python_part, read, python_words);
+    if (walk != nullptr && id != no_stack && python_words > 0 &&
+        python_words <= detail::interned_walk::kept_python_words) {
+        walk->python_table = stacks.serial();
+        walk->python_skip = skip;
+        walk->python_limit = limit;
+        walk->python_id = id;
+        walk->python_word_count = static_cast<uint32_t>(python_words);
+        std::copy_n(python_part.begin(), python_words, walk->python_words.begin());
     }
     return id;
 }
@@ -96,7 +135,10 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, si
     }
     const stack_id id = stacks.intern(out.first(count));
     if (interned != nullptr && id != no_stack) {
-        *interned = {stacks.serial(), skip, out.size(), id};
+        interned->table = stacks.serial();
+        interned->skip = skip;
+        interned->limit = out.size();
+        interned->id = id;
     }
     return id;
 }
@@ -203,7 +245,12 @@ history_options recorder::options(int device) const {
                 source == stack_source::python
                     ? 0
                     : capture_stack(method, std::span<uintptr_t>(frames.data(), depth), skip);
-            stack = intern_with_python(stacks_, frames, count, depth);
+            bool whole = false;
+            detail::interned_walk* walk =
+                source != stack_source::python && method == unwinder::eh_frame
+                    ? detail::last_interned_walk(whole)
+                    : nullptr;
+            stack = intern_with_python(stacks_, frames, count, depth, walk, whole, skip, depth);
         }
     }
     return detail::encode_call_context(stack, now_ns(), epoch_ns_);

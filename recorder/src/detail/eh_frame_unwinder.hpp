@@ -3,6 +3,7 @@
 // once and kept in a table keyed by the address, so a capture costs a table probe and two loads
 // per frame. What the rules cannot describe is left to libunwind by the caller.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -38,6 +39,22 @@ struct interned_walk {
     size_t skip = 0;
     size_t limit = 0;  // out.size() of the walk
     uint32_t id = 0;
+    // The same for the last stack of this walk with Python frames after it (table 0: none), and
+    // those frames' words: a capture that finds the walk whole and reads the same words has that
+    // stack. Few words: a thread's Python frames are mostly the same as its last capture's.
+    static constexpr size_t kept_python_words = 32;
+    uint64_t python_table = 0;
+    size_t python_skip = 0;
+    size_t python_limit = 0;
+    uint32_t python_id = 0;
+    uint32_t python_word_count = 0;
+    std::array<uintptr_t, kept_python_words> python_words;
+
+    // Forgets both stacks: the walk changed.
+    void forget() {
+        table = 0;
+        python_table = 0;
+    }
 };
 
 // What the calling thread's last walk_eh_frame remembers for its stack: nullptr when that walk
