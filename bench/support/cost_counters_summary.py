@@ -37,7 +37,11 @@ def summary(path):
                   f"whole {counts.get('walk_whole', '?')}; checks failed {counts['chk_fail']} "
                   f"(first on a return address {counts['first_ra']}, "
                   f"on a saved rbp {counts['first_bp']})")
-    return f"{path}: {events} events, ns per event: " + ", ".join(parts) + frames + checks
+    python = ""
+    if "py_cached" in counts:
+        python = (f"; stacks with Python frames: {counts['py_cached']} taken from the kept walk, "
+                  f"{counts.get('find_hit', 0)} found, {counts.get('find_miss', 0)} not found")
+    return f"{path}: {events} events, ns per event: " + ", ".join(parts) + frames + checks + python
 
 
 if __name__ == "__main__":
