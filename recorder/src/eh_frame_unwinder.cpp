@@ -166,9 +166,16 @@ rule_table& rules() {
     return *table;
 }
 
+// The walk reads words of the live stack wherever its rules or a kept walk point: some lie in
+// other frames' locals, which AddressSanitizer poisons (an alloca's red zones), though every one
+// is mapped stack memory above the stack pointer. Those reads are not instrumented, as
+// libunwind's are not.
+#define MEMTRAIL_READS_THE_STACK [[gnu::no_sanitize_address]]
+
 // Reads a word of the thread's stack at or above the stack pointer; false outside it, and
 // always when the thread's stack is unknown (both bounds 0).
-bool read_stack_word(stack_range stack, uintptr_t sp, uintptr_t address, uintptr_t& value) {
+MEMTRAIL_READS_THE_STACK bool read_stack_word(stack_range stack, uintptr_t sp, uintptr_t address,
+                                              uintptr_t& value) {
     if (stack.high < sizeof(uintptr_t) || address < sp ||
         address > stack.high - sizeof(uintptr_t) || address % alignof(uintptr_t) != 0) {
         return false;
@@ -187,8 +194,8 @@ struct checked_word {
 
 // Whether a word of [first, last) has changed since it was read. No branch per word: the loads
 // do not wait on each other, and four chains of or do not wait on each other either.
-[[gnu::always_inline]] inline bool any_changed(const checked_word* first,
-                                               const checked_word* last) {
+MEMTRAIL_READS_THE_STACK inline bool any_changed(const checked_word* first,
+                                                 const checked_word* last) {
     uintptr_t changed = 0;
     uintptr_t changed_1 = 0;
     uintptr_t changed_2 = 0;
@@ -289,8 +296,8 @@ constexpr size_t kept_walk_frames = 96;
 // kept walk's, checked with loads that do not wait on each other instead of a chain of table
 // lookups.
 struct kept_walk {
-    uint32_t count;                                  // frames
-    bool complete;  // frames[0] is the stack's outermost, not only the last one a window needed
+    uint32_t count;  // frames
+    bool complete;   // frames[0] is the stack's outermost, not only the last one a window needed
     std::array<kept_frame, kept_walk_frames> frames;  // outermost first
     std::array<step_words, kept_walk_frames> words;   // what frames[i]'s step read
     // The words that frames' steps read and that the walk depends on, outermost first: each
@@ -337,8 +344,8 @@ struct kept_walk {
     // Where rbp matters and the words checked, from frame `from` in (the frames outside it are
     // as they were marked): a step's saved rbp is its caller's rbp on entry.
     void check_from(size_t from) {
-        bool outer_used = from > 0 ? frames[from - 1].bp_used
-                                   : !complete;  // frames past the walk may use it
+        bool outer_used =
+            from > 0 ? frames[from - 1].bp_used : !complete;  // frames past the walk may use it
         uint32_t end = from > 0 ? frames[from - 1].checks_end : 0;
         for (size_t i = from; i < count; ++i) {
             kept_frame& frame = frames[i];
@@ -485,7 +492,8 @@ struct walk_memory {
 // The rbp on entering frame `frame` of `walk`, read again: the saved rbp of the nearest frame
 // inside it that saves one (the words that a walk does not check may have changed), else the
 // walk's first rbp.
-uintptr_t bp_entering(const kept_walk& walk, size_t frame, uintptr_t innermost_bp) {
+MEMTRAIL_READS_THE_STACK uintptr_t bp_entering(const kept_walk& walk, size_t frame,
+                                               uintptr_t innermost_bp) {
     for (size_t inside = frame + 1; inside < walk.count; ++inside) {
         if (const uintptr_t* slot = walk.words[inside].saved_bp_slot) {
             return *slot;
