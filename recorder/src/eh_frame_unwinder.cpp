@@ -337,7 +337,8 @@ struct kept_walk {
         if (!complete && count < window) {
             return false;  // it stopped at a shorter window
         }
-        const size_t reached = std::min<size_t>(count, window);
+        // The innermost frame, checked by the caller, is written out even for an empty window.
+        const size_t reached = std::max<size_t>(std::min<size_t>(count, window), 1);
         return !any_changed(checks_of(count - reached), checks_of(count - 1));
     }
 
@@ -409,8 +410,8 @@ struct kept_walk {
 // same depth from other callers (PyTorch's operators between one layer and the next): each
 // finds its own walk whole, or the most of it. Thirty-two: inside PyTorch training a walk then
 // steps 1.7 frames instead of 4.9 with sixteen and 7.7 with eight (docs/performance.md). Each
-// thread's is on huge pages
-// (this_threads_block): besides the stack it is most of what a walk reads.
+// thread's is on huge pages (this_threads_block): besides the stack it is most of what a walk
+// reads.
 constexpr size_t kept_walk_count = 32;
 
 // How a walk met the kept walks: one of them whole, one with its innermost frame but changed

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <span>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -143,6 +144,27 @@ TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_deeper_than_a_kept_walk) 
     for (const int depth : {80, 90, 120, 150, 200, 240, 150, 60, 90, 200}) {
         expect_same_stacks(depth);
     }
+}
+
+// One call site for captures of any length, so that an empty one finds the walk a longer one kept.
+[[gnu::noinline]] size_t capture_here(std::span<uintptr_t> out) {
+    const size_t written = capture_stack(unwinder::eh_frame, out);
+    asm volatile("");
+    return written;
+}
+
+// A capture that asks for no frames writes none, when it finds a kept walk of its place too.
+TEST_F(eh_frame_unwinder_test, writes_nothing_for_an_empty_window) {
+    std::vector<uintptr_t> frames(max_stack_depth);
+    const std::span<uintptr_t> all(frames);
+    const std::span<uintptr_t> none;
+    std::vector<size_t> written;
+#pragma GCC unroll 1
+    for (const std::span<uintptr_t> out : {all, none, all, none, none}) {
+        written.push_back(capture_here(out));
+    }
+    EXPECT_GT(written[0], 0u);
+    EXPECT_EQ(written, (std::vector<size_t>{written[0], 0, written[0], 0, 0}));
 }
 
 TEST_F(eh_frame_unwinder_test, gives_libunwinds_stacks_on_other_threads) {
