@@ -171,6 +171,18 @@ rule_table& rules() {
 // is mapped stack memory above the stack pointer. Those reads are not instrumented, as
 // libunwind's are not.
 #define MEMTRAIL_READS_THE_STACK [[gnu::no_sanitize_address]]
+// Inlined where nothing is instrumented: inlined into an instrumented walk, a check would be
+// instrumented too.
+#if defined(__SANITIZE_ADDRESS__)
+#define MEMTRAIL_INLINE_UNLESS_INSTRUMENTED
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MEMTRAIL_INLINE_UNLESS_INSTRUMENTED
+#endif
+#endif
+#ifndef MEMTRAIL_INLINE_UNLESS_INSTRUMENTED
+#define MEMTRAIL_INLINE_UNLESS_INSTRUMENTED [[gnu::always_inline]]
+#endif
 
 // Reads a word of the thread's stack at or above the stack pointer; false outside it, and
 // always when the thread's stack is unknown (both bounds 0).
@@ -194,8 +206,8 @@ struct checked_word {
 
 // Whether a word of [first, last) has changed since it was read. No branch per word: the loads
 // do not wait on each other, and four chains of or do not wait on each other either.
-MEMTRAIL_READS_THE_STACK inline bool any_changed(const checked_word* first,
-                                                 const checked_word* last) {
+MEMTRAIL_READS_THE_STACK MEMTRAIL_INLINE_UNLESS_INSTRUMENTED inline bool any_changed(
+    const checked_word* first, const checked_word* last) {
     uintptr_t changed = 0;
     uintptr_t changed_1 = 0;
     uintptr_t changed_2 = 0;
