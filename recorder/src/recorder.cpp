@@ -46,6 +46,68 @@ uint32_t actions_keeping_stack(context_mode context) {
     return 0;
 }
 
+// What the eh_frame walk that gave a capture's native frames remembers of the stacks it gave
+// before: a capture that finds its thread's kept walk unchanged (`whole`) takes the id that walk's
+// stack was interned as last time, for the same table, skip and limit (the most native frames
+// asked for), instead of hashing and comparing the stack again.
+struct remembered_stacks {
+    detail::interned_walk* walk = nullptr;  // nullptr: another unwinder, or the walk kept nothing
+    bool whole = false;
+    size_t skip = 0;
+    size_t limit = 0;
+
+    // What the calling thread's last capture with `method` remembers.
+    static remembered_stacks of_last_capture(unwinder method, size_t skip, size_t limit) {
+        remembered_stacks remembered{nullptr, false, skip, limit};
+        if (method == unwinder::eh_frame) {
+            remembered.walk = detail::last_interned_walk(remembered.whole);
+        }
+        return remembered;
+    }
+
+    // The id of the native stack `frames`, interned or remembered.
+    stack_id intern_native(stack_table& stacks, std::span<const uintptr_t> frames) const {
+        if (walk != nullptr && whole && walk->table == stacks.serial() && walk->skip == skip &&
+            walk->limit == limit) {
+            return walk->id;
+        }
+        const stack_id id = stacks.intern(frames);
+        if (walk != nullptr && id != no_stack) {
+            walk->table = stacks.serial();
+            walk->skip = skip;
+            walk->limit = limit;
+            walk->id = id;
+        }
+        return id;
+    }
+
+    // The id remembered for the native stack with `python_words` after it; no_stack if none.
+    stack_id with_python(const stack_table& stacks, std::span<const uintptr_t> python_words) const {
+        if (walk == nullptr || !whole || walk->python_table != stacks.serial() ||
+            walk->python_skip != skip || walk->python_limit != limit ||
+            walk->python_word_count != python_words.size() ||
+            !std::equal(python_words.begin(), python_words.end(), walk->python_words.begin())) {
+            return no_stack;
+        }
+        return walk->python_id;
+    }
+
+    // Remembers `id` as the native stack with `python_words` after it.
+    void remember_with_python(const stack_table& stacks, std::span<const uintptr_t> python_words,
+                              stack_id id) const {
+        if (walk == nullptr || id == no_stack || python_words.empty() ||
+            python_words.size() > detail::interned_walk::kept_python_words) {
+            return;
+        }
+        walk->python_table = stacks.serial();
+        walk->python_skip = skip;
+        walk->python_limit = limit;
+        walk->python_id = id;
+        walk->python_word_count = static_cast<uint32_t>(python_words.size());
+        std::copy(python_words.begin(), python_words.end(), walk->python_words.begin());
+    }
+};
+
 // intern_with_python's lookup, once the Python frames were read into `python_part` unchecked
 // (`read`; nullopt when they could not be): a stack found holds kept code objects only; a new one
 // is read again with its code objects checked and kept. Sets `python_words` to the Python words
@@ -53,11 +115,11 @@ uint32_t actions_keeping_stack(context_mode context) {
 stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& capture,
                                    std::span<uintptr_t> frames, size_t native_count,
                                    std::span<uintptr_t> python_part, std::optional<size_t> read,
-                                   size_t& python_words) {
+                                   const remembered_stacks& remembered, size_t& python_words) {
     python_words = 0;
     if (read) {
         if (*read == 0) {
-            return stacks.intern(frames.first(native_count));
+            return remembered.intern_native(stacks, frames.first(native_count));
         }
         const stack_id found = stacks.find(frames.first(native_count + 1 + *read));
         if (found != no_stack) {
@@ -67,7 +129,7 @@ stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& 
     }
     const size_t checked_words = capture.frames(python_part);
     if (checked_words == 0) {
-        return stacks.intern(frames.first(native_count));
+        return remembered.intern_native(stacks, frames.first(native_count));
     }
     bool added = false;
     const stack_id id = stacks.intern(frames.first(native_count + 1 + checked_words), &added);
@@ -80,15 +142,12 @@ stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& 
 
 // Interns `frames` (its first native_count words are return addresses) with the calling
 // thread's Python frames after them, up to `depth` of them (python_capture says which threads
-// have them). Runs before any memtrail lock: it may wait for the GIL. `walk` is what the eh_frame
-// walk that gave the native frames remembers (nullptr: none), `whole` whether the walk was that
-// one unchanged, and `limit` the most native frames it was asked for, after `skip`.
+// have them). Runs before any memtrail lock: it may wait for the GIL.
 stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, size_t native_count,
-                            size_t depth, detail::interned_walk* walk, bool whole, size_t skip,
-                            size_t limit) {
+                            size_t depth, const remembered_stacks& remembered) {
     const detail::python_interpreter* python = detail::find_python_interpreter();
     if (python == nullptr) {
-        return stacks.intern(frames.first(native_count));
+        return remembered.intern_native(stacks, frames.first(native_count));
     }
     detail::python_capture capture(*python, frames.first(native_count));
     const std::span<uintptr_t> python_part = frames.subspan(native_count + 1, 2 * depth);
@@ -96,51 +155,28 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, si
     // A stack interned before holds only kept code objects: found again, its frames need no
     // check. Most captures repeat a stack, so only new ones pay for the check.
     const std::optional<size_t> read = capture.frames_unchecked(python_part);
-    // The native walk unchanged since its last stack with Python frames, and the same Python
-    // frames: the same stack, without hashing the whole or looking it up.
-    const bool same_walk = walk != nullptr && whole && walk->python_table == stacks.serial() &&
-                           walk->python_skip == skip && walk->python_limit == limit;
-    if (same_walk && read && *read == walk->python_word_count &&
-        std::equal(python_part.begin(), python_part.begin() + static_cast<ptrdiff_t>(*read),
-                   walk->python_words.begin())) {
-        return walk->python_id;
+    // The same native walk and the same Python frames: the same stack, without hashing the whole
+    // or looking it up.
+    if (read && *read > 0) {
+        if (const stack_id id = remembered.with_python(stacks, python_part.first(*read));
+            id != no_stack) {
+            return id;
+        }
     }
     size_t python_words = 0;
     const stack_id id = intern_with_python_frames(stacks, capture, frames, native_count,
-                                                  python_part, read, python_words);
-    if (walk != nullptr && id != no_stack && python_words > 0 &&
-        python_words <= detail::interned_walk::kept_python_words) {
-        walk->python_table = stacks.serial();
-        walk->python_skip = skip;
-        walk->python_limit = limit;
-        walk->python_id = id;
-        walk->python_word_count = static_cast<uint32_t>(python_words);
-        std::copy_n(python_part.begin(), python_words, walk->python_words.begin());
-    }
+                                                  python_part, read, remembered, python_words);
+    remembered.remember_with_python(stacks, python_part.first(python_words), id);
     return id;
 }
 
 // The native stack of the calling thread, up to out.size() frames after leaving out `skip`,
-// interned. An eh_frame capture that found its thread's kept walk unchanged takes the id that
-// walk's stack was interned as last time, instead of hashing and comparing the stack again.
+// interned.
 [[gnu::always_inline]] inline stack_id capture_native_stack(stack_table& stacks, unwinder method,
                                                             std::span<uintptr_t> out, size_t skip) {
     const size_t count = capture_stack(method, out, skip);
-    bool whole = false;
-    detail::interned_walk* interned =
-        method == unwinder::eh_frame ? detail::last_interned_walk(whole) : nullptr;
-    if (interned != nullptr && whole && interned->table == stacks.serial() &&
-        interned->skip == skip && interned->limit == out.size()) {
-        return interned->id;
-    }
-    const stack_id id = stacks.intern(out.first(count));
-    if (interned != nullptr && id != no_stack) {
-        interned->table = stacks.serial();
-        interned->skip = skip;
-        interned->limit = out.size();
-        interned->id = id;
-    }
-    return id;
+    return remembered_stacks::of_last_capture(method, skip, out.size())
+        .intern_native(stacks, out.first(count));
 }
 
 // Frames of the recorder between the caller and capture_stack: capture_context and the front
@@ -245,12 +281,11 @@ history_options recorder::options(int device) const {
                 source == stack_source::python
                     ? 0
                     : capture_stack(method, std::span<uintptr_t>(frames.data(), depth), skip);
-            bool whole = false;
-            detail::interned_walk* walk =
-                source != stack_source::python && method == unwinder::eh_frame
-                    ? detail::last_interned_walk(whole)
-                    : nullptr;
-            stack = intern_with_python(stacks_, frames, count, depth, walk, whole, skip, depth);
+            const remembered_stacks remembered =
+                source == stack_source::python
+                    ? remembered_stacks{}
+                    : remembered_stacks::of_last_capture(method, skip, depth);
+            stack = intern_with_python(stacks_, frames, count, depth, remembered);
         }
     }
     return detail::encode_call_context(stack, now_ns(), epoch_ns_);

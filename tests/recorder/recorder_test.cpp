@@ -212,6 +212,55 @@ TEST_F(recorder_test, python_stacks_outside_python) {
     }
 }
 
+// Two places at one depth, for captures whose innermost frames are the same and whose callers
+// differ.
+[[gnu::noinline]] device_address allocate_from(recorder::recorder& history, uint64_t size) {
+    const device_address p = history.allocate(size, 0);
+    asm volatile("");
+    return p;
+}
+[[gnu::noinline]] device_address allocate_at_a(recorder::recorder& history, uint64_t size) {
+    const device_address p = allocate_from(history, size);
+    asm volatile("");
+    return p;
+}
+[[gnu::noinline]] device_address allocate_at_b(recorder::recorder& history, uint64_t size) {
+    const device_address p = allocate_from(history, size);
+    asm volatile("");
+    return p;
+}
+
+// "all" without Python frames records each capture's own native stack, when its walk repeats the
+// last one's and when it does not, as "native" does.
+TEST_F(recorder_test, all_stacks_without_python_frames_are_each_captures_own) {
+    history_options options = mode(record_mode::all, context_mode::all);
+    options.stacks = recorder::stack_source::all;
+    history.record_memory_history(options);
+    static device_address (*volatile const places[])(recorder::recorder&, uint64_t) = {
+        allocate_at_a, allocate_at_a, allocate_at_b, allocate_at_b, allocate_at_a, allocate_at_b};
+    std::vector<device_address> allocated;
+    uint64_t size = MiB;
+#pragma GCC unroll 1
+    for (auto* place : places) {
+        allocated.push_back(place(history, size));
+        size += MiB;
+    }
+    const auto s = history.take_snapshot();
+    std::vector<std::string> callers;
+    for (const auto& entry : s.find_trace(0)->entries) {
+        if (entry.kind != action::alloc) {
+            continue;
+        }
+        const std::vector<std::string> names = functions(s, entry.stack);
+        const auto from = std::find_if(names.begin(), names.end(), [](const std::string& name) {
+            return name.find("allocate_from") != std::string::npos;
+        });
+        ASSERT_TRUE(from != names.end() && from + 1 != names.end()) << entry.size;
+        callers.push_back(from[1].find("allocate_at_a") != std::string::npos ? "a" : "b");
+    }
+    EXPECT_EQ(callers, (std::vector<std::string>{"a", "a", "b", "b", "a", "b"}));
+}
+
 TEST(history_options, stack_source_names) {
     for (const auto source : {recorder::stack_source::native, recorder::stack_source::python,
                               recorder::stack_source::all}) {
