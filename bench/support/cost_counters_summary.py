@@ -39,8 +39,9 @@ def summary(path):
                   f"on a saved rbp {counts['first_bp']})")
     python = ""
     if "py_cached" in counts:
-        python = (f"; stacks with Python frames: {counts['py_cached']} taken from the kept walk, "
-                  f"{counts.get('find_hit', 0)} found, {counts.get('find_miss', 0)} not found")
+        python = (f"; stacks taken from the kept walk: {counts.get('whole', 0)} native only, "
+                  f"{counts['py_cached']} with Python frames (of the others with Python frames "
+                  f"{counts.get('find_hit', 0)} found, {counts.get('find_miss', 0)} not found)")
     return f"{path}: {events} events, ns per event: " + ", ".join(parts) + frames + checks + python
 
 
