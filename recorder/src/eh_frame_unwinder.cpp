@@ -349,8 +349,7 @@ struct kept_walk {
         if (!complete && count < window) {
             return false;  // it stopped at a shorter window
         }
-        // The innermost frame, checked by the caller, is written out even for an empty window.
-        const size_t reached = std::max<size_t>(std::min<size_t>(count, window), 1);
+        const size_t reached = std::min<size_t>(count, window);  // at least 1: no empty walks
         return !any_changed(checks_of(count - reached), checks_of(count - 1));
     }
 
@@ -547,6 +546,10 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     }
     walk_memory& memory = *kept_walks;
     memory.returned = nullptr;
+    if (out.empty()) {
+        written = 0;
+        return true;  // nothing to write: no walk, and no kept walk taken or changed
+    }
     // Only the innermost `window` frames are written out: a walk stops there, and of a kept walk
     // it meets only the frames that reach into the window are checked. Frames beyond it are
     // never written, so they need neither a step nor a check; a kept walk's frames past any
