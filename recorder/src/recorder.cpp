@@ -67,29 +67,24 @@ struct remembered_stacks {
 
     // The id of the native stack `frames`, interned or remembered.
     stack_id intern_native(stack_table& stacks, std::span<const uintptr_t> frames) const {
-        if (walk != nullptr && whole && walk->table == stacks.serial() && walk->skip == skip &&
-            walk->limit == limit) {
-            return walk->id;
+        if (walk != nullptr && whole && holds(walk->native, stacks)) {
+            return walk->native.id;
         }
         const stack_id id = stacks.intern(frames);
         if (walk != nullptr && id != no_stack) {
-            walk->table = stacks.serial();
-            walk->skip = skip;
-            walk->limit = limit;
-            walk->id = id;
+            walk->native = {stacks.serial(), skip, limit, id};
         }
         return id;
     }
 
     // The id remembered for the native stack with `python_words` after it; no_stack if none.
     stack_id with_python(const stack_table& stacks, std::span<const uintptr_t> python_words) const {
-        if (walk == nullptr || !whole || walk->python_table != stacks.serial() ||
-            walk->python_skip != skip || walk->python_limit != limit ||
+        if (walk == nullptr || !whole || !holds(walk->with_python, stacks) ||
             walk->python_word_count != python_words.size() ||
             !std::equal(python_words.begin(), python_words.end(), walk->python_words.begin())) {
             return no_stack;
         }
-        return walk->python_id;
+        return walk->with_python.id;
     }
 
     // Remembers `id` as the native stack with `python_words` after it.
@@ -99,12 +94,16 @@ struct remembered_stacks {
             python_words.size() > detail::interned_walk::kept_python_words) {
             return;
         }
-        walk->python_table = stacks.serial();
-        walk->python_skip = skip;
-        walk->python_limit = limit;
-        walk->python_id = id;
+        walk->with_python = {stacks.serial(), skip, limit, id};
         walk->python_word_count = static_cast<uint32_t>(python_words.size());
         std::copy(python_words.begin(), python_words.end(), walk->python_words.begin());
+    }
+
+  private:
+    // Whether `remembered` was interned under this capture's table, skip and limit.
+    bool holds(const detail::remembered_id& remembered, const stack_table& stacks) const {
+        return remembered.table == stacks.serial() && remembered.skip == skip &&
+               remembered.limit == limit;
     }
 };
 

@@ -31,29 +31,31 @@ const stack_range& this_thread_stack();
 bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::span<uintptr_t> out,
                    size_t& written);
 
-// The id a stack was interned as, remembered with the kept walk that gave it. A capture that finds
-// that walk whole and unchanged gives the same stack again for the same table, skip and length:
-// its caller can take the id without interning the stack (hashing and comparing every frame).
-struct interned_walk {
+// The id a stack was interned as, and the table, skip and limit (out.size() of the walk) it was
+// interned under.
+struct remembered_id {
     uint64_t table = 0;  // stack_table::serial(); 0: nothing remembered
     size_t skip = 0;
-    size_t limit = 0;  // out.size() of the walk
+    size_t limit = 0;
     uint32_t id = 0;
-    // The same for the last stack of this walk with Python frames after it (table 0: none), and
-    // those frames' words: a capture that finds the walk whole and reads the same words has that
-    // stack. Few words: a thread's Python frames are mostly the same as its last capture's.
+};
+
+// The stacks a kept walk gave, remembered with it. A capture that finds that walk whole and
+// unchanged gives the same native stack again for the same table, skip and limit: its caller can
+// take the id without interning the stack (hashing and comparing every frame). The same for the
+// last stack of this walk with Python frames after it, when the capture reads the same Python
+// words. Few words: a thread's Python frames are mostly the same as its last capture's.
+struct interned_walk {
     static constexpr size_t kept_python_words = 32;
-    uint64_t python_table = 0;
-    size_t python_skip = 0;
-    size_t python_limit = 0;
-    uint32_t python_id = 0;
+    remembered_id native;
+    remembered_id with_python;
     uint32_t python_word_count = 0;
     std::array<uintptr_t, kept_python_words> python_words;
 
     // Forgets both stacks: the walk changed.
     void forget() {
-        table = 0;
-        python_table = 0;
+        native.table = 0;
+        with_python.table = 0;
     }
 };
 
