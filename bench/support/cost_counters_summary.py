@@ -14,7 +14,8 @@ that failed, first on a return address or on a saved rbp.
 import sys
 
 TIMED = ["capture_context", "native", "loop", "keep", "py_read", "py_find", "py_slow",
-         "intern_nopy", "intern_native", "py_ctor", "on_event", "push", "alloc_total", "free_total"]
+         "intern_nopy", "intern_native", "py_ctor", "choose", "clock", "on_event", "push",
+         "alloc_total", "free_total"]
 
 
 def summary(path):
@@ -42,6 +43,10 @@ def summary(path):
         python = (f"; stacks taken from the kept walk: {counts.get('whole', 0)} native only, "
                   f"{counts['py_cached']} with Python frames (of the others with Python frames "
                   f"{counts.get('find_hit', 0)} found, {counts.get('find_miss', 0)} not found)")
+    calls = counts.get("on_event_calls")
+    if calls:
+        python += (f"; on_event {calls} calls, {ns_per_tick * counts['on_event'] / calls:.0f} ns a call "
+                   f"(push {ns_per_tick * counts['push'] / calls:.0f})")
     return f"{path}: {events} events, ns per event: " + ", ".join(parts) + frames + checks + python
 
 
