@@ -224,6 +224,20 @@ MEMTRAIL_READS_THE_STACK MEMTRAIL_INLINE_UNLESS_INSTRUMENTED inline bool any_cha
     return (changed | changed_1 | changed_2 | changed_3) != 0;
 }
 
+// The same, innermost words first, a few lines at a time: a kept walk that is not the stack
+// any more usually differs near its innermost frames (another caller of the same place), and
+// its outer words need not be read at all.
+MEMTRAIL_READS_THE_STACK MEMTRAIL_INLINE_UNLESS_INSTRUMENTED inline bool any_changed_from_inside(
+    const checked_word* first, const checked_word* last) {
+    constexpr ptrdiff_t run = 8;
+    for (; last - first > run; last -= run) {
+        if (any_changed(last - run, last)) {
+            return true;
+        }
+    }
+    return any_changed(first, last);
+}
+
 // The words a step read: the return address and, where the rule says, the caller's saved rbp.
 struct step_words {
     const uintptr_t* return_address_slot;  // nullptr: none read (the outermost frame)
@@ -350,7 +364,7 @@ struct kept_walk {
             return false;  // it stopped at a shorter window
         }
         const size_t reached = std::min<size_t>(count, window);  // at least 1: no empty walks
-        return !any_changed(checks_of(count - reached), checks_of(count - 1));
+        return !any_changed_from_inside(checks_of(count - reached), checks_of(count - 1));
     }
 
     // Where rbp matters and the words checked, from frame `from` in (the frames outside it are
@@ -388,19 +402,21 @@ struct kept_walk {
     }
 
     // Keeps frames [0, shared), puts `fresh` (innermost first) after them, and the frames
-    // [inner_from, inner_from + inner_count) after those: the innermost ones, which a walk
-    // took unchanged.
+    // [inner_from, inner_from + inner_count) of `inner` after those: the innermost ones, which
+    // a walk took unchanged from the walk it was compared with (this one or another).
     void keep(size_t shared, const step_reads* fresh, const uintptr_t* fresh_pcs,
-              size_t fresh_count, bool fresh_reached_outermost, size_t inner_from,
-              size_t inner_count) {
+              size_t fresh_count, bool fresh_reached_outermost, const kept_walk& inner,
+              size_t inner_from, size_t inner_count) {
         complete = shared > 0 ? complete : fresh_reached_outermost;
         const size_t moved_to = shared + fresh_count;
         if (inner_count > 0) {
             // Moved first: the fresh frames may go where they were.
-            std::memmove(&frames[moved_to], &frames[inner_from], inner_count * sizeof(kept_frame));
-            std::memmove(&words[moved_to], &words[inner_from], inner_count * sizeof(step_words));
+            std::memmove(&frames[moved_to], &inner.frames[inner_from],
+                         inner_count * sizeof(kept_frame));
+            std::memmove(&words[moved_to], &inner.words[inner_from],
+                         inner_count * sizeof(step_words));
             std::memmove(&pcs[kept_walk_frames - moved_to - inner_count],
-                         &pcs[kept_walk_frames - inner_from - inner_count],
+                         &inner.pcs[kept_walk_frames - inner_from - inner_count],
                          inner_count * sizeof(uintptr_t));
         }
         for (size_t i = 0; i < fresh_count; ++i) {
@@ -444,25 +460,36 @@ struct walk_memory {
     kept_walk* returned;
     bool returned_whole;
 
-    // The kept walk to compare a walk from `start` with, and the one that keeps the result: the
-    // most recent whose innermost frame is `start`'s (both; found whole when every word the
-    // window depends on holds), else the most recent walk, whose outer frames are the likeliest
-    // to be this one's, and a walk not in use yet or the least recent, which the result replaces.
+    // The kept walk to compare a walk from `start` with, and the one that keeps the result. The
+    // same place is reached from several callers in turn (an operator's allocation from each
+    // layer), so several walks may share `start`'s innermost frame: the first of them, most
+    // recent first, whose every word the window depends on holds is this walk whole. Else the
+    // most recent of them is compared (its frames inside the change are this walk's), or the
+    // most recent walk, whose outer frames are the likeliest to be this one's; and the result
+    // goes to a walk not in use yet or the least recent, so that the variants it differs from
+    // stay kept for their next turn.
     walk_match choose(const unwind_registers& start, size_t window, kept_walk*& compared,
                       kept_walk*& kept_as) {
+        kept_walk* changed = nullptr;
         for (uint32_t rank = 0; rank < in_use; ++rank) {
             const uint8_t i = by_recency[rank];
             const unwind_registers& frame = innermost[i];
             kept_walk& walk = kept[i];
             if (frame.sp == start.sp && frame.pc == start.pc &&
                 walk.same_frame(walk.count - 1, start)) {
-                compared = kept_as = &walk;
-                return walk.holds_out_to(window) ? walk_match::whole
-                                                 : walk_match::changed_outside_innermost;
+                if (walk.holds_out_to(window)) {
+                    compared = kept_as = &walk;
+                    return walk_match::whole;
+                }
+                changed = changed != nullptr ? changed : &walk;
             }
         }
-        compared = &kept[by_recency[0]];  // kept[0], unused, when none is in use
         kept_as = &kept[in_use < kept_walk_count ? in_use : by_recency[kept_walk_count - 1]];
+        if (changed != nullptr) {
+            compared = changed;
+            return walk_match::changed_outside_innermost;
+        }
+        compared = &kept[by_recency[0]];  // kept[0], unused, when none is in use
         return walk_match::other;
     }
 
@@ -643,7 +670,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
         kept_as->take_outer_frames(*compared, shared);
     }
     kept_as->keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count,
-                  reached_outermost, inner_from, inner_count);
+                  reached_outermost, *compared, inner_from, inner_count);
     return memory.give(*kept_as, start, false, skip, out, written);
 }
 
