@@ -462,15 +462,17 @@ struct walk_memory {
 
     // The kept walk to compare a walk from `start` with, and the one that keeps the result. The
     // same place is reached from several callers in turn (an operator's allocation from each
-    // layer), so several walks may share `start`'s innermost frame: the first of them, most
+    // layer), so up to two walks may share `start`'s innermost frame: the first of them, most
     // recent first, whose every word the window depends on holds is this walk whole. Else the
-    // most recent of them is compared (its frames inside the change are this walk's), or the
-    // most recent walk, whose outer frames are the likeliest to be this one's; and the result
-    // goes to a walk not in use yet or the least recent, so that the variants it differs from
-    // stay kept for their next turn.
+    // most recent of them is compared (its frames inside the change are this walk's) and the
+    // result replaces the less recent of two, or goes beside the one (to a walk not in use yet
+    // or the least recent), so that two callers in turn each keep theirs; more would crowd out
+    // the walks of other places. With none, the most recent walk is compared, whose outer frames
+    // are the likeliest to be this one's.
     walk_match choose(const unwind_registers& start, size_t window, kept_walk*& compared,
                       kept_walk*& kept_as) {
-        kept_walk* changed = nullptr;
+        kept_walk* most_recent = nullptr;
+        kept_walk* least_recent = nullptr;
         for (uint32_t rank = 0; rank < in_use; ++rank) {
             const uint8_t i = by_recency[rank];
             const unwind_registers& frame = innermost[i];
@@ -481,15 +483,20 @@ struct walk_memory {
                     compared = kept_as = &walk;
                     return walk_match::whole;
                 }
-                changed = changed != nullptr ? changed : &walk;
+                most_recent = most_recent != nullptr ? most_recent : &walk;
+                least_recent = &walk;
             }
         }
-        kept_as = &kept[in_use < kept_walk_count ? in_use : by_recency[kept_walk_count - 1]];
-        if (changed != nullptr) {
-            compared = changed;
+        const auto unused_or_least_recent = [this] {
+            return &kept[in_use < kept_walk_count ? in_use : by_recency[kept_walk_count - 1]];
+        };
+        if (most_recent != nullptr) {
+            compared = most_recent;
+            kept_as = least_recent != most_recent ? least_recent : unused_or_least_recent();
             return walk_match::changed_outside_innermost;
         }
         compared = &kept[by_recency[0]];  // kept[0], unused, when none is in use
+        kept_as = unused_or_least_recent();
         return walk_match::other;
     }
 

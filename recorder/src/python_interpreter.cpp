@@ -43,6 +43,10 @@ bool look_up_interpreter(python_interpreter& api) {
     if (!look_up(api.current_thread_state, "PyThreadState_GetUnchecked")) {
         look_up(api.current_thread_state, "_PyThreadState_UncheckedGet");
     }
+    constexpr unsigned long python_3_12 = 0x030C;
+    api.current_state_is_the_callers = api.current_thread_state != nullptr &&
+                                       api.version != nullptr &&
+                                       (*api.version >> 16) >= python_3_12;
     return look_up(api.is_initialized, "Py_IsInitialized") &&
            look_up(api.gil_check, "PyGILState_Check") &&
            look_up(api.this_thread_state, "PyGILState_GetThisThreadState") &&
@@ -62,14 +66,22 @@ bool look_up_interpreter(python_interpreter& api) {
 
 }  // namespace
 
-bool python_interpreter::holds_gil() const {
-    // PyGILState_Check answers 1 when the interpreter is not (or no longer) running: check that
-    // first. Where the GIL holder's state can be read, it must be this thread's.
-    if (is_initialized() == 0 || gil_check() != 1) {
-        return false;
+python_interpreter::thread_state python_interpreter::state_holding_gil() const {
+    if (is_initialized() == 0) {
+        return nullptr;
+    }
+    if (current_state_is_the_callers) {
+        return current_thread_state();
+    }
+    // PyGILState_Check answers 1 when the interpreter is not (or no longer) running, hence the
+    // check above. Where the GIL holder's state can be read, it must be this thread's.
+    if (gil_check() != 1) {
+        return nullptr;
     }
     const thread_state mine = this_thread_state();
-    return mine != nullptr && (current_thread_state == nullptr || current_thread_state() == mine);
+    return mine != nullptr && (current_thread_state == nullptr || current_thread_state() == mine)
+               ? mine
+               : nullptr;
 }
 
 bool python_interpreter::accepts_gil_requests() const {

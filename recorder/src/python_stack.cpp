@@ -70,10 +70,9 @@ python_capture::python_capture(const python_interpreter& python,
                                std::span<const uintptr_t> native_frames)
     : python_(python) {
     python_frame_reader* reader = python_frame_reader::find(python);
-    if (python.holds_gil()) {
+    if (const python_interpreter::thread_state holding = python.state_holding_gil()) {
         gil_held_ = true;
-        thread_ = python.current_thread_state != nullptr ? python.current_thread_state()
-                                                         : python.this_thread_state();
+        thread_ = holding;
         reader_ = reader;
         return;
     }

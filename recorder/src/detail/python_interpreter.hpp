@@ -28,17 +28,21 @@ struct python_interpreter {
     int (*gil_ensure)();  // PyGILState_STATE is an int-sized enum
     void (*gil_release)(int);
     thread_state (*current_thread_state)();  // optional: the GIL holder's state, unchecked
-    int (*is_finalizing)();                  // optional: Py_IsFinalizing or _Py_IsFinalizing
-    const unsigned long* version;            // optional: Py_Version (3.11 and later)
-    const void* code_type;                   // optional: &PyCode_Type
+    // From 3.12 the current thread state is a thread-local, set while the calling thread holds
+    // the GIL: current_thread_state() then answers for the calling thread alone.
+    bool current_state_is_the_callers = false;
+    int (*is_finalizing)();        // optional: Py_IsFinalizing or _Py_IsFinalizing
+    const unsigned long* version;  // optional: Py_Version (3.11 and later)
+    const void* code_type;         // optional: &PyCode_Type
 
     // The evaluation loop's code (_PyEval_EvalFrameDefault), where the symbol table tells;
     // both 0 otherwise.
     uintptr_t evaluation_loop_begin = 0;
     uintptr_t evaluation_loop_end = 0;
 
-    // True when the calling thread holds the GIL of a running interpreter.
-    bool holds_gil() const;
+    // The calling thread's state when it holds the GIL of a running interpreter; nullptr
+    // otherwise. Asked on every capture: two calls into Python from 3.12 on, four before.
+    thread_state state_holding_gil() const;
 
     // True when the interpreter runs and is not shutting down: only then may a thread that
     // released the GIL take it back (during finalization PyGILState_Ensure never returns).
