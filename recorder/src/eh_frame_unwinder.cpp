@@ -402,21 +402,19 @@ struct kept_walk {
     }
 
     // Keeps frames [0, shared), puts `fresh` (innermost first) after them, and the frames
-    // [inner_from, inner_from + inner_count) of `inner` after those: the innermost ones, which
-    // a walk took unchanged from the walk it was compared with (this one or another).
+    // [inner_from, inner_from + inner_count) after those: the innermost ones, which a walk
+    // took unchanged.
     void keep(size_t shared, const step_reads* fresh, const uintptr_t* fresh_pcs,
-              size_t fresh_count, bool fresh_reached_outermost, const kept_walk& inner,
-              size_t inner_from, size_t inner_count) {
+              size_t fresh_count, bool fresh_reached_outermost, size_t inner_from,
+              size_t inner_count) {
         complete = shared > 0 ? complete : fresh_reached_outermost;
         const size_t moved_to = shared + fresh_count;
         if (inner_count > 0) {
             // Moved first: the fresh frames may go where they were.
-            std::memmove(&frames[moved_to], &inner.frames[inner_from],
-                         inner_count * sizeof(kept_frame));
-            std::memmove(&words[moved_to], &inner.words[inner_from],
-                         inner_count * sizeof(step_words));
+            std::memmove(&frames[moved_to], &frames[inner_from], inner_count * sizeof(kept_frame));
+            std::memmove(&words[moved_to], &words[inner_from], inner_count * sizeof(step_words));
             std::memmove(&pcs[kept_walk_frames - moved_to - inner_count],
-                         &inner.pcs[kept_walk_frames - inner_from - inner_count],
+                         &pcs[kept_walk_frames - inner_from - inner_count],
                          inner_count * sizeof(uintptr_t));
         }
         for (size_t i = 0; i < fresh_count; ++i) {
@@ -460,43 +458,28 @@ struct walk_memory {
     kept_walk* returned;
     bool returned_whole;
 
-    // The kept walk to compare a walk from `start` with, and the one that keeps the result. The
-    // same place is reached from several callers in turn (an operator's allocation from each
-    // layer), so up to two walks may share `start`'s innermost frame: the first of them, most
-    // recent first, whose every word the window depends on holds is this walk whole. Else the
-    // most recent of them is compared (its frames inside the change are this walk's) and the
-    // result replaces the less recent of two, or goes beside the one (to a walk not in use yet
-    // or the least recent), so that two callers in turn each keep theirs; more would crowd out
-    // the walks of other places. With none, the most recent walk is compared, whose outer frames
-    // are the likeliest to be this one's.
+    // The kept walk to compare a walk from `start` with, and the one that keeps the result: the
+    // most recent whose innermost frame is `start`'s (both; found whole when every word the
+    // window depends on holds), else the most recent walk, whose outer frames are the likeliest
+    // to be this one's, and a walk not in use yet or the least recent, which the result replaces.
+    // One walk an innermost frame: keeping a second for another caller of the same place found
+    // more walks whole inside PyTorch training, but crowded out other places' walks, and the
+    // walks stepped more frames for it (docs/performance.md, issue 17's seventh round).
     walk_match choose(const unwind_registers& start, size_t window, kept_walk*& compared,
                       kept_walk*& kept_as) {
-        kept_walk* most_recent = nullptr;
-        kept_walk* least_recent = nullptr;
         for (uint32_t rank = 0; rank < in_use; ++rank) {
             const uint8_t i = by_recency[rank];
             const unwind_registers& frame = innermost[i];
             kept_walk& walk = kept[i];
             if (frame.sp == start.sp && frame.pc == start.pc &&
                 walk.same_frame(walk.count - 1, start)) {
-                if (walk.holds_out_to(window)) {
-                    compared = kept_as = &walk;
-                    return walk_match::whole;
-                }
-                most_recent = most_recent != nullptr ? most_recent : &walk;
-                least_recent = &walk;
+                compared = kept_as = &walk;
+                return walk.holds_out_to(window) ? walk_match::whole
+                                                 : walk_match::changed_outside_innermost;
             }
         }
-        const auto unused_or_least_recent = [this] {
-            return &kept[in_use < kept_walk_count ? in_use : by_recency[kept_walk_count - 1]];
-        };
-        if (most_recent != nullptr) {
-            compared = most_recent;
-            kept_as = least_recent != most_recent ? least_recent : unused_or_least_recent();
-            return walk_match::changed_outside_innermost;
-        }
         compared = &kept[by_recency[0]];  // kept[0], unused, when none is in use
-        kept_as = unused_or_least_recent();
+        kept_as = &kept[in_use < kept_walk_count ? in_use : by_recency[kept_walk_count - 1]];
         return walk_match::other;
     }
 
@@ -677,7 +660,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
         kept_as->take_outer_frames(*compared, shared);
     }
     kept_as->keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count,
-                  reached_outermost, *compared, inner_from, inner_count);
+                  reached_outermost, inner_from, inner_count);
     return memory.give(*kept_as, start, false, skip, out, written);
 }
 
