@@ -454,9 +454,7 @@ struct walk_memory {
     // The walk under way, innermost first, until it meets the kept one.
     std::array<step_reads, kept_walk_frames> fresh;
     std::array<uintptr_t, kept_walk_frames> fresh_pcs;
-    // The kept walk the last walk ended in (nullptr: none), and whether it was that one whole.
-    kept_walk* returned;
-    bool returned_whole;
+    uint64_t walks;  // so far
 
     // The kept walk to compare a walk from `start` with, and the one that keeps the result: the
     // most recent whose innermost frame is `start`'s (both; found whole when every word the
@@ -483,17 +481,17 @@ struct walk_memory {
         return walk_match::other;
     }
 
-    // Writes out the frames of `walk`, the walk from `start` (`whole`: as it was kept), and notes
-    // that it was used last.
-    bool give(kept_walk& walk, const unwind_registers& start, bool whole, size_t skip,
-              std::span<uintptr_t> out, size_t& written) {
+    // Gives the frames of `walk`, the walk from `start` (`whole`: as it was kept), as a view of
+    // its return addresses, and notes that it was used last.
+    bool give(kept_walk& walk, const unwind_registers& start, bool whole, size_t skip, size_t limit,
+              walked_stack& walked) {
         used(walk, start);
-        returned = &walk;
-        returned_whole = whole;
         const size_t total = walk.count;
-        written = skip < total ? std::min(total - skip, out.size()) : 0;
-        std::copy_n(walk.pcs.begin() + static_cast<ptrdiff_t>(kept_walk_frames - total + skip),
-                    written, out.begin());
+        const size_t count = skip < total ? std::min(total - skip, limit) : 0;
+        walked = {{walk.pcs.data() + (kept_walk_frames - total + skip), count},
+                  &walk.interned,
+                  whole,
+                  walks};
         return true;
     }
 
@@ -531,10 +529,14 @@ MEMTRAIL_READS_THE_STACK uintptr_t bp_entering(const kept_walk& walk, size_t fra
     return innermost_bp;
 }
 
-// The walk without the memory: for stacks deeper than it keeps.
+// The walk without the memory, written to `out`: for stacks deeper than it keeps.
 bool walk_each_frame(unwind_registers registers, stack_range stack, size_t skip,
-                     std::span<uintptr_t> out, size_t& written) {
-    written = 0;
+                     std::span<uintptr_t> out, walked_stack& walked) {
+    size_t written = 0;
+    const auto done = [&](bool walked_out) {
+        walked = {out.first(written), nullptr, false};
+        return walked_out;
+    };
     const rule_table::view table(rules());
     step_reads step;
     for (size_t frame = 0; written < out.size(); ++frame) {
@@ -543,29 +545,29 @@ bool walk_each_frame(unwind_registers registers, stack_range stack, size_t skip,
         }
         switch (step_out(table, stack, registers, step)) {
             case step_result::unsupported:
-                return false;
+                return done(false);
             case step_result::outermost:
-                return true;
+                return done(true);
             case step_result::caller:
                 break;
         }
     }
-    return true;
+    return done(true);
 }
 
 }  // namespace
 
 bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::span<uintptr_t> out,
-                   size_t& written) {
+                   walked_stack& walked) {
     walk_memory* const kept_walks = this_threads_block<walk_memory>();
     if (kept_walks == nullptr) {
-        return walk_each_frame(start, stack, skip, out, written);  // the thread is exiting
+        return walk_each_frame(start, stack, skip, out, walked);  // the thread is exiting
     }
     walk_memory& memory = *kept_walks;
-    memory.returned = nullptr;
+    ++memory.walks;
     if (out.empty()) {
-        written = 0;
-        return true;  // nothing to write: no walk, and no kept walk taken or changed
+        walked = {};
+        return true;  // nothing to give: no walk, and no kept walk taken or changed
     }
     // Only the innermost `window` frames are written out: a walk stops there, and of a kept walk
     // it meets only the frames that reach into the window are checked. Frames beyond it are
@@ -576,7 +578,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     kept_walk* kept_as = nullptr;
     const walk_match match = memory.choose(start, window, compared, kept_as);
     if (match == walk_match::whole) {
-        return memory.give(*compared, start, true, skip, out, written);
+        return memory.give(*compared, start, true, skip, out.size(), walked);
     }
     const kept_walk& kept = *compared;
     const rule_table::view table(rules());
@@ -638,7 +640,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
             break;  // every frame written out is known
         }
         if (fresh_count == kept_walk_frames) {
-            return walk_each_frame(start, stack, skip, out, written);  // deeper than kept
+            return walk_each_frame(start, stack, skip, out, walked);  // deeper than kept
         }
         memory.fresh_pcs[fresh_count] = registers.pc;
         const step_result result = step_out(table, stack, registers, memory.fresh[fresh_count++]);
@@ -651,27 +653,22 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
         }
     }
     if (shared + fresh_count + inner_count > kept_walk_frames) {
-        return walk_each_frame(start, stack, skip, out, written);
+        return walk_each_frame(start, stack, skip, out, walked);
     }
     if (fresh_count == 0) {
-        return memory.give(*compared, start, true, skip, out, written);
+        return memory.give(*compared, start, true, skip, out.size(), walked);
     }
     if (kept_as != compared) {
         kept_as->take_outer_frames(*compared, shared);
     }
     kept_as->keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count,
                   reached_outermost, inner_from, inner_count);
-    return memory.give(*kept_as, start, false, skip, out, written);
+    return memory.give(*kept_as, start, false, skip, out.size(), walked);
 }
 
-interned_walk* last_interned_walk(bool& whole) {
-    walk_memory* const memory = this_threads_block<walk_memory>();
-    if (memory == nullptr || memory->returned == nullptr) {
-        whole = false;
-        return nullptr;
-    }
-    whole = memory->returned_whole;
-    return &memory->returned->interned;
+uint64_t this_threads_walk_number() {
+    const walk_memory* const memory = this_threads_block<walk_memory>();
+    return memory != nullptr ? memory->walks : 0;
 }
 
 }  // namespace memtrail::recorder::detail

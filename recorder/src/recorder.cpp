@@ -55,14 +55,20 @@ struct remembered_stacks {
     bool whole = false;
     size_t skip = 0;
     size_t limit = 0;
+    uint64_t walk_number = 0;  // the thread's walk that gave the capture's stack
 
-    // What the calling thread's last capture with `method` remembers.
-    static remembered_stacks of_last_capture(unwinder method, size_t skip, size_t limit) {
-        remembered_stacks remembered{nullptr, false, skip, limit};
-        if (method == unwinder::eh_frame) {
-            remembered.walk = detail::last_interned_walk(remembered.whole);
+    // What the kept walk of a capture that asked for `limit` frames after `skip` remembers.
+    static remembered_stacks of(const detail::walked_stack& walked, size_t skip, size_t limit) {
+        return {walked.remembered, walked.whole, skip, limit, walked.number};
+    }
+
+    // Forgets the kept walk if the thread walked again since: Python code run meanwhile (a
+    // collection's finalizers while the API reads frames) can free a tensor, whose capture
+    // changes the kept walks, and what the walk remembers would be another stack's.
+    void forget_if_walked_since() {
+        if (walk != nullptr && detail::this_threads_walk_number() != walk_number) {
+            walk = nullptr;
         }
-        return remembered;
     }
 
     // The id of the native stack `frames`, interned or remembered.
@@ -109,16 +115,17 @@ struct remembered_stacks {
 
 // intern_with_python's lookup, once the Python frames were read into `python_part` unchecked
 // (`read`; nullopt when they could not be): a stack found holds kept code objects only; a new one
-// is read again with its code objects checked and kept. Sets `python_words` to the Python words
-// the stack has.
+// is read again with its code objects checked and kept. `frames` holds the native stack
+// (`native`) in its first words. Sets `python_words` to the Python words the stack has.
 stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& capture,
-                                   std::span<uintptr_t> frames, size_t native_count,
+                                   std::span<uintptr_t> frames, std::span<const uintptr_t> native,
                                    std::span<uintptr_t> python_part, std::optional<size_t> read,
-                                   const remembered_stacks& remembered, size_t& python_words) {
+                                   remembered_stacks& remembered, size_t& python_words) {
     python_words = 0;
+    const size_t native_count = native.size();
     if (read) {
         if (*read == 0) {
-            return remembered.intern_native(stacks, frames.first(native_count));
+            return remembered.intern_native(stacks, native);
         }
         const stack_id found = stacks.find(frames.first(native_count + 1 + *read));
         if (found != no_stack) {
@@ -127,6 +134,7 @@ stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& 
         }
     }
     const size_t checked_words = capture.frames(python_part);
+    remembered.forget_if_walked_since();  // and `native` may be a view of a changed walk
     if (checked_words == 0) {
         return remembered.intern_native(stacks, frames.first(native_count));
     }
@@ -139,16 +147,19 @@ stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& 
     return id;
 }
 
-// Interns `frames` (its first native_count words are return addresses) with the calling
-// thread's Python frames after them, up to `depth` of them (python_capture says which threads
-// have them). Runs before any memtrail lock: it may wait for the GIL.
-stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, size_t native_count,
-                            size_t depth, const remembered_stacks& remembered) {
+// Interns the native stack `native` with the calling thread's Python frames after it, up to
+// `depth` of them (python_capture says which threads have them), in `frames`: room for both,
+// whose first words `native` may already be. Runs before any memtrail lock: it may wait for the
+// GIL.
+stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames,
+                            std::span<const uintptr_t> native, size_t depth,
+                            remembered_stacks remembered) {
     const detail::python_interpreter* python = detail::find_python_interpreter();
     if (python == nullptr) {
-        return remembered.intern_native(stacks, frames.first(native_count));
+        return remembered.intern_native(stacks, native);
     }
-    detail::python_capture capture(*python, frames.first(native_count));
+    detail::python_capture capture(*python, native);
+    const size_t native_count = native.size();
     const std::span<uintptr_t> python_part = frames.subspan(native_count + 1, 2 * depth);
     frames[native_count] = detail::python_frames_marker;
     // A stack interned before holds only kept code objects: found again, its frames need no
@@ -162,9 +173,15 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, si
             return id;
         }
     }
+    // Only a stack hashed or read again needs the native frames beside the Python ones. Copied
+    // before anything that may run Python code: a finalizer that frees a tensor would capture
+    // again on this thread and change the kept walk that `native` may be a view of.
+    if (native.data() != frames.data()) {
+        std::copy(native.begin(), native.end(), frames.begin());
+    }
     size_t python_words = 0;
-    const stack_id id = intern_with_python_frames(stacks, capture, frames, native_count,
-                                                  python_part, read, remembered, python_words);
+    const stack_id id = intern_with_python_frames(stacks, capture, frames, native, python_part,
+                                                  read, remembered, python_words);
     remembered.remember_with_python(stacks, python_part.first(python_words), id);
     return id;
 }
@@ -173,13 +190,12 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames, si
 // interned.
 [[gnu::always_inline]] inline stack_id capture_native_stack(stack_table& stacks, unwinder method,
                                                             std::span<uintptr_t> out, size_t skip) {
-    const size_t count = capture_stack(method, out, skip);
-    return remembered_stacks::of_last_capture(method, skip, out.size())
-        .intern_native(stacks, out.first(count));
+    const detail::walked_stack walked = detail::capture_walked_stack(method, out, skip);
+    return remembered_stacks::of(walked, skip, out.size()).intern_native(stacks, walked.frames);
 }
 
-// Frames of the recorder between the caller and capture_stack: capture_context and the front
-// door method (both kept out of line so that the count holds).
+// Frames of the recorder between the caller and capture_walked_stack: capture_context and the
+// front door method (both kept out of line so that the count holds).
 constexpr size_t recorder_frames = 2;
 
 }  // namespace
@@ -276,15 +292,13 @@ history_options recorder::options(int device) const {
             stack = capture_native_stack(stacks_, method,
                                          std::span<uintptr_t>(frames.data(), depth), skip);
         } else {
-            const size_t count =
+            const detail::walked_stack walked =
                 source == stack_source::python
-                    ? 0
-                    : capture_stack(method, std::span<uintptr_t>(frames.data(), depth), skip);
-            const remembered_stacks remembered =
-                source == stack_source::python
-                    ? remembered_stacks{}
-                    : remembered_stacks::of_last_capture(method, skip, depth);
-            stack = intern_with_python(stacks_, frames, count, depth, remembered);
+                    ? detail::walked_stack{}
+                    : detail::capture_walked_stack(
+                          method, std::span<uintptr_t>(frames.data(), depth), skip);
+            stack = intern_with_python(stacks_, frames, walked.frames, depth,
+                                       remembered_stacks::of(walked, skip, depth));
         }
     }
     return detail::encode_call_context(stack, now_ns(), epoch_ns_);

@@ -91,7 +91,7 @@ size_t walk_frame_pointers(uintptr_t frame, size_t skip, std::span<uintptr_t> ou
     return count;
 }
 
-// unw_backtrace's first address lies in capture_stack itself.
+// unw_backtrace's first address lies in capture_stack (or capture_walked_stack) itself.
 constexpr size_t libunwind_own_frames = 1;
 
 }  // namespace
@@ -127,20 +127,26 @@ void prepare_stack_capture(unwinder method) {
     capture_stack(method, warm_up);
 }
 
-[[gnu::noinline]] size_t capture_stack(unwinder method, std::span<uintptr_t> out, size_t skip) {
+namespace {
+
+// The stack of the function whose frame record is `record` (the caller of the function this is
+// inlined into, which must be kept out of line and keep a frame pointer): its eh_frame walk as
+// it was kept, or the frames written to `out`.
+[[gnu::always_inline]] inline detail::walked_stack capture_from(unwinder method,
+                                                                std::span<uintptr_t> out,
+                                                                size_t skip,
+                                                                const uintptr_t* record) {
     if (method == unwinder::frame_pointer) {
-        // The walk starts in capture_stack's own record, whose return address is its caller's.
-        return walk_frame_pointers(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), skip,
-                                   out);
+        // The walk starts in the record, whose return address is the caller's.
+        return {out.first(walk_frame_pointers(reinterpret_cast<uintptr_t>(record), skip, out))};
     }
     if (method == unwinder::eh_frame) {
-        // capture_stack's own frame record gives its caller's registers: its return address, the
-        // stack pointer after the return (just above the record) and the caller's rbp.
-        const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
-        size_t written = 0;
+        // The record gives the caller's registers: its return address, the stack pointer after
+        // the return (just above the record) and the caller's rbp.
+        detail::walked_stack walked;
         if (detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
-                                  detail::this_thread_stack(), skip, out, written)) {
-            return written;
+                                  detail::this_thread_stack(), skip, out, walked)) {
+            return walked;
         }
     }
     const auto backtrace = unw_backtrace_pointer.load(std::memory_order_acquire);
@@ -156,7 +162,25 @@ void prepare_stack_capture(unwinder method) {
     for (size_t i = 0; i < written; ++i) {
         out[i] = reinterpret_cast<uintptr_t>(buffer[first + i]);
     }
-    return written;
+    return {out.first(written)};
+}
+
+}  // namespace
+
+[[gnu::noinline]] size_t capture_stack(unwinder method, std::span<uintptr_t> out, size_t skip) {
+    const detail::walked_stack walked =
+        capture_from(method, out, skip, static_cast<const uintptr_t*>(__builtin_frame_address(0)));
+    if (walked.frames.data() != out.data()) {
+        std::copy(walked.frames.begin(), walked.frames.end(), out.begin());
+    }
+    return walked.frames.size();
+}
+
+[[gnu::noinline]] detail::walked_stack detail::capture_walked_stack(unwinder method,
+                                                                    std::span<uintptr_t> out,
+                                                                    size_t skip) {
+    return capture_from(method, out, skip,
+                        static_cast<const uintptr_t*>(__builtin_frame_address(0)));
 }
 
 }  // namespace memtrail::recorder

@@ -37,6 +37,7 @@ struct both_stacks {
     std::vector<uintptr_t> libunwind = std::vector<uintptr_t>(capture_window);
     std::vector<uintptr_t> public_eh_frame = std::vector<uintptr_t>(max_stack_depth);
     bool walked = false;  // the eh_frame walk finished without falling back on libunwind
+    bool whole = false;   // it found the thread's kept walk unchanged
 };
 
 // Both unwinders from one frame: the walk starts at this function's return address, libunwind
@@ -48,11 +49,14 @@ struct both_stacks {
 [[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] void capture_both(
     both_stacks& out, bool public_too = true, bool libunwind_too = true) {
     const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
-    size_t walked = 0;
+    detail::walked_stack walked;
     out.walked =
         detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
                               detail::this_thread_stack(), 0, out.eh_frame, walked);
-    out.eh_frame.resize(walked);
+    out.whole = walked.whole;
+    // A copy first: the frames may lie in out.eh_frame itself.
+    std::vector<uintptr_t> frames(walked.frames.begin(), walked.frames.end());
+    out.eh_frame = std::move(frames);
     out.libunwind.resize(libunwind_too ? capture_stack(unwinder::libunwind, out.libunwind, 1) : 0);
     if (public_too) {
         out.public_eh_frame.resize(capture_stack(unwinder::eh_frame, out.public_eh_frame, 1));
@@ -274,16 +278,14 @@ bool walk_three_frames(outer_caller via, void (*leaf)(both_stacks&), both_stacks
     out = both_stacks{};
     with_fixed_rbp(via, leaf, out);
     capture_window = max_stack_depth;
-    bool whole = false;
-    detail::last_interned_walk(whole);
-    return whole;
+    return out.whole;
 }
 
 // A thread keeps the walks of several places: five leaves in turn each find theirs whole from
 // the second round on (two kept walks would have lost each before its next turn).
 TEST_F(eh_frame_unwinder_test, keeps_the_walks_of_several_places) {
-    static void (*volatile const leaves[])(both_stacks&) = {leaf<11>, leaf<12>, leaf<13>,
-                                                            leaf<14>, leaf<15>};
+    static void (*volatile const leaves[])(both_stacks&) = {leaf<11>, leaf<12>, leaf<13>, leaf<14>,
+                                                            leaf<15>};
     static both_stacks out;
     for (int round = 0; round < 3; ++round) {
 #pragma GCC unroll 1
@@ -383,7 +385,7 @@ struct windowed_call {
 TEST_F(eh_frame_unwinder_test, takes_the_frames_inside_a_changed_caller_from_the_kept_walk) {
     constexpr auto a = outer<6>, b = outer<7>;
     static volatile const windowed_call calls[] = {
-        {a, 256}, {b, 256}, {b, 256}, {a, 256}, {b, 12}, {a, 11}, {a, 256}, {b, 13},
+        {a, 256}, {b, 256}, {b, 256}, {a, 256}, {b, 12},  {a, 11}, {a, 256}, {b, 13},
         {b, 256}, {a, 12},  {b, 11},  {b, 256}, {a, 256}, {a, 14}, {b, 256}, {a, 256},
     };
     size_t i = 0;
@@ -398,8 +400,8 @@ TEST_F(eh_frame_unwinder_test, takes_the_frames_inside_a_changed_caller_from_the
         EXPECT_EQ(out.eh_frame, out.libunwind) << "call " << i << ", window " << c.window;
         // The public capture, made after it, wants every frame.
         ASSERT_GE(out.public_eh_frame.size(), out.libunwind.size()) << "call " << i;
-        EXPECT_TRUE(std::equal(out.libunwind.begin(), out.libunwind.end(),
-                               out.public_eh_frame.begin()))
+        EXPECT_TRUE(
+            std::equal(out.libunwind.begin(), out.libunwind.end(), out.public_eh_frame.begin()))
             << "call " << i;
         ++i;
     }
@@ -572,9 +574,9 @@ TEST_F(eh_frame_unwinder_test, leaves_signal_frames_to_libunwind) {
 [[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] bool walk_with_unknown_stack() {
     const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
     std::array<uintptr_t, 8> out{};
-    size_t written = 0;
+    detail::walked_stack frames;
     const bool walked = detail::walk_eh_frame(
-        {record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]}, {}, 0, out, written);
+        {record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]}, {}, 0, out, frames);
     asm volatile("");
     return walked;
 }

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <span>
 
+#include "memtrail/recorder/stack_capture.hpp"
+
 namespace memtrail::recorder::detail {
 
 // The registers the walk needs, in the frame of the first return address.
@@ -24,12 +26,6 @@ struct stack_range {
 
 // The calling thread's stack (both 0 when unknown); defined in stack_capture.cpp.
 const stack_range& this_thread_stack();
-
-// Writes up to out.size() return addresses from `start` outwards, after leaving out `skip`,
-// into `out`, and sets `written`. False when a frame on the way has no rule this walk can follow
-// or would read outside `stack`: the caller then asks libunwind for the whole stack.
-bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::span<uintptr_t> out,
-                   size_t& written);
 
 // The id a stack was interned as, and the table, skip and limit (out.size() of the walk) it was
 // interned under.
@@ -59,9 +55,33 @@ struct interned_walk {
     }
 };
 
-// What the calling thread's last walk_eh_frame remembers for its stack: nullptr when that walk
-// failed or did not end in a kept walk. `whole` is set to whether the walk was the kept one,
-// unchanged, so that the id remembered (if its table, skip and limit match) is that of this stack.
-interned_walk* last_interned_walk(bool& whole);
+// A walk's stack, and what the kept walk it ended in remembers of the stacks interned from it.
+struct walked_stack {
+    // The return addresses, innermost first: a view of the thread's kept walk, valid until the
+    // thread's next walk (most captures then need no copy: their stack's id is remembered), or
+    // of the caller's `out`, for a stack deeper than a kept walk holds.
+    std::span<const uintptr_t> frames;
+    interned_walk* remembered = nullptr;  // nullptr: the walk ended in no kept walk
+    // The walk was its kept walk unchanged: an id that walk remembers for this capture's table,
+    // skip and limit is this stack's.
+    bool whole = false;
+    uint64_t number = 0;  // the thread's walks so far, this one included (0: no kept walks)
+};
+
+// The calling thread's walks so far: a walked_stack's view and what it remembers stand while
+// this is its `number`.
+uint64_t this_threads_walk_number();
+
+// Walks up to out.size() return addresses from `start` outwards, after leaving out `skip`, and
+// sets `walked` (its frames lie in `out` or in the thread's kept walk). False when a frame on the
+// way has no rule this walk can follow or would read outside `stack`: the caller then asks
+// libunwind for the whole stack.
+bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::span<uintptr_t> out,
+                   walked_stack& walked);
+
+// capture_stack for the recorder, without the copy: the frames are the eh_frame walk's as it was
+// kept (with what it remembers of them), or written to `out` (the other unwinders, and what
+// eh_frame leaves to libunwind). Defined in stack_capture.cpp, out of line as capture_stack is.
+walked_stack capture_walked_stack(unwinder method, std::span<uintptr_t> out, size_t skip);
 
 }  // namespace memtrail::recorder::detail
