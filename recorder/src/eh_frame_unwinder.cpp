@@ -433,11 +433,12 @@ struct kept_walk {
 // The calling thread's kept walks, and room for a walk under way. Several, because a thread's
 // allocations and frees come from different places, and the same place is reached again at the
 // same depth from other callers (PyTorch's operators between one layer and the next): each
-// finds its own walk whole, or the most of it. Thirty-two: inside PyTorch training a walk then
-// steps 1.7 frames instead of 4.9 with sixteen and 7.7 with eight (docs/performance.md). Each
-// thread's is on huge pages (this_threads_block): besides the stack it is most of what a walk
-// reads.
-constexpr size_t kept_walk_count = 32;
+// finds its own walk whole, or the most of it. Sixty-four: inside PyTorch training a walk then
+// steps 1.0 frames instead of 1.7 with thirty-two, 4.9 with sixteen and 7.7 with eight, and the
+// walk's time an event fell by a tenth from thirty-two (docs/performance.md), for about 600 KiB
+// a thread. Each thread's is on huge pages (this_threads_block): besides the stack it is most of
+// what a walk reads.
+constexpr size_t kept_walk_count = 64;
 
 // How a walk met the kept walks: one of them whole, one with its innermost frame but changed
 // further out (its frames inside the first change are this walk's), or none with its innermost
