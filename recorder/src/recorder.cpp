@@ -85,24 +85,33 @@ struct remembered_stacks {
 
     // The id remembered for the native stack with `python_words` after it; no_stack if none.
     stack_id with_python(const stack_table& stacks, std::span<const uintptr_t> python_words) const {
-        if (walk == nullptr || !whole || !holds(walk->with_python, stacks) ||
-            walk->python_word_count != python_words.size() ||
-            !std::equal(python_words.begin(), python_words.end(), walk->python_words.begin())) {
+        if (walk == nullptr || !whole) {
             return no_stack;
         }
-        return walk->with_python.id;
+        for (const detail::interned_walk::with_python_frames& stack : walk->with_python) {
+            if (stack.word_count == python_words.size() && holds(stack.id, stacks) &&
+                std::equal(python_words.begin(), python_words.end(), stack.words.begin())) {
+                return stack.id.id;
+            }
+        }
+        return no_stack;
     }
 
-    // Remembers `id` as the native stack with `python_words` after it.
+    // Remembers `id` as the native stack with `python_words` after it, in place of the one
+    // remembered longest ago.
     void remember_with_python(const stack_table& stacks, std::span<const uintptr_t> python_words,
                               stack_id id) const {
         if (walk == nullptr || id == no_stack || python_words.empty() ||
             python_words.size() > detail::interned_walk::kept_python_words) {
             return;
         }
-        walk->with_python = {stacks.serial(), skip, limit, id};
-        walk->python_word_count = static_cast<uint32_t>(python_words.size());
-        std::copy(python_words.begin(), python_words.end(), walk->python_words.begin());
+        detail::interned_walk::with_python_frames& stack =
+            walk->with_python[walk->next_with_python];
+        walk->next_with_python =
+            (walk->next_with_python + 1) % detail::interned_walk::kept_python_stacks;
+        stack.id = {stacks.serial(), skip, limit, id};
+        stack.word_count = static_cast<uint32_t>(python_words.size());
+        std::copy(python_words.begin(), python_words.end(), stack.words.begin());
     }
 
   private:

@@ -108,11 +108,21 @@ def check_native_only(frames) -> None:
     assert not python_frames(frames), frames
 
 
-def allocate_at_two_lines(library, sizes, lines) -> None:
-    """Allocates each of `sizes` from one of two lines in turn: the native stack is the same at
-    both (the interpreter calls ctypes from one place), only the Python location differs."""
+def allocate_at_five_lines(library, sizes, lines) -> None:
+    """Allocates each of `sizes` from one of five lines in turn: the native stack is the same at
+    all of them (the interpreter calls ctypes from one place), only the Python location differs.
+    Five: more than the stacks with Python frames that a kept walk remembers."""
     for i, size in enumerate(sizes):
-        if i % 2 == 0:
+        if i % 5 == 0:
+            lines[size] = inspect.currentframe().f_lineno + 1
+            pointer = library.memtrail_malloc(size, 0, None)
+        elif i % 5 == 1:
+            lines[size] = inspect.currentframe().f_lineno + 1
+            pointer = library.memtrail_malloc(size, 0, None)
+        elif i % 5 == 2:
+            lines[size] = inspect.currentframe().f_lineno + 1
+            pointer = library.memtrail_malloc(size, 0, None)
+        elif i % 5 == 3:
             lines[size] = inspect.currentframe().f_lineno + 1
             pointer = library.memtrail_malloc(size, 0, None)
         else:
@@ -122,12 +132,12 @@ def allocate_at_two_lines(library, sizes, lines) -> None:
 
 
 def check_lines_under_one_native_stack(library, path: str) -> None:
-    """Captures whose native walk repeats whole, from Python lines that alternate, and then
-    repeat: each allocation has its own line, none the line of the capture before it."""
+    """Captures whose native walk repeats whole, from Python lines that take turns, and then
+    repeat: each allocation has its own line, none the line of another capture."""
     assert library.memtrail_record_memory_history(b"all", b"all", b"all", 0) == 0
-    sizes = [4096 * (100 + i) for i in range(12)]
+    sizes = [4096 * (100 + i) for i in range(30)]
     lines = {}
-    allocate_at_two_lines(library, sizes, lines)
+    allocate_at_five_lines(library, sizes, lines)
     assert library.memtrail_dump_snapshot(path.encode()) == 0, library.memtrail_last_error()
     with open(path, "rb") as f:
         trace = pickle.load(f)["device_traces"][0]
@@ -135,7 +145,7 @@ def check_lines_under_one_native_stack(library, path: str) -> None:
     assert sorted(allocs) == sorted(sizes), allocs
     for size in sizes:
         own = python_frames(allocs[size])
-        assert own[0] == ("allocate_at_two_lines", lines[size]), (size, own)
+        assert own[0] == ("allocate_at_five_lines", lines[size]), (size, own)
     native = [[f["name"] for f in frames if f["filename"] != THIS_FILE] for frames in
               (allocs[sizes[0]], allocs[sizes[1]])]
     assert native[0] == native[1], native
@@ -212,8 +222,8 @@ def main(library_path: str, folder: str) -> None:
     check_python_only(record_and_dump(without_gil, b"python",
                                       os.path.join(folder, "no_gil_python.pickle"),
                                       [36864, 40960]))
-    check_lines_under_one_native_stack(with_gil, os.path.join(folder, "two_lines.pickle"))
-    check_lines_under_one_native_stack(without_gil, os.path.join(folder, "two_lines_no_gil.pickle"))
+    check_lines_under_one_native_stack(with_gil, os.path.join(folder, "five_lines.pickle"))
+    check_lines_under_one_native_stack(without_gil, os.path.join(folder, "five_lines_no_gil.pickle"))
     check_no_deadlock(without_gil, os.path.join(folder, "contended.pickle"))
     print("python stacks: ok")
 

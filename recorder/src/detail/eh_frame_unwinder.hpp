@@ -39,19 +39,31 @@ struct remembered_id {
 // The stacks a kept walk gave, remembered with it. A capture that finds that walk whole and
 // unchanged gives the same native stack again for the same table, skip and limit: its caller can
 // take the id without interning the stack (hashing and comparing every frame). The same for the
-// last stack of this walk with Python frames after it, when the capture reads the same Python
-// words. Few words: a thread's Python frames are mostly the same as its last capture's.
+// last few stacks of this walk with Python frames after it, when the capture reads the same
+// Python words as one of them: several Python lines reach the same native stack (each call of a
+// PyTorch function from Python code), and a thread's Python frames are mostly those of one of
+// its recent captures.
 struct interned_walk {
     static constexpr size_t kept_python_words = 32;
-    remembered_id native;
-    remembered_id with_python;
-    uint32_t python_word_count = 0;
-    std::array<uintptr_t, kept_python_words> python_words;
+    static constexpr size_t kept_python_stacks = 4;
 
-    // Forgets both stacks: the walk changed.
+    // A stack with Python frames: the id, and the Python words after the native frames.
+    struct with_python_frames {
+        remembered_id id;
+        uint32_t word_count = 0;
+        std::array<uintptr_t, kept_python_words> words;
+    };
+
+    remembered_id native;
+    std::array<with_python_frames, kept_python_stacks> with_python;
+    uint32_t next_with_python = 0;  // the one a new stack with Python frames replaces
+
+    // Forgets every stack: the walk changed.
     void forget() {
         native.table = 0;
-        with_python.table = 0;
+        for (with_python_frames& stack : with_python) {
+            stack.id.table = 0;
+        }
     }
 };
 
