@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <csignal>
@@ -54,9 +55,12 @@ struct both_stacks {
         detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
                               detail::this_thread_stack(), 0, out.eh_frame, walked);
     out.whole = walked.whole;
-    // A copy first: the frames may lie in out.eh_frame itself.
-    std::vector<uintptr_t> frames(walked.frames.begin(), walked.frames.end());
-    out.eh_frame = std::move(frames);
+    // No allocation (this may run in a signal handler): the frames fit where they are asked
+    // for, and may lie there already.
+    if (walked.frames.data() != out.eh_frame.data()) {
+        std::copy(walked.frames.begin(), walked.frames.end(), out.eh_frame.begin());
+    }
+    out.eh_frame.resize(walked.frames.size());
     out.libunwind.resize(libunwind_too ? capture_stack(unwinder::libunwind, out.libunwind, 1) : 0);
     if (public_too) {
         out.public_eh_frame.resize(capture_stack(unwinder::eh_frame, out.public_eh_frame, 1));

@@ -135,7 +135,11 @@ class eight_threads : public ::testing::TestWithParam<recorder::unwinder> {};
 
 TEST_P(eight_threads, lose_and_duplicate_nothing) {
     MEMTRAIL_SKIP_LIBUNWIND_THREADS_UNDER_TSAN(GetParam());
-    simulated_device gpu;
+    // Room for every thread's live blocks at once: each ends with about 11 GiB live, and threads
+    // that keep pace (as under ThreadSanitizer) would otherwise run out of 80 GiB.
+    simulated_device_options room;
+    room.capacity = 256ull << 30;
+    simulated_device gpu(room);
     caching_allocator allocator({&gpu});
     recorder::recorder history(allocator);
     auto options = all_with_entries(10'000'000);
