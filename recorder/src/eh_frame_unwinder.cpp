@@ -9,11 +9,15 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "detail/eh_frame_rules.hpp"
 #include "detail/huge_pages.hpp"
@@ -440,6 +444,35 @@ struct kept_walk {
 // what a walk reads.
 constexpr size_t kept_walk_count = 64;
 
+// A kept walk's innermost frame in four bytes. Choosing a walk compares the tags of all of them,
+// four lines, instead of reading their registers most recent first: inside training the walk
+// found was the ninth read, on average, each on a line of its own (docs/performance.md).
+uint32_t innermost_tag(const unwind_registers& frame) {
+    return static_cast<uint32_t>(((frame.pc ^ (frame.sp << 16)) * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+static_assert(kept_walk_count <= 64, "a walk's tags are matched into one 64-bit mask");
+
+// Bit i set where the i-th of the first `count` tags is `tag`.
+uint64_t matching_tags(const std::array<uint32_t, kept_walk_count>& tags, uint32_t tag,
+                       uint32_t count) {
+    uint64_t matches = 0;
+#if defined(__SSE2__)
+    static_assert(kept_walk_count % 4 == 0);
+    const __m128i wanted = _mm_set1_epi32(static_cast<int>(tag));
+    for (uint32_t i = 0; i < count; i += 4) {
+        const __m128i four = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&tags[i]));
+        const auto equal = _mm_castsi128_ps(_mm_cmpeq_epi32(four, wanted));
+        matches |= static_cast<uint64_t>(_mm_movemask_ps(equal)) << i;
+    }
+#else
+    for (uint32_t i = 0; i < count; ++i) {
+        matches |= uint64_t{tags[i] == tag} << i;
+    }
+#endif
+    return count >= 64 ? matches : matches & ((uint64_t{1} << count) - 1);
+}
+
 // How a walk met the kept walks: one of them whole, one with its innermost frame but changed
 // further out (its frames inside the first change are this walk's), or none with its innermost
 // frame.
@@ -447,8 +480,10 @@ enum class walk_match { whole, changed_outside_innermost, other };
 
 struct walk_memory {
     std::array<kept_walk, kept_walk_count> kept;
-    // Apart from the walks, so that choosing one reads a line or two: each kept walk's innermost
-    // frame's registers, and the walks in use, most recently used first.
+    // Apart from the walks, so that choosing one reads a few lines: each kept walk's innermost
+    // frame's tag and registers, and the walks in use (kept[0, in_use)), most recently used
+    // first.
+    std::array<uint32_t, kept_walk_count> innermost_tags;
     std::array<unwind_registers, kept_walk_count> innermost;
     std::array<uint8_t, kept_walk_count> by_recency;
     uint32_t in_use;
@@ -458,16 +493,17 @@ struct walk_memory {
     uint64_t walks;  // so far
 
     // The kept walk to compare a walk from `start` with, and the one that keeps the result: the
-    // most recent whose innermost frame is `start`'s (both; found whole when every word the
-    // window depends on holds), else the most recent walk, whose outer frames are the likeliest
-    // to be this one's, and a walk not in use yet or the least recent, which the result replaces.
+    // one whose innermost frame is `start`'s (both; found whole when every word the window
+    // depends on holds), else the most recent walk, whose outer frames are the likeliest to be
+    // this one's, and a walk not in use yet or the least recent, which the result replaces.
     // One walk an innermost frame: keeping a second for another caller of the same place found
     // more walks whole inside PyTorch training, but crowded out other places' walks, and the
     // walks stepped more frames for it (docs/performance.md, issue 17's seventh round).
     walk_match choose(const unwind_registers& start, size_t window, kept_walk*& compared,
                       kept_walk*& kept_as) {
-        for (uint32_t rank = 0; rank < in_use; ++rank) {
-            const uint8_t i = by_recency[rank];
+        for (uint64_t candidates = matching_tags(innermost_tags, innermost_tag(start), in_use);
+             candidates != 0; candidates &= candidates - 1) {
+            const auto i = static_cast<size_t>(std::countr_zero(candidates));
             const unwind_registers& frame = innermost[i];
             kept_walk& walk = kept[i];
             if (frame.sp == start.sp && frame.pc == start.pc &&
@@ -500,6 +536,7 @@ struct walk_memory {
     void used(kept_walk& walk, const unwind_registers& start) {
         const auto i = static_cast<uint8_t>(&walk - kept.data());
         innermost[i] = start;
+        innermost_tags[i] = innermost_tag(start);
         if (in_use > 0 && by_recency[0] == i) {
             return;  // most recent already
         }
