@@ -124,17 +124,16 @@ struct remembered_stacks {
 
 // intern_with_python's lookup, once the Python frames were read into `python_part` unchecked
 // (`read`; nullopt when they could not be): a stack found holds kept code objects only; a new one
-// is read again with its code objects checked and kept. `frames` holds the native stack
-// (`native`) in its first words. Sets `python_words` to the Python words the stack has.
+// is read again with its code objects checked and kept. `frames` holds the native stack in its
+// first `native_count` words. Sets `python_words` to the Python words the stack has.
 stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& capture,
-                                   std::span<uintptr_t> frames, std::span<const uintptr_t> native,
+                                   std::span<uintptr_t> frames, size_t native_count,
                                    std::span<uintptr_t> python_part, std::optional<size_t> read,
                                    remembered_stacks& remembered, size_t& python_words) {
     python_words = 0;
-    const size_t native_count = native.size();
     if (read) {
         if (*read == 0) {
-            return remembered.intern_native(stacks, native);
+            return remembered.intern_native(stacks, frames.first(native_count));
         }
         const stack_id found = stacks.find(frames.first(native_count + 1 + *read));
         if (found != no_stack) {
@@ -143,7 +142,7 @@ stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& 
         }
     }
     const size_t checked_words = capture.frames(python_part);
-    remembered.forget_if_walked_since();  // and `native` may be a view of a changed walk
+    remembered.forget_if_walked_since();
     if (checked_words == 0) {
         return remembered.intern_native(stacks, frames.first(native_count));
     }
@@ -189,8 +188,8 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames,
         std::copy(native.begin(), native.end(), frames.begin());
     }
     size_t python_words = 0;
-    const stack_id id = intern_with_python_frames(stacks, capture, frames, native, python_part,
-                                                  read, remembered, python_words);
+    const stack_id id = intern_with_python_frames(stacks, capture, frames, native_count,
+                                                  python_part, read, remembered, python_words);
     remembered.remember_with_python(stacks, python_part.first(python_words), id);
     return id;
 }
