@@ -123,18 +123,16 @@ struct remembered_stacks {
 };
 
 // intern_with_python's lookup, once the Python frames were read into `python_part` unchecked
-// (`read`; nullopt when they could not be): a stack found holds kept code objects only; a new one
-// is read again with its code objects checked and kept. `frames` holds the native stack in its
-// first `native_count` words. Sets `python_words` to the Python words the stack has.
+// (`read` words, at least one; nullopt when they could not be): a stack found holds kept code
+// objects only; a new one is read again with its code objects checked and kept. `frames` holds the
+// native stack in its first `native_count` words. Sets `python_words` to the Python words the stack
+// has.
 stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& capture,
                                    std::span<uintptr_t> frames, size_t native_count,
                                    std::span<uintptr_t> python_part, std::optional<size_t> read,
                                    remembered_stacks& remembered, size_t& python_words) {
     python_words = 0;
     if (read) {
-        if (*read == 0) {
-            return remembered.intern_native(stacks, frames.first(native_count));
-        }
         const stack_id found = stacks.find(frames.first(native_count + 1 + *read));
         if (found != no_stack) {
             python_words = *read;
@@ -173,9 +171,12 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames,
     // A stack interned before holds only kept code objects: found again, its frames need no
     // check. Most captures repeat a stack, so only new ones pay for the check.
     const std::optional<size_t> read = capture.frames_unchecked(python_part);
+    if (read && *read == 0) {
+        return remembered.intern_native(stacks, native);  // no Python code running (autograd's)
+    }
     // The same native walk and the same Python frames: the same stack, without hashing the whole
     // or looking it up.
-    if (read && *read > 0) {
+    if (read) {
         if (const stack_id id = remembered.with_python(stacks, python_part.first(*read));
             id != no_stack) {
             return id;
