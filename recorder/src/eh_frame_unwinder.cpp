@@ -320,6 +320,21 @@ struct kept_frame {
 // walks in less memory. A walk that goes deeper is walked frame by frame.
 constexpr size_t kept_walk_frames = 96;
 
+// What choosing a kept walk reads of it (walk_memory::heads), apart from the walk itself: its
+// innermost frame and where the words checked for that frame lie in kept_walk::checks. Inside
+// training these lines are cold at every capture (PyTorch's work in between takes the caches), so
+// choosing waits for the tags, then for this head and the walk's first checks together, instead
+// of a chain of the walk's own lines. Two a line.
+struct alignas(32) kept_walk_head {
+    unwind_registers innermost;  // its registers on entry
+    uint8_t count;               // the walk's frames
+    uint8_t innermost_checks;    // checks_of(count - 1), from checks.data()
+    uint8_t checks_end;          // checks_end(count - 1)
+    uint8_t complete : 1;        // kept_walk::complete
+    uint8_t bp_used : 1;         // the innermost frame's rbp on entry matters
+};
+static_assert(sizeof(kept_walk_head) == 32, "two heads a line");
+
 // A complete walk of the calling thread, kept for the next ones. Consecutive captures share
 // most of their outer frames: where a new walk reaches a frame of a kept one with the same
 // registers, and every word the kept walk depends on from there out still holds, the rest is the
@@ -356,19 +371,46 @@ struct kept_walk {
         return kept.sp == registers.sp && pc(frame) == registers.pc &&
                (!kept.bp_used || kept.bp == registers.bp);
     }
-    bool same_frame(size_t frame, const unwind_registers& registers) const {
-        return same_registers(frame, registers) &&
-               !any_changed(checks_of(frame), checks_end(frame));
+
+    // Its head, once its innermost frame is `innermost`.
+    kept_walk_head head(const unwind_registers& innermost) const {
+        static_assert(kept_walk_frames <= UINT8_MAX && 2 * kept_walk_frames <= UINT8_MAX);
+        const size_t last = count - 1;  // no empty walks
+        return {innermost,
+                static_cast<uint8_t>(count),
+                static_cast<uint8_t>(checks_of(last) - checks.data()),
+                static_cast<uint8_t>(frames[last].checks_end),
+                complete,
+                frames[last].bp_used};
     }
 
-    // Whether the walk is this one whole when its innermost frame is: long enough for `window`
-    // frames, and every word that the frames in the window depend on unchanged.
-    bool holds_out_to(size_t window) const {
-        if (!complete && count < window) {
-            return false;  // it stopped at a shorter window
+    // Whether the walk, with head `head`, is the walk from `start` whole: the same innermost
+    // frame, long enough for `window` frames, and every word that the frames in the window
+    // depend on unchanged. `innermost_holds`: at least the innermost frame is `start`'s (the
+    // words outside it may have changed). Inside the window, only the head and the checks are
+    // read.
+    bool holds_out_to(const kept_walk_head& head, const unwind_registers& start, size_t window,
+                      bool& innermost_holds) const {
+        innermost_holds = head.innermost.sp == start.sp && head.innermost.pc == start.pc &&
+                          (!head.bp_used || head.innermost.bp == start.bp) &&
+                          !any_changed(checks.data() + head.innermost_checks,
+                                       checks.data() + head.checks_end);
+        if (!innermost_holds || (!head.complete && head.count < window)) {
+            return false;  // another frame, or it stopped at a shorter window
         }
-        const size_t reached = std::min<size_t>(count, window);  // at least 1: no empty walks
-        return !any_changed_from_inside(checks_of(count - reached), checks_of(count - 1));
+        const checked_word* outermost_needed =
+            head.count <= window ? checks.data() : checks_of(head.count - window);
+        return !any_changed_from_inside(outermost_needed, checks.data() + head.innermost_checks);
+    }
+
+    // Asks for the lines of the words most walks check, ahead of reading them.
+    void prefetch_checks() const {
+        constexpr size_t lines = 8;  // 32 words: inside training, a walk checks about 31
+        const auto* first = reinterpret_cast<const char*>(checks.data());
+#pragma GCC unroll 8
+        for (size_t line = 0; line < lines; ++line) {
+            __builtin_prefetch(first + 64 * line);
+        }
     }
 
     // Where rbp matters and the words checked, from frame `from` in (the frames outside it are
@@ -481,10 +523,9 @@ enum class walk_match { whole, changed_outside_innermost, other };
 struct walk_memory {
     std::array<kept_walk, kept_walk_count> kept;
     // Apart from the walks, so that choosing one reads a few lines: each kept walk's innermost
-    // frame's tag and registers, and the walks in use (kept[0, in_use)), most recently used
-    // first.
+    // frame's tag and head, and the walks in use (kept[0, in_use)), most recently used first.
     std::array<uint32_t, kept_walk_count> innermost_tags;
-    std::array<unwind_registers, kept_walk_count> innermost;
+    std::array<kept_walk_head, kept_walk_count> heads;
     std::array<uint8_t, kept_walk_count> by_recency;
     uint32_t in_use;
     // The walk under way, innermost first, until it meets the kept one.
@@ -501,16 +542,18 @@ struct walk_memory {
     // walks stepped more frames for it (docs/performance.md, issue 17's seventh round).
     walk_match choose(const unwind_registers& start, size_t window, kept_walk*& compared,
                       kept_walk*& kept_as) {
-        for (uint64_t candidates = matching_tags(innermost_tags, innermost_tag(start), in_use);
-             candidates != 0; candidates &= candidates - 1) {
-            const auto i = static_cast<size_t>(std::countr_zero(candidates));
-            const unwind_registers& frame = innermost[i];
+        const uint64_t candidates = matching_tags(innermost_tags, innermost_tag(start), in_use);
+        for (uint64_t c = candidates; c != 0; c &= c - 1) {
+            kept[static_cast<size_t>(std::countr_zero(c))].prefetch_checks();
+        }
+        for (uint64_t c = candidates; c != 0; c &= c - 1) {
+            const auto i = static_cast<size_t>(std::countr_zero(c));
             kept_walk& walk = kept[i];
-            if (frame.sp == start.sp && frame.pc == start.pc &&
-                walk.same_frame(walk.count - 1, start)) {
+            bool innermost_holds = false;
+            const bool whole = walk.holds_out_to(heads[i], start, window, innermost_holds);
+            if (innermost_holds) {
                 compared = kept_as = &walk;
-                return walk.holds_out_to(window) ? walk_match::whole
-                                                 : walk_match::changed_outside_innermost;
+                return whole ? walk_match::whole : walk_match::changed_outside_innermost;
             }
         }
         compared = &kept[by_recency[0]];  // kept[0], unused, when none is in use
@@ -518,12 +561,17 @@ struct walk_memory {
         return walk_match::other;
     }
 
-    // Gives the frames of `walk`, the walk from `start` (`whole`: as it was kept), as a view of
-    // its return addresses, and notes that it was used last.
+    // Gives the frames of `walk`, the walk from `start` (`whole`: as it was kept, head and all),
+    // as a view of its return addresses, and notes that it was used last.
     bool give(kept_walk& walk, const unwind_registers& start, bool whole, size_t skip, size_t limit,
               walked_stack& walked) {
-        used(walk, start);
-        const size_t total = walk.count;
+        const auto i = static_cast<size_t>(&walk - kept.data());
+        if (!whole) {
+            heads[i] = walk.head(start);
+            innermost_tags[i] = innermost_tag(start);
+        }
+        used(i);
+        const size_t total = heads[i].count;
         const size_t count = skip < total ? std::min(total - skip, limit) : 0;
         walked = {{walk.pcs.data() + (kept_walk_frames - total + skip), count},
                   &walk.interned,
@@ -532,11 +580,8 @@ struct walk_memory {
         return true;
     }
 
-    // Notes that `walk`, whose innermost frame is `start`'s, was used by the last walk.
-    void used(kept_walk& walk, const unwind_registers& start) {
-        const auto i = static_cast<uint8_t>(&walk - kept.data());
-        innermost[i] = start;
-        innermost_tags[i] = innermost_tag(start);
+    // Notes that kept[i] was used by the last walk.
+    void used(size_t i) {
         if (in_use > 0 && by_recency[0] == i) {
             return;  // most recent already
         }
@@ -550,7 +595,7 @@ struct walk_memory {
         for (; rank > 0; --rank) {
             by_recency[rank] = by_recency[rank - 1];
         }
-        by_recency[0] = i;
+        by_recency[0] = static_cast<uint8_t>(i);
     }
 };
 
