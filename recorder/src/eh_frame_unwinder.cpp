@@ -321,10 +321,10 @@ struct kept_frame {
 constexpr size_t kept_walk_frames = 96;
 
 // What choosing a kept walk reads of it (walk_memory::heads), apart from the walk itself: its
-// innermost frame and where the words checked for that frame lie in kept_walk::checks. Inside
-// training these lines are cold at every capture (PyTorch's work in between takes the caches), so
-// choosing waits for the tags, then for this head and the walk's first checks together, instead
-// of a chain of the walk's own lines. Two a line.
+// innermost frame, where the words checked for that frame lie in kept_walk::checks, and how it
+// was last used. Inside training these lines are cold at every capture (PyTorch's work in
+// between takes the caches), so choosing waits for the tags, then for the heads and the walks'
+// first checks together, instead of a chain of each walk's own lines. Two a line.
 struct alignas(32) kept_walk_head {
     unwind_registers innermost;  // its registers on entry
     uint8_t count;               // the walk's frames
@@ -332,6 +332,11 @@ struct alignas(32) kept_walk_head {
     uint8_t checks_end;          // checks_end(count - 1)
     uint8_t complete : 1;        // kept_walk::complete
     uint8_t bp_used : 1;         // the innermost frame's rbp on entry matters
+    // Of the walks with this innermost frame (at most two), it was the last used, and it was
+    // the time before too: walk_memory::choose() guesses which of two to check first.
+    uint8_t last_of_place : 1;
+    uint8_t repeats : 1;
+    uint32_t used_at;  // walk_memory::walks when it was last used (its low bits)
 };
 static_assert(sizeof(kept_walk_head) == 32, "two heads a line");
 
@@ -372,31 +377,33 @@ struct kept_walk {
                (!kept.bp_used || kept.bp == registers.bp);
     }
 
-    // Its head, once its innermost frame is `innermost`.
-    kept_walk_head head(const unwind_registers& innermost) const {
+    // Sets what `head` says of the walk, once its innermost frame is `innermost` (how it was
+    // used is the caller's).
+    void describe_in(kept_walk_head& head, const unwind_registers& innermost) const {
         static_assert(kept_walk_frames <= UINT8_MAX && 2 * kept_walk_frames <= UINT8_MAX);
         const size_t last = count - 1;  // no empty walks
-        return {innermost,
-                static_cast<uint8_t>(count),
-                static_cast<uint8_t>(checks_of(last) - checks.data()),
-                static_cast<uint8_t>(frames[last].checks_end),
-                complete,
-                frames[last].bp_used};
+        head.innermost = innermost;
+        head.count = static_cast<uint8_t>(count);
+        head.innermost_checks = static_cast<uint8_t>(checks_of(last) - checks.data());
+        head.checks_end = static_cast<uint8_t>(frames[last].checks_end);
+        head.complete = complete;
+        head.bp_used = frames[last].bp_used;
     }
 
-    // Whether the walk, with head `head`, is the walk from `start` whole: the same innermost
-    // frame, long enough for `window` frames, and every word that the frames in the window
-    // depend on unchanged. `innermost_holds`: at least the innermost frame is `start`'s (the
-    // words outside it may have changed). Inside the window, only the head and the checks are
-    // read.
-    bool holds_out_to(const kept_walk_head& head, const unwind_registers& start, size_t window,
-                      bool& innermost_holds) const {
-        innermost_holds = head.innermost.sp == start.sp && head.innermost.pc == start.pc &&
-                          (!head.bp_used || head.innermost.bp == start.bp) &&
-                          !any_changed(checks.data() + head.innermost_checks,
-                                       checks.data() + head.checks_end);
-        if (!innermost_holds || (!head.complete && head.count < window)) {
-            return false;  // another frame, or it stopped at a shorter window
+    // Whether the walk, with head `head`, has `start`'s innermost frame: the same registers, and
+    // the words that frame's step read unchanged. Reads only the head and those checks.
+    bool innermost_is(const kept_walk_head& head, const unwind_registers& start) const {
+        return head.innermost.sp == start.sp && head.innermost.pc == start.pc &&
+               (!head.bp_used || head.innermost.bp == start.bp) &&
+               !any_changed(checks.data() + head.innermost_checks, checks.data() + head.checks_end);
+    }
+
+    // Whether the walk, with `start`'s innermost frame, is the walk from `start` whole: long
+    // enough for `window` frames, and every word that the frames in the window depend on
+    // unchanged. Inside the window, only the head and the checks are read.
+    bool holds_out_to(const kept_walk_head& head, size_t window) const {
+        if (!head.complete && head.count < window) {
+            return false;  // it stopped at a shorter window
         }
         const checked_word* outermost_needed =
             head.count <= window ? checks.data() : checks_of(head.count - window);
@@ -448,19 +455,21 @@ struct kept_walk {
     }
 
     // Keeps frames [0, shared), puts `fresh` (innermost first) after them, and the frames
-    // [inner_from, inner_from + inner_count) after those: the innermost ones, which a walk
-    // took unchanged.
+    // [inner_from, inner_from + inner_count) of `inner` after those: the innermost ones, which
+    // a walk took unchanged from the walk it was compared with (this one or another).
     void keep(size_t shared, const step_reads* fresh, const uintptr_t* fresh_pcs,
-              size_t fresh_count, bool fresh_reached_outermost, size_t inner_from,
-              size_t inner_count) {
+              size_t fresh_count, bool fresh_reached_outermost, const kept_walk& inner,
+              size_t inner_from, size_t inner_count) {
         complete = shared > 0 ? complete : fresh_reached_outermost;
         const size_t moved_to = shared + fresh_count;
         if (inner_count > 0) {
             // Moved first: the fresh frames may go where they were.
-            std::memmove(&frames[moved_to], &frames[inner_from], inner_count * sizeof(kept_frame));
-            std::memmove(&words[moved_to], &words[inner_from], inner_count * sizeof(step_words));
+            std::memmove(&frames[moved_to], &inner.frames[inner_from],
+                         inner_count * sizeof(kept_frame));
+            std::memmove(&words[moved_to], &inner.words[inner_from],
+                         inner_count * sizeof(step_words));
             std::memmove(&pcs[kept_walk_frames - moved_to - inner_count],
-                         &pcs[kept_walk_frames - inner_from - inner_count],
+                         &inner.pcs[kept_walk_frames - inner_from - inner_count],
                          inner_count * sizeof(uintptr_t));
         }
         for (size_t i = 0; i < fresh_count; ++i) {
@@ -533,32 +542,70 @@ struct walk_memory {
     std::array<uintptr_t, kept_walk_frames> fresh_pcs;
     uint64_t walks;  // so far
 
-    // The kept walk to compare a walk from `start` with, and the one that keeps the result: the
-    // one whose innermost frame is `start`'s (both; found whole when every word the window
-    // depends on holds), else the most recent walk, whose outer frames are the likeliest to be
-    // this one's, and a walk not in use yet or the least recent, which the result replaces.
-    // One walk an innermost frame: keeping a second for another caller of the same place found
-    // more walks whole inside PyTorch training, but crowded out other places' walks, and the
-    // walks stepped more frames for it (docs/performance.md, issue 17's seventh round).
+    // The kept walk to compare a walk from `start` with, and the one that keeps the result. The
+    // same place is reached from several callers in turn (an operator's allocation from each
+    // layer), so up to two walks may share `start`'s innermost frame, and the one whose every
+    // word the window depends on holds is this walk whole. Which of the two to check first is
+    // guessed from the last captures of the place: the one used last, if it was used the time
+    // before too (one caller again), else the other (callers taking turns). Else the more recent
+    // of them is compared (its frames inside the change are this walk's) and the result
+    // replaces the less recent of two, or goes beside the one. With none, the most recent walk
+    // is compared, whose outer frames are the likeliest to be this one's, and the result goes to
+    // a walk not in use yet or the least recent. Inside PyTorch training two walks a place find
+    // 80% of walks whole against 56% with one (docs/performance.md, issue 17's eighth round).
     walk_match choose(const unwind_registers& start, size_t window, kept_walk*& compared,
                       kept_walk*& kept_as) {
         const uint64_t candidates = matching_tags(innermost_tags, innermost_tag(start), in_use);
         for (uint64_t c = candidates; c != 0; c &= c - 1) {
             kept[static_cast<size_t>(std::countr_zero(c))].prefetch_checks();
         }
-        for (uint64_t c = candidates; c != 0; c &= c - 1) {
+        std::array<size_t, 2> place{};
+        size_t found = 0;
+        for (uint64_t c = candidates; c != 0 && found < place.size(); c &= c - 1) {
             const auto i = static_cast<size_t>(std::countr_zero(c));
-            kept_walk& walk = kept[i];
-            bool innermost_holds = false;
-            const bool whole = walk.holds_out_to(heads[i], start, window, innermost_holds);
-            if (innermost_holds) {
-                compared = kept_as = &walk;
-                return whole ? walk_match::whole : walk_match::changed_outside_innermost;
+            if (kept[i].innermost_is(heads[i], start)) {
+                place[found++] = i;
             }
         }
-        compared = &kept[by_recency[0]];  // kept[0], unused, when none is in use
-        kept_as = &kept[in_use < kept_walk_count ? in_use : by_recency[kept_walk_count - 1]];
-        return walk_match::other;
+        if (found == 2) {
+            const bool first_is_last = heads[place[0]].last_of_place;
+            if (heads[first_is_last ? place[0] : place[1]].repeats != first_is_last) {
+                std::swap(place[0], place[1]);
+            }
+        }
+        for (size_t k = 0; k < found; ++k) {
+            const size_t i = place[k];
+            if (kept[i].holds_out_to(heads[i], window)) {
+                compared = kept_as = &kept[i];
+                heads[i].repeats = heads[i].last_of_place;
+                heads[i].last_of_place = true;
+                if (found == 2) {
+                    heads[place[1 - k]].last_of_place = false;
+                }
+                return walk_match::whole;
+            }
+        }
+        size_t replaced = in_use < kept_walk_count ? in_use : by_recency[kept_walk_count - 1];
+        if (found > 0) {
+            // Told apart by the low bits of the walks' numbers: wrong only for a walk unused
+            // for four billion walks, which then is merely compared first.
+            const bool first_is_recent =
+                found == 1 || static_cast<int32_t>(heads[place[0]].used_at -
+                                                   heads[place[1]].used_at) >= 0;
+            compared = &kept[first_is_recent ? place[0] : place[1]];
+            for (size_t k = 0; k < found; ++k) {
+                heads[place[k]].last_of_place = false;
+            }
+            if (found == 2) {
+                replaced = first_is_recent ? place[1] : place[0];
+            }
+        } else {
+            compared = &kept[by_recency[0]];  // kept[0], unused, when none is in use
+        }
+        kept_as = &kept[replaced];
+        heads[replaced].last_of_place = true;  // a new walk of the place
+        heads[replaced].repeats = false;
+        return found > 0 ? walk_match::changed_outside_innermost : walk_match::other;
     }
 
     // Gives the frames of `walk`, the walk from `start` (`whole`: as it was kept, head and all),
@@ -566,12 +613,14 @@ struct walk_memory {
     bool give(kept_walk& walk, const unwind_registers& start, bool whole, size_t skip, size_t limit,
               walked_stack& walked) {
         const auto i = static_cast<size_t>(&walk - kept.data());
+        kept_walk_head& head = heads[i];
         if (!whole) {
-            heads[i] = walk.head(start);
+            walk.describe_in(head, start);
             innermost_tags[i] = innermost_tag(start);
         }
+        head.used_at = static_cast<uint32_t>(walks);
         used(i);
-        const size_t total = heads[i].count;
+        const size_t total = head.count;
         const size_t count = skip < total ? std::min(total - skip, limit) : 0;
         walked = {{walk.pcs.data() + (kept_walk_frames - total + skip), count},
                   &walk.interned,
@@ -745,7 +794,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
         kept_as->take_outer_frames(*compared, shared);
     }
     kept_as->keep(shared, memory.fresh.data(), memory.fresh_pcs.data(), fresh_count,
-                  reached_outermost, inner_from, inner_count);
+                  reached_outermost, *compared, inner_from, inner_count);
     return memory.give(*kept_as, start, false, skip, out.size(), walked);
 }
 

@@ -303,6 +303,28 @@ TEST_F(eh_frame_unwinder_test, keeps_the_walks_of_several_places) {
     }
 }
 
+// One place reached from two callers (as an operator allocates from each layer): the two walks
+// share their innermost frames and differ further out. Each stays kept beside the other, so
+// from the second round on each finds its own whole, whether the callers take turns or one
+// comes again; a thread that kept one walk per innermost frame would find none whole while
+// they take turns, each replacing the other.
+TEST_F(eh_frame_unwinder_test, keeps_each_caller_of_one_place) {
+    static outer_caller volatile const callers[] = {outer<8>, outer<9>, outer<8>, outer<9>,
+                                                    outer<9>, outer<9>, outer<8>, outer<8>,
+                                                    outer<9>, outer<8>};
+    static both_stacks out;
+    for (int round = 0; round < 2; ++round) {
+#pragma GCC unroll 1
+        for (size_t i = 0; i < std::size(callers); ++i) {
+            const bool whole = walk_three_frames(callers[i], leaf<41>, out);
+            EXPECT_EQ(out.eh_frame, out.libunwind) << "round " << round << ", call " << i;
+            if (round > 0 || i >= 2) {
+                EXPECT_TRUE(whole) << "round " << round << ", call " << i;
+            }
+        }
+    }
+}
+
 // Code built without frame pointers keeps any value in rbp, and its callees save it: a word that
 // changes from call to call without changing the callers. Here an outer caller puts a new
 // value in rbp before each call (the callees save it), and no frame out to the next saved rbp
