@@ -122,6 +122,11 @@ def train(mode, library, snapshot):
            "warnings": sorted({str(w.message)[:200] for w in nondeterminism_warnings})}
     if mode.startswith("memtrail_alternate"):
         out["alternate"] = alternating_blocks(times[WARMUP:], recording[WARMUP:])
+        # The same for the CPU time of the process's threads (the main thread's and autograd's)
+        # up to the wait for the GPU: recording's own work, without the GPU's and the step's
+        # waits, which spread the step times of one process by more than recording costs.
+        out["alternate_process_cpu"] = alternating_blocks(process_cpu_times[WARMUP:],
+                                                          recording[WARMUP:])
     if mode.startswith("torch"):
         try:
             stats = torch.cuda.memory_stats()

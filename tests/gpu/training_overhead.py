@@ -12,7 +12,8 @@ MEMTRAIL_UNWINDER for memtrail's runs. MODES (comma-separated, default memtrail_
 modes of torch_training.py's child to the rotation, e.g. memtrail_off,memtrail_nostacks,
 memtrail_native,memtrail_python,memtrail_all to split recording's cost; memtrail_alternate
 switches recording everything on and off in blocks of steps inside each process, which measures
-recording's cost without the spread between processes (printed as well).
+recording's cost without the spread between processes (printed as well, in step time and in the
+CPU time of the process's threads a step).
 """
 import json
 import os
@@ -43,11 +44,13 @@ def step_ms(mode, index):
         json.dump(result, f)  # every step's time, to see drifts inside a process
     if "alternate" in result:
         alternate[mode].append(result["alternate"]["overhead_pct"])
+        alternate_cpu[mode].append(result["alternate_process_cpu"]["overhead_pct"])
     return result["step_ms_median"], result["process_cpu_ms_median"]
 
 
 times = {mode: [] for mode in ["torch", *modes]}
 alternate = {mode: [] for mode in times}  # memtrail_alternate: recording's cost in each process
+alternate_cpu = {mode: [] for mode in times}  # the same in the CPU time of the process's threads
 cpu = {mode: [] for mode in times}
 for index in range(runs):
     for mode in times:  # alternating, so drifts of the machine touch every side alike
@@ -65,6 +68,9 @@ for mode, values in times.items():
         summary[mode]["recording_in_process_pct"] = {
             "median": statistics.median(alternate[mode]), "min": min(alternate[mode]),
             "max": max(alternate[mode]), "runs": alternate[mode]}
+        summary[mode]["recording_in_process_cpu_pct"] = {
+            "median": statistics.median(alternate_cpu[mode]), "min": min(alternate_cpu[mode]),
+            "max": max(alternate_cpu[mode]), "runs": alternate_cpu[mode]}
     if mode != "torch":
         summary[mode]["overhead_pct"] = round(
             100 * (summary[mode]["median_ms"] / summary["torch"]["median_ms"] - 1), 2)
@@ -82,3 +88,6 @@ for mode in times:
         print(f"{mode:17s} recording on against off in the same process (blocks of steps): "
               f"median {r['median']:+.2f}% over {len(r['runs'])} processes "
               f"(spread {r['min']:+.2f}% to {r['max']:+.2f}%)")
+        r = s["recording_in_process_cpu_pct"]
+        print(f"{mode:17s} the same in the CPU time of the process's threads a step: "
+              f"median {r['median']:+.2f}% (spread {r['min']:+.2f}% to {r['max']:+.2f}%)")
