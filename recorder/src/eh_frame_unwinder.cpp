@@ -588,7 +588,7 @@ struct walk_memory {
         size_t replaced = in_use < kept_walk_count ? in_use : by_recency[kept_walk_count - 1];
         if (found > 0) {
             // Told apart by the low bits of the walks' numbers: wrong only for a walk unused
-            // for four billion walks, which then is merely compared first.
+            // for two billion walks, which then is merely compared first.
             const bool first_is_recent =
                 found == 1 || static_cast<int32_t>(heads[place[0]].used_at -
                                                    heads[place[1]].used_at) >= 0;
