@@ -410,14 +410,17 @@ struct kept_walk {
         return !any_changed_from_inside(outermost_needed, checks.data() + head.innermost_checks);
     }
 
-    // Asks for the lines of the words most walks check, ahead of reading them.
-    void prefetch_checks() const {
+    // Asks for the lines of the words most walks check, and for what the capture reads of the
+    // walk once found whole, ahead of reading them: each is a line missed at every capture
+    // inside training, and asked for together they are waited for once.
+    void prefetch_for_choosing() const {
         constexpr size_t lines = 8;  // 32 words: inside training, a walk checks about 31
         const auto* first = reinterpret_cast<const char*>(checks.data());
 #pragma GCC unroll 8
         for (size_t line = 0; line < lines; ++line) {
             __builtin_prefetch(first + 64 * line);
         }
+        interned.prefetch();
     }
 
     // Where rbp matters and the words checked, from frame `from` in (the frames outside it are
@@ -557,7 +560,7 @@ struct walk_memory {
                       kept_walk*& kept_as) {
         const uint64_t candidates = matching_tags(innermost_tags, innermost_tag(start), in_use);
         for (uint64_t c = candidates; c != 0; c &= c - 1) {
-            kept[static_cast<size_t>(std::countr_zero(c))].prefetch_checks();
+            kept[static_cast<size_t>(std::countr_zero(c))].prefetch_for_choosing();
         }
         std::array<size_t, 2> place{};
         size_t found = 0;
