@@ -44,7 +44,7 @@ struct remembered_id {
 // PyTorch function from Python code), and a thread's Python frames are mostly those of one of
 // its recent captures.
 struct interned_walk {
-    static constexpr size_t kept_python_words = 32;
+    static constexpr size_t kept_python_words = 64;
     static constexpr size_t kept_python_stacks = 4;
 
     // A stack with Python frames: the id, and the Python words after the native frames.
