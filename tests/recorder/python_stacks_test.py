@@ -151,6 +151,35 @@ def check_lines_under_one_native_stack(library, path: str) -> None:
     assert native[0] == native[1], native
 
 
+def allocate_at_depth(library, size, depth) -> None:
+    """Allocates `size` from `depth` nested calls of this function, always from the same line."""
+    if depth > 1:
+        allocate_at_depth(library, size, depth - 1)
+        return
+    pointer = library.memtrail_malloc(size, 0, None)
+    assert pointer, library.memtrail_last_error()
+
+
+def check_depths_around_the_remembered_limit(library, path: str) -> None:
+    """Stacks that differ only in how deep one function recursed, under one native stack and at
+    one line, taking turns: a kept walk remembers stacks of up to 32 Python frames, so some of
+    these are remembered and some are not, and two of them (40 and 41 deep) agree in their
+    innermost 32 frames. Each allocation has its own depth."""
+    assert library.memtrail_record_memory_history(b"all", b"all", b"all", 0) == 0
+    depths = [28, 29, 30, 40, 41] * 3
+    sizes = [4096 * (200 + i) for i in range(len(depths))]
+    for size, depth in zip(sizes, depths):
+        allocate_at_depth(library, size, depth)
+    assert library.memtrail_dump_snapshot(path.encode()) == 0, library.memtrail_last_error()
+    with open(path, "rb") as f:
+        trace = pickle.load(f)["device_traces"][0]
+    allocs = {e["size"]: e["frames"] for e in trace if e["action"] == "alloc" and e["size"] in sizes}
+    assert sorted(allocs) == sorted(sizes), allocs
+    for size, depth in zip(sizes, depths):
+        names = [name for name, _ in python_frames(allocs[size])]
+        assert names.count("allocate_at_depth") == depth, (size, depth, names)
+
+
 def check_no_deadlock(library, path: str) -> None:
     """Allocations that take the GIL back while another thread keeps running Python code, and
     dumps taken meanwhile: all finish, and every allocation has its Python frames."""
@@ -224,6 +253,9 @@ def main(library_path: str, folder: str) -> None:
                                       [36864, 40960]))
     check_lines_under_one_native_stack(with_gil, os.path.join(folder, "five_lines.pickle"))
     check_lines_under_one_native_stack(without_gil, os.path.join(folder, "five_lines_no_gil.pickle"))
+    check_depths_around_the_remembered_limit(with_gil, os.path.join(folder, "depths.pickle"))
+    check_depths_around_the_remembered_limit(without_gil,
+                                             os.path.join(folder, "depths_no_gil.pickle"))
     check_no_deadlock(without_gil, os.path.join(folder, "contended.pickle"))
     print("python stacks: ok")
 
