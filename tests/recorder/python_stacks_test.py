@@ -43,6 +43,17 @@ def allocate_in_thread(library, size, lines):
     allocate_inner(library, size, lines)
 
 
+def dumped_allocations(library, path: str, sizes) -> dict:
+    """Dumps a snapshot to `path` and returns the frames of the allocation of each of `sizes`
+    (each allocated once) in its trace."""
+    assert library.memtrail_dump_snapshot(path.encode()) == 0, library.memtrail_last_error()
+    with open(path, "rb") as f:
+        trace = pickle.load(f)["device_traces"][0]
+    allocs = {e["size"]: e["frames"] for e in trace if e["action"] == "alloc" and e["size"] in sizes}
+    assert sorted(allocs) == sorted(sizes), allocs
+    return allocs
+
+
 def record_and_dump(library, stacks: bytes, path: str, sizes) -> dict:
     """Allocates each of `sizes` from nested functions, the last one from a thread; returns the
     frames of each allocation and the lines they were made at."""
@@ -53,12 +64,7 @@ def record_and_dump(library, stacks: bytes, path: str, sizes) -> dict:
     thread = threading.Thread(target=allocate_in_thread, args=(library, sizes[1], lines))
     thread.start()
     thread.join()
-    assert library.memtrail_dump_snapshot(path.encode()) == 0, library.memtrail_last_error()
-    with open(path, "rb") as f:
-        snapshot = pickle.load(f)
-    allocs = {e["size"]: e["frames"] for e in snapshot["device_traces"][0]
-              if e["action"] == "alloc" and e["size"] in sizes}
-    assert sorted(allocs) == sorted(sizes), allocs
+    allocs = dumped_allocations(library, path, sizes)
     return {"frames": [allocs[size] for size in sizes], "lines": lines}
 
 
@@ -138,11 +144,7 @@ def check_lines_under_one_native_stack(library, path: str) -> None:
     sizes = [4096 * (100 + i) for i in range(30)]
     lines = {}
     allocate_at_five_lines(library, sizes, lines)
-    assert library.memtrail_dump_snapshot(path.encode()) == 0, library.memtrail_last_error()
-    with open(path, "rb") as f:
-        trace = pickle.load(f)["device_traces"][0]
-    allocs = {e["size"]: e["frames"] for e in trace if e["action"] == "alloc" and e["size"] in lines}
-    assert sorted(allocs) == sorted(sizes), allocs
+    allocs = dumped_allocations(library, path, sizes)
     for size in sizes:
         own = python_frames(allocs[size])
         assert own[0] == ("allocate_at_five_lines", lines[size]), (size, own)
@@ -170,11 +172,7 @@ def check_depths_around_the_remembered_limit(library, path: str) -> None:
     sizes = [4096 * (200 + i) for i in range(len(depths))]
     for size, depth in zip(sizes, depths):
         allocate_at_depth(library, size, depth)
-    assert library.memtrail_dump_snapshot(path.encode()) == 0, library.memtrail_last_error()
-    with open(path, "rb") as f:
-        trace = pickle.load(f)["device_traces"][0]
-    allocs = {e["size"]: e["frames"] for e in trace if e["action"] == "alloc" and e["size"] in sizes}
-    assert sorted(allocs) == sorted(sizes), allocs
+    allocs = dumped_allocations(library, path, sizes)
     for size, depth in zip(sizes, depths):
         names = [name for name, _ in python_frames(allocs[size])]
         assert names.count("allocate_at_depth") == depth, (size, depth, names)
