@@ -35,10 +35,7 @@ def summary(path):
     checks = ""
     if walks and "chk_fail" in counts:
         checks = (f"; walks {walks}: innermost frame kept {counts['choose_hit']}, "
-                  f"whole {counts.get('walk_whole', '?')} (kept walks whose registers were read "
-                  f"before the one found: {counts.get('choose_rank', 0) / max(counts['choose_hit'], 1):.1f} "
-                  f"on average; {counts.get('choose_scanned', 0)} read by walks that found "
-                  f"none); checks failed {counts['chk_fail']} "
+                  f"whole {counts.get('walk_whole', '?')}; checks failed {counts['chk_fail']} "
                   f"(first on a return address {counts['first_ra']}, "
                   f"on a saved rbp {counts['first_bp']})")
     python = ""
