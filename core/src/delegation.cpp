@@ -67,12 +67,12 @@ block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
 block* device_allocator_impl::malloc_when_busy(uint64_t orig_size, stream_handle stream,
                                                context_handle context) {
     delegated_op op{.what = delegated_op::kind::malloc,
+                    .made = false,
                     .size = orig_size,
                     .stream = stream,
                     .context = context,
                     .address = 0,
                     .b = nullptr,
-                    .made = false,
                     .error = {}};
     if (made_by_holder(combiner.when_busy(op), op, mutex)) {
         return op.b;
@@ -107,12 +107,12 @@ block* device_allocator_impl::free(device_address address, context_handle contex
 
 block* device_allocator_impl::free_when_busy(device_address address, context_handle context) {
     delegated_op op{.what = delegated_op::kind::free,
+                    .made = false,
                     .size = 0,
                     .stream = 0,
                     .context = context,
                     .address = address,
                     .b = nullptr,
-                    .made = false,
                     .error = {}};
     if (made_by_holder(combiner.when_busy(op), op, mutex)) {
         return op.b;

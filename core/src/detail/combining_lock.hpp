@@ -1,22 +1,30 @@
 #pragma once
 // Delegation (flat combining) on the device lock, for short operations. A thread that finds the
-// lock taken does not queue for it: it publishes its operation in a slot of its own and spins on
-// that slot, and the holder, before it releases the lock, runs the published operations and marks
-// them done. Under contention the state the lock guards then stays in the holder's cache instead
-// of moving to each next holder, and the lock word changes hands once for several operations.
+// lock taken does not queue for it: it copies its operation into a slot and spins on that slot,
+// and the holder, before it releases the lock, runs the published operations and marks them
+// done. Under contention the state the lock guards then stays in the holder's cache instead of
+// moving to each next holder, and the lock word changes hands once for several operations.
+//
+// Every cache line that changes hands costs a transfer between cores (a round trip measured 175
+// to 260 ns on the H100 hosts), so an operation moves as few as it can: its arguments, its result
+// and its slot's state share one line; a thread keeps coming back to the same slot, whose line
+// therefore stays in its cache between operations; and the holder learns which slots to look at
+// from a mask that grows once per slot, not once per operation, so no line is written by every
+// waiter in turn.
 //
 // A waiter whose operation has not been taken watches the lock too and, seeing it free, takes it
 // and withdraws the operation (or finds it done). One that waits longer than a holder's batch
-// takes the lock's own way (spin, then sleep), and one that finds every slot in use takes the
-// lock at once. Slots are claimed per operation, so threads that come and go hold none. Made
-// with `delegate` false, a waiter just takes the lock's own way, as without this class.
+// takes the lock's own way (spin, then sleep), and one that finds no free slot near its own
+// takes the lock at once. Made with `delegate` false, a waiter just takes the lock's own way, as
+// without this class.
 //
-// Op is the caller's record of an operation (arguments and result); the holder reaches it
-// through the slot, on the waiter's stack, which stays put until the slot says done.
+// Op is the caller's record of an operation (arguments and result), copied into the slot and
+// back; it must fit in the slot's line beside the state.
 
 #include <atomic>
 #include <bit>
 #include <cstdint>
+#include <type_traits>
 
 #include "detail/reentrant_mutex.hpp"
 
@@ -65,29 +73,38 @@ class combining_lock {
     // the slots until one finds nothing new, at most max_passes. `run` must not throw.
     template <typename Run>
     void serve_waiters(Run&& run) {
-        if (claimed_.load(std::memory_order_relaxed) == 0) [[likely]] {
-            return;
+        const uint64_t used = used_.load(std::memory_order_relaxed);
+        if (used == 0) [[likely]] {
+            return;  // no thread has ever waited
         }
-        serve_published(run);
+        serve_published(used, run);
     }
 
   private:
     static constexpr int slot_count = 64;
-    static constexpr int max_passes = 4;
+    // Passes while each finds new operations: the longer a holder serves, the longer the state
+    // stays in its cache, and the longer its own thread waits (a pass is a few operations).
+    static constexpr int max_passes = 16;
     // About a holder's batch of operations (a pause takes 10 to 140 cycles); past it the waiter
     // joins the lock's own wait, which sleeps behind a holder that is slow (a device call).
-    static constexpr int spins_before_lock = 512;
+    static constexpr int spins_before_lock = 2048;
+    // A waiter looks at the lock word only every so often: each look takes a copy of its line,
+    // which the holder's release must then take back.
+    static constexpr int spins_between_looks = 8;
 
-    // A slot's states: claimed by a waiter but not yet (or no longer) holding an operation,
-    // holding one the holder may run, run.
-    static constexpr uint32_t empty = 0;
-    static constexpr uint32_t published = 1;
-    static constexpr uint32_t done = 2;
+    // A slot's states: free, claimed by a waiter that is writing or reading its operation, holding
+    // an operation the holder may run, run.
+    static constexpr uint32_t free_slot = 0;
+    static constexpr uint32_t claimed = 1;
+    static constexpr uint32_t published = 2;
+    static constexpr uint32_t done = 3;
 
     struct alignas(64) slot {
-        std::atomic<uint32_t> state{empty};
-        Op* op = nullptr;
+        std::atomic<uint32_t> state{free_slot};
+        Op op{};
     };
+    static_assert(sizeof(slot) == 64, "an operation travels with its slot's state in one line");
+    static_assert(std::is_copy_assignable_v<Op>);
 
     static void pause_briefly() {
 #if defined(__x86_64__)
@@ -102,76 +119,79 @@ class combining_lock {
             return entry::acquired;
         }
         slot& s = slots_[index];
-        s.op = &op;
+        s.op = op;
         s.state.store(published, std::memory_order_release);
-        for (int spin = 0;; ++spin) {
+        for (int spin = 1;; ++spin) {
             if (s.state.load(std::memory_order_acquire) == done) {
-                release_slot(index);
-                return entry::delegated;
+                return take_result(s, op);
             }
             if (spin == spins_before_lock) {
                 mutex_.lock();
-                return withdraw_under_lock(index);
+                return withdraw_under_lock(s, op);
             }
-            if (mutex_.looks_free() && mutex_.try_lock() == reentrant_mutex::try_result::acquired) {
-                return withdraw_under_lock(index);
+            if (spin % spins_between_looks == 0 && mutex_.looks_free() &&
+                mutex_.try_lock() == reentrant_mutex::try_result::acquired) {
+                return withdraw_under_lock(s, op);
             }
             pause_briefly();
         }
     }
 
+    entry take_result(slot& s, Op& op) {
+        op = s.op;
+        s.state.store(free_slot, std::memory_order_release);
+        return entry::delegated;
+    }
+
     // With the lock held no holder is serving: the operation is either done (by the last one)
     // or still this thread's to run.
-    entry withdraw_under_lock(int index) {
-        const bool was_done = slots_[index].state.load(std::memory_order_acquire) == done;
-        release_slot(index);
-        if (was_done) {
+    entry withdraw_under_lock(slot& s, Op& op) {
+        if (s.state.load(std::memory_order_acquire) == done) {
+            take_result(s, op);
             mutex_.unlock();
             return entry::delegated;
         }
+        s.state.store(free_slot, std::memory_order_relaxed);
         return entry::acquired;
     }
 
+    // The slot this thread used last, if it is free, else one of the next few.
     int claim_slot() {
-        // Threads start at different slots, so that they rarely contend for the same bit.
+        // Threads start at different slots, so that they rarely want the same one.
         static std::atomic<unsigned> threads_seen{0};
-        thread_local unsigned hint =
+        thread_local unsigned home =
             threads_seen.fetch_add(1, std::memory_order_relaxed) % slot_count;
-        uint64_t taken = claimed_.load(std::memory_order_relaxed);
-        for (int attempt = 0; attempt < 4; ++attempt) {
-            const uint64_t unclaimed = ~taken;
-            if (unclaimed == 0) {
-                return -1;
-            }
-            const uint64_t from_hint = unclaimed >> hint;
-            const unsigned index =
-                from_hint ? hint + std::countr_zero(from_hint) : std::countr_zero(unclaimed);
-            const uint64_t bit = uint64_t{1} << index;
+        for (unsigned step = 0; step < 4; ++step) {
+            const unsigned index = (home + step) % slot_count;
+            uint32_t expected = free_slot;
             // Acquire: the slot's last holder and waiter are done with it before it is reused.
-            taken = claimed_.fetch_or(bit, std::memory_order_acquire);
-            if ((taken & bit) == 0) {
-                hint = index;
+            if (slots_[index].state.compare_exchange_strong(expected, claimed,
+                                                            std::memory_order_acquire,
+                                                            std::memory_order_relaxed)) {
+                home = index;
+                const uint64_t bit = uint64_t{1} << index;
+                if ((used_.load(std::memory_order_relaxed) & bit) == 0) [[unlikely]] {
+                    // Before the publication (release): a holder that sees it sees the bit too.
+                    used_.fetch_or(bit, std::memory_order_relaxed);
+                }
                 return static_cast<int>(index);
             }
         }
         return -1;
     }
 
-    void release_slot(int index) {
-        slots_[index].state.store(empty, std::memory_order_relaxed);
-        claimed_.fetch_and(~(uint64_t{1} << index), std::memory_order_release);
-    }
-
     template <typename Run>
-    [[gnu::noinline]] void serve_published(Run& run) {
+    [[gnu::noinline]] void serve_published(uint64_t used, Run& run) {
         for (int pass = 0; pass < max_passes; ++pass) {
-            uint64_t waiting = claimed_.load(std::memory_order_relaxed);
+            // Every slot's line is asked for before any is read, so that the transfers overlap.
+            for (uint64_t ask = used; ask != 0; ask &= ask - 1) {
+                __builtin_prefetch(&slots_[std::countr_zero(ask)]);
+            }
             bool served = false;
-            while (waiting != 0) {
+            for (uint64_t waiting = used; waiting != 0; waiting &= waiting - 1) {
                 slot& s = slots_[std::countr_zero(waiting)];
-                waiting &= waiting - 1;
                 if (s.state.load(std::memory_order_acquire) == published) {
-                    run(*s.op);
+                    run(s.op);
                     s.state.store(done, std::memory_order_release);
                     served = true;
                 }
@@ -179,12 +199,14 @@ class combining_lock {
             if (!served) {
                 return;
             }
+            used = used_.load(std::memory_order_relaxed);
         }
     }
 
     reentrant_mutex& mutex_;
     const bool delegate_;
-    alignas(64) std::atomic<uint64_t> claimed_{0};  // a bit per slot in use by a waiter
+    // A bit per slot that a waiter has ever used; only grows, so its line is rarely written.
+    alignas(64) std::atomic<uint64_t> used_{0};
     slot slots_[slot_count];
 };
 

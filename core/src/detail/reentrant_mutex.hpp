@@ -54,8 +54,11 @@ class alignas(64) reentrant_mutex {
         if (__libc_single_threaded) {
             state_.store(locked, std::memory_order_relaxed);
         } else {
+            // Looked at before the exchange: a failed exchange would still take the line from
+            // the holder, who then waits for it back to release.
             uint32_t expected = unlocked;
-            if (!state_.compare_exchange_strong(expected, locked, std::memory_order_acquire,
+            if (state_.load(std::memory_order_relaxed) != unlocked ||
+                !state_.compare_exchange_strong(expected, locked, std::memory_order_acquire,
                                                 std::memory_order_relaxed)) {
                 return try_result::busy;
             }
