@@ -54,17 +54,18 @@ inline block* device_allocator_impl::malloc_entered(bool reentered, uint64_t ori
 
 // The uncontended path builds no delegated_op: the lock is free (or this thread's) on almost
 // every call, and the record and its checks cost a tenth of a cached allocation.
-block* device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
+device_address device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
                                      context_handle context) {
     const reentrant_mutex::try_result first = mutex.try_lock();
     if (first == reentrant_mutex::try_result::busy) [[unlikely]] {
         return malloc_when_busy(orig_size, stream, context);
     }
     return malloc_entered(first == reentrant_mutex::try_result::reentered, orig_size, stream,
-                          context);
+                          context)
+        ->ptr;
 }
 
-block* device_allocator_impl::malloc_when_busy(uint64_t orig_size, stream_handle stream,
+device_address device_allocator_impl::malloc_when_busy(uint64_t orig_size, stream_handle stream,
                                                context_handle context) {
     delegated_op op{.what = delegated_op::kind::malloc,
                     .made = false,
@@ -75,9 +76,9 @@ block* device_allocator_impl::malloc_when_busy(uint64_t orig_size, stream_handle
                     .b = nullptr,
                     .error = {}};
     if (made_by_holder(combiner.when_busy(op), op, mutex)) {
-        return op.b;
+        return op.address;
     }
-    return malloc_entered(false, orig_size, stream, context);
+    return malloc_entered(false, orig_size, stream, context)->ptr;
 }
 
 // The free made on the lock, which this thread holds (once more, when reentered).
@@ -125,6 +126,9 @@ void device_allocator_impl::run_delegated(delegated_op& op) noexcept {
         if (op.what == delegated_op::kind::malloc) {
             op.b = malloc_cached(op.size, op.stream, op.context);
             op.made = op.b != nullptr;
+            if (op.made) {
+                op.address = op.b->ptr;
+            }
         } else {
             // Unknown to the map: made, the requester reports it.
             op.b = allocated.take(op.address);

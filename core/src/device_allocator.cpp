@@ -36,7 +36,7 @@ device_address device_allocator::allocate(uint64_t size, stream_handle stream,
                           std::to_string(impl_->dev.index()) +
                           " is absurd (1 EiB or more); check for a negative or overflowed size");
     }
-    return impl_->malloc(size, stream, context)->ptr;
+    return impl_->malloc(size, stream, context);
 }
 
 void device_allocator::free(device_address address, context_handle context) {

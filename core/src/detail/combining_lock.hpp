@@ -82,15 +82,20 @@ class combining_lock {
 
   private:
     static constexpr int slot_count = 64;
-    // Passes while each finds new operations: the longer a holder serves, the longer the state
-    // stays in its cache, and the longer its own thread waits (a pass is a few operations).
+    // Passes that find operations, at most, before the holder releases: the longer it serves,
+    // the longer the state stays in its cache, and the longer its own thread waits (a pass is a
+    // few operations). Between them it looks again this many times, pausing, for the waiters it
+    // served to come back with their next operations (a round trip between cores and back): a
+    // holder that left at once would hand the lock, and with it the state, to one of them.
     static constexpr int max_passes = 16;
+    static constexpr int linger_looks = 16;
     // About a holder's batch of operations (a pause takes 10 to 140 cycles); past it the waiter
     // joins the lock's own wait, which sleeps behind a holder that is slow (a device call).
     static constexpr int spins_before_lock = 2048;
     // A waiter looks at the lock word only every so often: each look takes a copy of its line,
     // which the holder's release must then take back.
     static constexpr int spins_between_looks = 8;
+    static constexpr uint8_t idle_serves_to_forget = 64;
 
     // A slot's states: free, claimed by a waiter that is writing or reading its operation, holding
     // an operation the holder may run, run.
@@ -182,29 +187,57 @@ class combining_lock {
 
     template <typename Run>
     [[gnu::noinline]] void serve_published(uint64_t used, Run& run) {
-        for (int pass = 0; pass < max_passes; ++pass) {
-            // Every slot's line is asked for before any is read, so that the transfers overlap.
-            for (uint64_t ask = used; ask != 0; ask &= ask - 1) {
-                __builtin_prefetch(&slots_[std::countr_zero(ask)]);
-            }
-            bool served = false;
-            for (uint64_t waiting = used; waiting != 0; waiting &= waiting - 1) {
-                slot& s = slots_[std::countr_zero(waiting)];
-                if (s.state.load(std::memory_order_acquire) == published) {
-                    run(s.op);
-                    s.state.store(done, std::memory_order_release);
-                    served = true;
-                }
-            }
-            if (!served) {
+        int passes_served = 0;
+        int quiet_looks = 0;
+        while (passes_served < max_passes) {
+            if (serve_pass(used, run)) {
+                ++passes_served;
+                quiet_looks = 0;
+            } else if (passes_served == 0 || ++quiet_looks > linger_looks) {
                 return;
+            } else {
+                pause_briefly();
             }
             used = used_.load(std::memory_order_relaxed);
         }
     }
 
+    // One look at every slot in `used`, running what is published; whether it ran any.
+    template <typename Run>
+    bool serve_pass(uint64_t used, Run& run) {
+        // Every slot's line is asked for before any is read, so that the transfers overlap.
+        for (uint64_t ask = used; ask != 0; ask &= ask - 1) {
+            __builtin_prefetch(&slots_[std::countr_zero(ask)]);
+        }
+        bool served = false;
+        for (uint64_t waiting = used; waiting != 0; waiting &= waiting - 1) {
+            const int index = std::countr_zero(waiting);
+            slot& s = slots_[index];
+            const uint32_t state = s.state.load(std::memory_order_acquire);
+            if (state == published) {
+                run(s.op);
+                s.state.store(done, std::memory_order_release);
+                idle_serves_[index] = 0;
+                served = true;
+            } else if (state == free_slot && ++idle_serves_[index] == idle_serves_to_forget) {
+                forget(index);
+            }
+        }
+        return served;
+    }
+
+    // A slot found free by this many serves in a row leaves the mask, so that threads that waited
+    // once (or have ended) cost the holders nothing. A thread that claims it again puts it back;
+    // should it claim it just as it leaves, its operation is not looked at by the holders, and it
+    // takes the lock itself when the lock is free.
+    void forget(int index) {
+        idle_serves_[index] = 0;
+        used_.fetch_and(~(uint64_t{1} << index), std::memory_order_relaxed);
+    }
+
     reentrant_mutex& mutex_;
     const bool delegate_;
+    uint8_t idle_serves_[slot_count] = {};  // under the lock: serves that found the slot free
     // A bit per slot that a waiter has ever used; only grows, so its line is rarely written.
     alignas(64) std::atomic<uint64_t> used_{0};
     slot slots_[slot_count];

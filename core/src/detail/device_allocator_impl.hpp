@@ -47,7 +47,7 @@ struct delegated_op {
     uint64_t size;  // malloc: the requested size
     stream_handle stream;
     context_handle context;
-    device_address address;  // free: the address to free
+    device_address address;  // free: the address to free. malloc: the address allocated
     // malloc: the block allocated. free: the block taken from the address map (nullptr: the
     // address is not allocated here), set by the holder whether or not it made the free.
     block* b;
@@ -66,7 +66,9 @@ class device_allocator_impl {
     // delegation.cpp: the entry points, on the device lock or delegated to its holder. A block
     // enters the address map where it becomes allocated (alloc_found_block), and free takes it
     // out, both under the lock.
-    block* malloc(uint64_t orig_size, stream_handle stream, context_handle context);
+    // The address of the block allocated (read here, so that a waiter served by the lock's holder
+    // does not fetch the block's line from the holder's cache).
+    device_address malloc(uint64_t orig_size, stream_handle stream, context_handle context);
     // Frees the block at `address` and returns it; nullptr, changing nothing, when no allocated
     // block starts there.
     block* free(device_address address, context_handle context);
@@ -116,7 +118,7 @@ class device_allocator_impl {
     friend class ::memtrail::device_allocator;
 
     // delegation.cpp
-    [[gnu::noinline]] block* malloc_when_busy(uint64_t orig_size, stream_handle stream,
+    [[gnu::noinline]] device_address malloc_when_busy(uint64_t orig_size, stream_handle stream,
                                               context_handle context);
     block* malloc_entered(bool reentered, uint64_t orig_size, stream_handle stream,
                           context_handle context);
