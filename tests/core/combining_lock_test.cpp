@@ -126,5 +126,45 @@ TEST(CombiningLock, TheOwnerReentersAndAWaiterIsServedByTheHolder) {
     EXPECT_EQ(counter.value, 5u);
 }
 
+// A thread that waited once costs later holders nothing: after 64 serves that found no
+// operation its slot is no longer looked at, and when it waits again it is served again.
+TEST(CombiningLock, SlotsOfThreadsThatStopWaitingAreForgottenAndComeBack) {
+    guarded_counter counter;
+    using entry = combining_lock<increment>::entry;
+    const auto served_waiter = [&] {
+        increment outer{.by = 1, .result = 0, .ran_on = {}};
+        ASSERT_EQ(counter.combiner.lock_or_delegate(outer), entry::acquired);
+        counter.run(outer);
+        std::thread other([&] {
+            increment op{.by = 1, .result = 0, .ran_on = {}};
+            EXPECT_TRUE(counter.add(op, false));
+        });
+        bool served = false;
+        while (!served) {
+            counter.combiner.serve_waiters([&](increment& waiting) {
+                counter.run(waiting);
+                served = true;
+            });
+        }
+        counter.mutex.unlock();
+        other.join();
+    };
+    served_waiter();
+    EXPECT_EQ(counter.combiner.watched_slots(), 1);
+    const auto alone = [&](int times) {
+        for (int i = 0; i < times; ++i) {
+            increment op{.by = 1, .result = 0, .ran_on = {}};
+            EXPECT_FALSE(counter.add(op, false));
+        }
+    };
+    alone(63);
+    EXPECT_EQ(counter.combiner.watched_slots(), 1);
+    alone(1);
+    EXPECT_EQ(counter.combiner.watched_slots(), 0);
+    served_waiter();
+    EXPECT_EQ(counter.combiner.watched_slots(), 1);
+    EXPECT_EQ(counter.value, 1u + 1u + 64u + 1u + 1u);
+}
+
 }  // namespace
 }  // namespace memtrail::detail

@@ -80,6 +80,9 @@ class combining_lock {
         serve_published(used, run);
     }
 
+    // How many slots the holders look at now (for tests).
+    int watched_slots() const { return std::popcount(used_.load(std::memory_order_relaxed)); }
+
   private:
     static constexpr int slot_count = 64;
     // Passes while each finds new operations, at most: the longer a holder serves, the longer
