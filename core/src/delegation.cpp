@@ -30,8 +30,8 @@ bool made_by_holder(combiner_entry entry, const delegated_op& op, reentrant_mute
     if (entry != combiner_entry::delegated) {
         return false;
     }
-    if (op.error) [[unlikely]] {
-        std::rethrow_exception(op.error);
+    if (*op.error) [[unlikely]] {
+        std::rethrow_exception(*op.error);
     }
     if (op.made) {
         return true;
@@ -67,6 +67,7 @@ device_address device_allocator_impl::malloc(uint64_t orig_size, stream_handle s
 
 device_address device_allocator_impl::malloc_when_busy(uint64_t orig_size, stream_handle stream,
                                                context_handle context) {
+    std::exception_ptr thrown;
     delegated_op op{.what = delegated_op::kind::malloc,
                     .made = false,
                     .size = orig_size,
@@ -74,7 +75,7 @@ device_address device_allocator_impl::malloc_when_busy(uint64_t orig_size, strea
                     .context = context,
                     .address = 0,
                     .b = nullptr,
-                    .error = {}};
+                    .error = &thrown};
     if (made_by_holder(combiner.when_busy(op), op, mutex)) {
         return op.address;
     }
@@ -107,6 +108,7 @@ block* device_allocator_impl::free(device_address address, context_handle contex
 }
 
 block* device_allocator_impl::free_when_busy(device_address address, context_handle context) {
+    std::exception_ptr thrown;
     delegated_op op{.what = delegated_op::kind::free,
                     .made = false,
                     .size = 0,
@@ -114,7 +116,7 @@ block* device_allocator_impl::free_when_busy(device_address address, context_han
                     .context = context,
                     .address = address,
                     .b = nullptr,
-                    .error = {}};
+                    .error = &thrown};
     if (made_by_holder(combiner.when_busy(op), op, mutex)) {
         return op.b;
     }
@@ -138,7 +140,7 @@ void device_allocator_impl::run_delegated(delegated_op& op) noexcept {
             }
         }
     } catch (...) {
-        op.error = std::current_exception();
+        *op.error = std::current_exception();
     }
 }
 

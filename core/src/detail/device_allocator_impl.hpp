@@ -37,7 +37,9 @@ struct alloc_params {
 };
 
 // An allocation or a free handed to the device lock's holder (combining_lock.hpp), which copies
-// it into a slot of one cache line: the two one-byte fields come first to keep it in 56 bytes.
+// it into a slot of one cache line: the two one-byte fields come first to keep it in 56 bytes,
+// and what the holder throws goes to the requester's own exception_ptr, so that the record is
+// plain words to copy.
 struct delegated_op {
     enum class kind : uint8_t { malloc, free };
     kind what;
@@ -51,7 +53,7 @@ struct delegated_op {
     // malloc: the block allocated. free: the block taken from the address map (nullptr: the
     // address is not allocated here), set by the holder whether or not it made the free.
     block* b;
-    std::exception_ptr error;  // what the holder threw
+    std::exception_ptr* error;  // where the holder puts what it threw
 };
 
 // Whether waiters on the device lock hand their operations to its holder: MEMTRAIL_DEVICE_LOCK
