@@ -97,11 +97,6 @@ class combining_lock {
     // A waiter looks at the lock word only every so often: each look takes a copy of its line,
     // which the holder's release must then take back.
     static constexpr int spins_between_looks = 8;
-    // The first looks at the slot come without a pause between them: the holder is usually
-    // serving when the operation is published, and a pause (about 140 cycles on recent Xeons)
-    // would delay seeing the answer by as much. The slot's line stays in this core's cache,
-    // shared, until the holder writes it, so reading it in a loop costs the holder nothing.
-    static constexpr int spins_without_pause = 64;
     static constexpr uint32_t quiet_serves_to_forget = 64;
 
     // A slot's states: free, claimed by a waiter that is writing or reading its operation, holding
@@ -136,9 +131,6 @@ class combining_lock {
         for (int spin = 1;; ++spin) {
             if (s.state.load(std::memory_order_acquire) == done) {
                 return take_result(s, op);
-            }
-            if (spin < spins_without_pause) {
-                continue;
             }
             if (spin == spins_before_lock) {
                 mutex_.lock();
