@@ -210,26 +210,16 @@ class combining_lock {
         for (uint64_t ask = used; ask != 0; ask &= ask - 1) {
             __builtin_prefetch(&slots_[std::countr_zero(ask)]);
         }
-        uint64_t ready = 0;
-        for (uint64_t look = used; look != 0; look &= look - 1) {
-            const int index = std::countr_zero(look);
-            if (slots_[index].state.load(std::memory_order_acquire) == published) {
-                ready |= uint64_t{1} << index;
+        bool served = false;
+        for (uint64_t waiting = used; waiting != 0; waiting &= waiting - 1) {
+            slot& s = slots_[std::countr_zero(waiting)];
+            if (s.state.load(std::memory_order_acquire) == published) {
+                run(s.op);
+                s.state.store(done, std::memory_order_release);
+                served = true;
             }
         }
-        // The published lines are asked for again, to be written, before any is: each answer
-        // written to a line this core holds only shared would stall every store after it until
-        // the line came (stores leave a core in order), so the operations' own stores would wait
-        // on the transfers one by one.
-        for (uint64_t ask = ready; ask != 0; ask &= ask - 1) {
-            __builtin_prefetch(&slots_[std::countr_zero(ask)], 1);
-        }
-        for (uint64_t serve = ready; serve != 0; serve &= serve - 1) {
-            slot& s = slots_[std::countr_zero(serve)];
-            run(s.op);
-            s.state.store(done, std::memory_order_release);
-        }
-        return ready != 0;
+        return served;
     }
 
     // After this many serves in a row that found no operation, the free slots leave the mask,
