@@ -126,11 +126,10 @@ class combining_lock {
             return entry::acquired;
         }
         slot& s = slots_[index];
-        const uint32_t unanswered = answers_[index].count.load(std::memory_order_relaxed);
         s.op = op;
         s.state.store(published, std::memory_order_release);
         for (int spin = 1;; ++spin) {
-            if (answers_[index].count.load(std::memory_order_acquire) != unanswered) {
+            if (s.state.load(std::memory_order_acquire) == done) {
                 return take_result(s, op);
             }
             if (spin == spins_before_lock) {
@@ -211,28 +210,16 @@ class combining_lock {
         for (uint64_t ask = used; ask != 0; ask &= ask - 1) {
             __builtin_prefetch(&slots_[std::countr_zero(ask)]);
         }
-        uint64_t ready = 0;
-        for (uint64_t look = used; look != 0; look &= look - 1) {
-            const int index = std::countr_zero(look);
-            if (slots_[index].state.load(std::memory_order_acquire) == published) {
-                ready |= uint64_t{1} << index;
+        bool served = false;
+        for (uint64_t waiting = used; waiting != 0; waiting &= waiting - 1) {
+            slot& s = slots_[std::countr_zero(waiting)];
+            if (s.state.load(std::memory_order_acquire) == published) {
+                run(s.op);
+                s.state.store(done, std::memory_order_release);
+                served = true;
             }
         }
-        // Their waiters watch their answers, not these lines: taken for writing now, the lines
-        // are this core's when the operations write their results.
-        for (uint64_t ask = ready; ask != 0; ask &= ask - 1) {
-            __builtin_prefetch(&slots_[std::countr_zero(ask)], 1);
-        }
-        for (uint64_t serve = ready; serve != 0; serve &= serve - 1) {
-            slot& s = slots_[std::countr_zero(serve)];
-            run(s.op);
-            s.state.store(done, std::memory_order_release);
-        }
-        for (uint64_t answer = ready; answer != 0; answer &= answer - 1) {
-            std::atomic<uint32_t>& count = answers_[std::countr_zero(answer)].count;
-            count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-        }
-        return ready != 0;
+        return served;
     }
 
     // After this many serves in a row that found no operation, the free slots leave the mask,
@@ -257,14 +244,6 @@ class combining_lock {
     alignas(64) std::atomic<uint64_t> used_{0};
     alignas(64) uint32_t quiet_serves_ = 0;  // under the lock: see forget_free_slots
     slot slots_[slot_count];
-    // A slot's answers so far, on a line of their own that its waiter watches: the waiter does
-    // not read the slot's line while the holder works on it, so the holder can take that line
-    // to write before running the operation, and the answers' lines, which it must take from
-    // the waiters, are written together at the end of a pass instead of one per operation.
-    struct alignas(64) answer {
-        std::atomic<uint32_t> count{0};
-    };
-    answer answers_[slot_count];
 };
 
 }  // namespace memtrail::detail
