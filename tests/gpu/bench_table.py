@@ -27,14 +27,12 @@ def text(value):
 def main(path):
     with open(path) as f:
         data = json.load(f)
-    medians, rates = {}, {}
+    medians = {}
     for entry in data["benchmarks"]:
         if entry.get("aggregate_name", "median") != "median":
             continue
         name = re.sub(r"/real_time|/threads:\d+", "", entry["run_name"])
         medians[(name, entry.get("threads", 1))] = ns(entry)
-        if "items_per_second" in entry:
-            rates[(name, entry.get("threads", 1))] = entry["items_per_second"]
     context = data["context"]
     print(f"\n## Allocators side by side ({context.get('date', '')}, {context.get('host_name', '')})\n")
     present = [b for b in BACKENDS if any(k[0].split("/")[1] == b for k in medians)]
@@ -81,14 +79,15 @@ def main(path):
         if row[0] != "-":
             print(f"| {owner} {setting.replace('_', ' ')} | " + " | ".join(row) + " |")
     print()
-    print_issue_rows(medians, rates, added_without_frame_pointers)
+    print_issue_rows(medians, added_without_frame_pointers)
 
 
-def print_issue_rows(medians, rates, added_without_frame_pointers):
+def print_issue_rows(medians, added_without_frame_pointers):
     """The three rows of issue 17, memtrail beside PyTorch from this run."""
     def rate(backend, threads):
-        # Google Benchmark's own count: the items of all threads over the wall time.
-        return rates.get((f"pair/{backend}/512", threads))
+        # The time is per operation of all threads together, so its inverse is the aggregate rate.
+        value = medians.get((f"pair/{backend}/512", threads))
+        return None if value is None else 1e9 / value
     print("Issue 17's rows (memtrail beside PyTorch, this run):\n")
     print("| path | memtrail | PyTorch | goal |")
     print("|---|---|---|---|")

@@ -1,8 +1,8 @@
 """bench_table.py reads aggregate rates as Google Benchmark counts them.
 
 With several threads, Google Benchmark reports as an operation's time the wall time over the
-operations of all threads together, and as items_per_second the items of all threads over the wall
-time. The table once took the time as per thread and multiplied by the thread count, which read
+operations of all threads together (its items_per_second is the inverse). The table once took the
+time as per thread and multiplied by the thread count, which read
 8 threads' 1.5 M pairs a second as 12 M. The entries below are the shape bench_side_by_side's
 --benchmark_out writes (values from an H100 host, 2026-11-24).
 
