@@ -44,9 +44,26 @@ int caching_allocator::device_of(device_address address) const {
     return -1;
 }
 
+int caching_allocator::device_for(device_address address) const {
+    // One device: its free reports an address it never handed out as device_of's -1 would be.
+    if (devices_.size() == 1) {
+        return 0;
+    }
+    int candidate = -1;
+    for (size_t i = 0; i < devices_.size(); ++i) {
+        if (devices_[i]->may_own(address)) {
+            if (candidate >= 0) {
+                return device_of(address);  // the devices' segments interleave here
+            }
+            candidate = static_cast<int>(i);
+        }
+    }
+    return candidate;
+}
+
 void caching_allocator::free(device_address address, int expected_device, context_handle context) {
     if (expected_device == unknown_device) {
-        const int owner = device_of(address);
+        const int owner = device_for(address);
         checked(owner < 0 ? 0 : owner).free(address, context);
         return;
     }
@@ -67,7 +84,7 @@ void caching_allocator::free(device_address address, int expected_device, contex
 }
 
 void caching_allocator::record_stream(device_address address, stream_handle stream) {
-    const int owner = device_of(address);
+    const int owner = device_for(address);
     checked(owner < 0 ? 0 : owner).record_stream(address, stream);
 }
 

@@ -152,6 +152,10 @@ uint64_t device_allocator::allocated_size(device_address address) const {
     return b ? b->size : 0;
 }
 
+bool device_allocator::may_own(device_address address) const {
+    return impl_->segments.may_hold(address);
+}
+
 const allocator_config& device_allocator::config() const {
     return impl_->config;
 }

@@ -325,7 +325,7 @@ history_options recorder::options(int device) const {
 [[gnu::noinline]] void recorder::free(device_address address, int expected_device,
                                       size_t wrapper_frames, stream_handle stream) {
     const int device =
-        expected_device != unknown_device ? expected_device : allocator_.device_of(address);
+        expected_device != unknown_device ? expected_device : allocator_.device_for(address);
     if (stream != 0 && device >= 0 && device < static_cast<int>(captures_.size())) {
         captures_[static_cast<size_t>(device)]->prepare(allocator_.on(device), stream);
     }

@@ -93,6 +93,50 @@ TEST(MultiDevice, OneAllocatorPerDeviceAndWrongDeviceFreesAreRejected) {
     EXPECT_EQ(allocator.on(1).memory_stats().at("allocation.all.current"), 0);
 }
 
+// A free that names no device is sent to the only device whose segments lie around the address,
+// without a lock; where two devices' segments interleave, the owner is looked up under the locks.
+TEST(MultiDevice, FreesThatNameNoDeviceReachTheOwnerWhereverTheSegmentsLie) {
+    simulated_device_options o0, o1;
+    o0.index = 0;
+    o1.index = 1;
+    o1.base_address = o0.base_address + (4ull << 30);  // inside device 0's span once it grows
+    simulated_device d0(o0), d1(o1);
+    caching_allocator allocator({&d0, &d1});
+    const device_address a = allocator.allocate(4096, 0);
+    const device_address b = allocator.allocate(4096, 1);
+    EXPECT_EQ(allocator.device_for(a), 0);
+    EXPECT_EQ(allocator.device_for(b), 1);
+    EXPECT_EQ(allocator.device_for(0x1000), -1);  // below every segment
+    EXPECT_THROW(allocator.free(0x1000), usage_error);
+
+    const device_address big = allocator.allocate(8ull << 30, 0);  // device 0's span covers b's
+    ASSERT_GT(big + (8ull << 30), b);
+    EXPECT_EQ(allocator.device_for(b), 1);
+    EXPECT_EQ(allocator.device_for(big), 0);
+    allocator.free(b);
+    allocator.free(big);
+    allocator.free(a);
+    EXPECT_EQ(allocator.on(0).memory_stats().at("allocation.all.current"), 0);
+    EXPECT_EQ(allocator.on(1).memory_stats().at("allocation.all.current"), 0);
+    EXPECT_EQ(allocator.on(0).check_consistency(), "");
+    EXPECT_EQ(allocator.on(1).check_consistency(), "");
+}
+
+// With one device a free that names none goes to it, and an address it never handed out is
+// refused there, changing nothing.
+TEST(MultiDevice, WithOneDeviceAFreeThatNamesNoneGoesToIt) {
+    simulated_device d0;
+    caching_allocator allocator({&d0});
+    const device_address a = allocator.allocate(4096, 0);
+    EXPECT_EQ(allocator.device_for(a), 0);
+    EXPECT_EQ(allocator.device_for(0x1000), 0);
+    EXPECT_THROW(allocator.free(0x1000), usage_error);
+    EXPECT_THROW(allocator.free(a + 512), usage_error);
+    EXPECT_EQ(allocator.on(0).memory_stats().at("allocation.all.current"), 1);
+    allocator.free(a);
+    EXPECT_EQ(allocator.on(0).memory_stats().at("allocation.all.current"), 0);
+}
+
 // Only unknown_device asks for the owner to be looked up: any other device that does not exist,
 // negative or too large, is refused (the message says where the block lives) and the block stays
 // allocated.

@@ -21,6 +21,7 @@
 #include "detail/combining_lock.hpp"
 #include "detail/expandable_segment.hpp"
 #include "detail/reentrant_mutex.hpp"
+#include "detail/segment_span.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/rules/size_rules.hpp"
 
@@ -112,6 +113,7 @@ class device_allocator_impl {
     combining_lock<delegated_op> combiner{
         mutex, delegation_from_environment()};  // malloc's and free's way to `mutex`
     address_map allocated;                      // address -> allocated block, under `mutex`
+    segment_span segments;                      // where this device's segments lie, lock-free
     allocator_observer* observer = nullptr;
     std::vector<free_memory_callback> free_memory_callbacks;
     std::vector<oom_observer> oom_observers;
@@ -251,6 +253,10 @@ class device_allocator_impl {
 
     void record(allocator_action action, device_address address, uint64_t size, uint64_t block_size,
                 stream_handle stream, context_handle context, const block_pool* pool = nullptr) {
+        // Every segment and every mapped part of an expandable one is announced here.
+        if (action == allocator_action::segment_alloc || action == allocator_action::segment_map) {
+            segments.widen(address, size);
+        }
         if (observer) {
             observer->on_event({action, device_index_, address, size, block_size, stream, context,
                                 pool ? owner_id(*pool) : pool_id{}});

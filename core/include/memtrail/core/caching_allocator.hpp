@@ -201,6 +201,9 @@ class device_allocator {
     // Size of the block at `address` if it is allocated here, else 0.
     uint64_t allocated_size(device_address address) const;
     bool owns(device_address address) const { return allocated_size(address) != 0; }
+    // Whether `address` lies where this allocator has mapped segments, without taking its lock:
+    // false means it cannot be one of its blocks; true means it may be.
+    bool may_own(device_address address) const;
     // Recounts every statistic from the blocks and checks the bookkeeping; returns a description
     // of each inconsistency, or "" when all is well (for tests and debugging, takes the lock).
     std::string check_consistency() const;
@@ -245,8 +248,14 @@ class caching_allocator {
 
     int device_count() const { return static_cast<int>(devices_.size()); }
     device_allocator& on(int device);
-    // The device whose allocator handed out `address`, or -1.
+    // The device whose allocator handed out `address`, or -1 (takes each device's lock in turn).
     int device_of(device_address address) const;
+    // The device that a free or record_stream of `address` that names none goes to, found
+    // without taking a device's lock where it can be: with one device, that device; with
+    // several, the only one whose segments lie around the address, or device_of's answer when
+    // more than one do. -1 when no device can own it. The device's own lookup still decides
+    // whether it does.
+    int device_for(device_address address) const;
 
   private:
     device_allocator& checked(int device) const;
