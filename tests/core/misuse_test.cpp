@@ -67,12 +67,18 @@ TEST_F(Misuse, BadMemoryFraction) {
     expect_usage_error([&] { allocator.set_memory_fraction(-0.1); }, "0.0 to 1.0");
 }
 
+// Simulated device `index`, handing out addresses from `base` on.
+simulated_device_options device_from(int index, device_address base) {
+    simulated_device_options options;
+    options.index = index;
+    options.base_address = base;
+    return options;
+}
+
+const device_address first_device_base = simulated_device_options{}.base_address;
+
 TEST(MultiDevice, OneAllocatorPerDeviceAndWrongDeviceFreesAreRejected) {
-    simulated_device_options o0, o1;
-    o0.index = 0;
-    o1.index = 1;
-    o1.base_address = 0x7e0000000000ull;
-    simulated_device d0(o0), d1(o1);
+    simulated_device d0(device_from(0, first_device_base)), d1(device_from(1, 0x7e0000000000ull));
     caching_allocator allocator({&d0, &d1});
     const device_address a = allocator.allocate(4096, 0);
     const device_address b = allocator.allocate(4096, 1);
@@ -96,11 +102,9 @@ TEST(MultiDevice, OneAllocatorPerDeviceAndWrongDeviceFreesAreRejected) {
 // A free that names no device is sent to the only device whose segments lie around the address,
 // without a lock; where two devices' segments interleave, the owner is looked up under the locks.
 TEST(MultiDevice, FreesThatNameNoDeviceReachTheOwnerWhereverTheSegmentsLie) {
-    simulated_device_options o0, o1;
-    o0.index = 0;
-    o1.index = 1;
-    o1.base_address = o0.base_address + (4ull << 30);  // inside device 0's span once it grows
-    simulated_device d0(o0), d1(o1);
+    // Device 1's addresses lie inside device 0's span once that grows.
+    simulated_device d0(device_from(0, first_device_base)),
+        d1(device_from(1, first_device_base + (4ull << 30)));
     caching_allocator allocator({&d0, &d1});
     const device_address a = allocator.allocate(4096, 0);
     const device_address b = allocator.allocate(4096, 1);
