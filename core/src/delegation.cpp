@@ -126,10 +126,10 @@ block* device_allocator_impl::free_when_busy(device_address address, context_han
 void device_allocator_impl::run_delegated(delegated_op& op) noexcept {
     try {
         if (op.what == delegated_op::kind::malloc) {
-            op.b = malloc_cached(op.size, op.stream, op.context);
-            op.made = op.b != nullptr;
+            const block* b = malloc_cached(op.size, op.stream, op.context);
+            op.made = b != nullptr;
             if (op.made) {
-                op.address = op.b->ptr;
+                op.address = b->ptr;
             }
         } else {
             // Unknown to the map: made, the requester reports it.

@@ -132,7 +132,7 @@ class combining_lock {
         // Each look takes a copy of the slot's line, which the holder must take back to answer:
         // a waiter looks about as often as a pass can have reached it, so less often the more
         // slots the holder watches (looking at every pause made 8 threads' pairs a fifth to a
-        // third slower on an H100 host).
+        // third slower on an H100 host). At least 2: this slot may have left the mask already.
         const int spins_between_slot_looks =
             std::max(2, 2 * std::popcount(used_.load(std::memory_order_relaxed)));
         int until_slot_look = spins_between_slot_looks;
@@ -251,7 +251,8 @@ class combining_lock {
 
     reentrant_mutex& mutex_;
     const bool delegate_;
-    // A bit per slot that a waiter has ever used; only grows, so its line is rarely written.
+    // A bit per slot a waiter has used since the slot was last forgotten (forget_free_slots):
+    // set once per slot, so its line is rarely written.
     alignas(64) std::atomic<uint64_t> used_{0};
     alignas(64) uint32_t quiet_serves_ = 0;  // under the lock: see forget_free_slots
     slot slots_[slot_count];

@@ -51,8 +51,8 @@ struct delegated_op {
     stream_handle stream;
     context_handle context;
     device_address address;  // free: the address to free. malloc: the address allocated
-    // malloc: the block allocated. free: the block taken from the address map (nullptr: the
-    // address is not allocated here), set by the holder whether or not it made the free.
+    // free: the block taken from the address map (nullptr: the address is not allocated here),
+    // set by the holder whether or not it made the free.
     block* b;
     std::exception_ptr* error;  // where the holder puts what it threw
 };
