@@ -1,4 +1,5 @@
-// memtrail's allocator beside PyTorch's caching allocator (through libtorch), cudaMallocAsync
+// memtrail's allocator (and the same with its device lock never biased) beside PyTorch's caching
+// allocator (through libtorch), cudaMallocAsync
 // and cudaMalloc, in one process on one GPU: the alloc+free pair at 512 B, 1 MiB and 20 MiB, the
 // random mix (1000 live slots, log-uniform sizes from 512 B to 64 MiB), each on 1 to 8 threads,
 // and what recording adds to a pair, memtrail's recorder against PyTorch's
@@ -206,6 +207,22 @@ backend& backend_named(const std::string& name) {
     if (name == "memtrail") {
         return allocator_alone;
     }
+    if (name == "memtrail_unbiased") {
+        // What the lock's bias gives, measured in the same process (docs/configuration.md).
+        static memtrail_allocator_backend& unbiased = []() -> memtrail_allocator_backend& {
+            const char* set = std::getenv("MEMTRAIL_DEVICE_LOCK_BIAS");
+            const std::string before = set ? set : "";
+            setenv("MEMTRAIL_DEVICE_LOCK_BIAS", "off", 1);
+            static memtrail_allocator_backend made;
+            if (set) {
+                setenv("MEMTRAIL_DEVICE_LOCK_BIAS", before.c_str(), 1);
+            } else {
+                unsetenv("MEMTRAIL_DEVICE_LOCK_BIAS");
+            }
+            return made;
+        }();
+        return unbiased;
+    }
     if (name == "memtrail_recorder") {
         return memtrail_behind_recorder();
     }
@@ -355,8 +372,8 @@ void switch_off(recording r) {
     benchmark::ClobberMemory();
 }
 
-std::vector<std::string> backend_names = {"memtrail", "memtrail_recorder", "cudaMallocAsync",
-                                          "cudaMalloc"};
+std::vector<std::string> backend_names = {"memtrail", "memtrail_unbiased", "memtrail_recorder",
+                                          "cudaMallocAsync", "cudaMalloc"};
 
 void empty_all_caches(const benchmark::State&) {
     for (const auto& name : backend_names) {
@@ -366,7 +383,7 @@ void empty_all_caches(const benchmark::State&) {
 
 void register_all() {
     if (load_torch() != nullptr) {
-        backend_names.insert(backend_names.begin() + 2, "torch");
+        backend_names.insert(backend_names.begin() + 3, "torch");
     }
     for (const auto& name : backend_names) {
         backend& allocator = backend_named(name);

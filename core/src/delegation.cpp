@@ -21,6 +21,16 @@ bool delegation_from_environment() {
     return lock == "combining";
 }
 
+uint32_t bias_after_from_environment() {
+    const char* text = std::getenv("MEMTRAIL_DEVICE_LOCK_BIAS");
+    const std::string_view bias = text ? text : "on";
+    if (bias != "on" && bias != "off") {
+        throw usage_error("memtrail: MEMTRAIL_DEVICE_LOCK_BIAS=" + std::string(bias) +
+                          " is not accepted; accepted: on (the default) or off");
+    }
+    return bias == "on" ? reentrant_mutex::default_bias_after : reentrant_mutex::never_biased;
+}
+
 using combiner_entry = combining_lock<delegated_op>::entry;
 
 namespace {

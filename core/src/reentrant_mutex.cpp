@@ -73,7 +73,7 @@ void reentrant_mutex::revoke_bias() {
 void reentrant_mutex::bias_to(std::thread::id me) {
     run_ = 0;
     if (!process_barrier_ready()) {
-        bias_after_ = UINT32_MAX;  // no revocation is possible: never biased
+        bias_after_ = never_biased;  // no revocation is possible
         return;
     }
     bias* granted = nullptr;

@@ -90,6 +90,15 @@ TEST(ReentrantMutex, AThreadThatTakesItManyTimesInARowHasItBiasedToItself) {
     EXPECT_TRUE(mutex.biased_to_this_thread());
 }
 
+TEST(ReentrantMutex, ALockMadeNeverBiasedIsNot) {
+    leave_single_threaded();
+    reentrant_mutex mutex(reentrant_mutex::never_biased);  // MEMTRAIL_DEVICE_LOCK_BIAS=off
+    for (int i = 0; i < 5000; ++i) {
+        std::lock_guard<reentrant_mutex> lock(mutex);
+    }
+    EXPECT_FALSE(mutex.biased_to_this_thread());
+}
+
 TEST(ReentrantMutex, AnotherThreadRevokesTheBiasOnceTheOwnerReleasesIt) {
     if (!process_barrier_ready()) {
         GTEST_SKIP() << "this kernel offers no membarrier(PRIVATE_EXPEDITED): the lock is never biased";

@@ -79,25 +79,27 @@ TEST(ThreadStress, EightThreadsLoseAndDuplicateNothing) {
     a.set_observer(nullptr);
 }
 
-// Sets MEMTRAIL_DEVICE_LOCK for the allocators made in its scope, and restores it after.
+// Sets MEMTRAIL_DEVICE_LOCK (or `variable`) for the allocators made in its scope, and restores
+// it after.
 class device_lock_choice {
   public:
-    explicit device_lock_choice(const char* lock) {
-        if (const char* before = std::getenv(variable)) {
+    explicit device_lock_choice(const char* lock, const char* variable = "MEMTRAIL_DEVICE_LOCK")
+        : variable_(variable) {
+        if (const char* before = std::getenv(variable_)) {
             before_ = before;
         }
-        setenv(variable, lock, 1);
+        setenv(variable_, lock, 1);
     }
     ~device_lock_choice() {
         if (before_) {
-            setenv(variable, before_->c_str(), 1);
+            setenv(variable_, before_->c_str(), 1);
         } else {
-            unsetenv(variable);
+            unsetenv(variable_);
         }
     }
 
   private:
-    static constexpr const char* variable = "MEMTRAIL_DEVICE_LOCK";
+    const char* variable_;
     std::optional<std::string> before_;
 };
 
@@ -109,6 +111,20 @@ TEST(ThreadStress, AnUnknownDeviceLockIsRefused) {
         FAIL() << "MEMTRAIL_DEVICE_LOCK=ticket was accepted";
     } catch (const usage_error& e) {
         EXPECT_NE(std::string(e.what()).find("combining (the default) or spinning"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(ThreadStress, AnUnknownDeviceLockBiasIsRefused) {
+    device_lock_choice choice("sometimes", "MEMTRAIL_DEVICE_LOCK_BIAS");
+    simulated_device dev;
+    try {
+        device_allocator a(dev);
+        FAIL() << "MEMTRAIL_DEVICE_LOCK_BIAS=sometimes was accepted";
+    } catch (const usage_error& e) {
+        EXPECT_NE(std::string(e.what()).find("MEMTRAIL_DEVICE_LOCK_BIAS=sometimes is not accepted; "
+                                             "accepted: on (the default) or off"),
                   std::string::npos)
             << e.what();
     }

@@ -4,8 +4,9 @@
 """
 import json, re, sys
 
-BACKENDS = ["memtrail", "memtrail_recorder", "torch", "cudaMallocAsync", "cudaMalloc"]
-TITLES = {"memtrail": "memtrail allocator", "memtrail_recorder": "memtrail through the recorder (recording off)",
+BACKENDS = ["memtrail", "memtrail_unbiased", "memtrail_recorder", "torch", "cudaMallocAsync", "cudaMalloc"]
+TITLES = {"memtrail": "memtrail allocator", "memtrail_unbiased": "memtrail, lock never biased",
+          "memtrail_recorder": "memtrail through the recorder (recording off)",
           "torch": "PyTorch caching allocator", "cudaMallocAsync": "cudaMallocAsync",
           "cudaMalloc": "cudaMalloc"}
 WORKLOADS = [("pair/{}/512", "alloc+free pair, 512 B"), ("pair/{}/1048576", "alloc+free pair, 1 MiB"),

@@ -60,6 +60,9 @@ struct delegated_op {
 // Whether waiters on the device lock hand their operations to its holder: MEMTRAIL_DEVICE_LOCK
 // =combining (the default, unset too); =spinning, they do not (delegation.cpp).
 bool delegation_from_environment();
+// The run of acquisitions after which the device lock is biased to a thread:
+// MEMTRAIL_DEVICE_LOCK_BIAS=on (the default, unset too); =off, never (delegation.cpp).
+uint32_t bias_after_from_environment();
 
 class device_allocator_impl {
   public:
@@ -109,7 +112,7 @@ class device_allocator_impl {
 
     device& dev;
     allocator_config config;
-    mutable reentrant_mutex mutex;
+    mutable reentrant_mutex mutex{bias_after_from_environment()};
     combining_lock<delegated_op> combiner{
         mutex, delegation_from_environment()};  // malloc's and free's way to `mutex`
     address_map allocated;                      // address -> allocated block, under `mutex`

@@ -38,7 +38,9 @@ class alignas(64) reentrant_mutex {
   public:
     // Acquisitions in a row by one thread, through the lock word, after which the lock is biased
     // to it: a revocation (a few microseconds) then costs at most a few nanoseconds for each.
+    // never_biased: none (MEMTRAIL_DEVICE_LOCK_BIAS=off).
     static constexpr uint32_t default_bias_after = 1024;
+    static constexpr uint32_t never_biased = 0;
 
     explicit reentrant_mutex(uint32_t bias_after = default_bias_after)
         : first_bias_after_(bias_after), bias_after_(bias_after) {}
@@ -169,7 +171,7 @@ class alignas(64) reentrant_mutex {
             last_taker_ = me;
             run_ = 0;
         }
-        if (++run_ >= bias_after_) [[unlikely]] {
+        if (++run_ >= bias_after_ && bias_after_ != never_biased) [[unlikely]] {
             bias_to(me);
         }
     }
