@@ -52,8 +52,12 @@ times = {mode: [] for mode in ["torch", *modes]}
 alternate = {mode: [] for mode in times}  # memtrail_alternate: recording's cost in each process
 alternate_cpu = {mode: [] for mode in times}  # the same in the CPU time of the process's threads
 cpu = {mode: [] for mode in times}
+order = list(times)
 for index in range(runs):
-    for mode in times:  # alternating, so drifts of the machine touch every side alike
+    # Alternating, so drifts of the machine touch every side alike, and each round starting one
+    # mode later: on the H100 hosts the first of back-to-back processes was often the slower
+    # (docs/performance.md, issue 17's eleventh round), which a fixed order gives one side.
+    for mode in order[index % len(order):] + order[:index % len(order)]:
         step, step_cpu = step_ms(mode, index)
         times[mode].append(step)
         cpu[mode].append(step_cpu)
