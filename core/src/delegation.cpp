@@ -11,24 +11,30 @@
 
 namespace memtrail::detail {
 
-bool delegation_from_environment() {
-    const char* text = std::getenv("MEMTRAIL_DEVICE_LOCK");
-    const std::string_view lock = text ? text : "combining";
-    if (lock != "spinning" && lock != "combining") {
-        throw usage_error("memtrail: MEMTRAIL_DEVICE_LOCK=" + std::string(lock) +
-                          " is not a device lock; accepted: combining (the default) or spinning");
+namespace {
+// Whether `variable` chooses `usual` (also when unset) rather than `other`; any other value is
+// refused, as not `what`.
+bool usual_choice(const char* variable, std::string_view usual, std::string_view other,
+                  std::string_view what) {
+    const char* text = std::getenv(variable);
+    const std::string_view value = text ? text : usual;
+    if (value != usual && value != other) {
+        throw usage_error("memtrail: " + std::string(variable) + "=" + std::string(value) +
+                          " is not " + std::string(what) + "; accepted: " + std::string(usual) +
+                          " (the default) or " + std::string(other));
     }
-    return lock == "combining";
+    return value == usual;
+}
+}  // namespace
+
+bool delegation_from_environment() {
+    return usual_choice("MEMTRAIL_DEVICE_LOCK", "combining", "spinning", "a device lock");
 }
 
 uint32_t bias_after_from_environment() {
-    const char* text = std::getenv("MEMTRAIL_DEVICE_LOCK_BIAS");
-    const std::string_view bias = text ? text : "on";
-    if (bias != "on" && bias != "off") {
-        throw usage_error("memtrail: MEMTRAIL_DEVICE_LOCK_BIAS=" + std::string(bias) +
-                          " is not accepted; accepted: on (the default) or off");
-    }
-    return bias == "on" ? reentrant_mutex::default_bias_after : reentrant_mutex::never_biased;
+    return usual_choice("MEMTRAIL_DEVICE_LOCK_BIAS", "on", "off", "a device lock bias")
+               ? reentrant_mutex::default_bias_after
+               : reentrant_mutex::never_biased;
 }
 
 using combiner_entry = combining_lock<delegated_op>::entry;

@@ -123,8 +123,8 @@ TEST(ThreadStress, AnUnknownDeviceLockBiasIsRefused) {
         device_allocator a(dev);
         FAIL() << "MEMTRAIL_DEVICE_LOCK_BIAS=sometimes was accepted";
     } catch (const usage_error& e) {
-        EXPECT_NE(std::string(e.what()).find("MEMTRAIL_DEVICE_LOCK_BIAS=sometimes is not accepted; "
-                                             "accepted: on (the default) or off"),
+        EXPECT_NE(std::string(e.what()).find("MEMTRAIL_DEVICE_LOCK_BIAS=sometimes is not a device "
+                                             "lock bias; accepted: on (the default) or off"),
                   std::string::npos)
             << e.what();
     }
