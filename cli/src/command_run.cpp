@@ -245,6 +245,14 @@ int run_run(const parsed_arguments& args) {
         throw usage_error("memtrail run: " + interposer.string() +
                           " is missing (it is built where the CUDA toolkit is found)");
     }
+    // Without its hook a Python program still runs, but PyTorch keeps its own allocator and the
+    // stacks lose their Python frames: said, since nothing else would show it.
+    const fs::path python_hook = interposer.parent_path() / "memtrail" / "python" / "sitecustomize.py";
+    if (!fs::exists(python_hook)) {
+        std::cerr << "memtrail run: " << python_hook.string()
+                  << " is missing: a Python program runs without it, but PyTorch keeps its own "
+                     "allocator and the stacks have no Python frames (install memtrail whole)\n";
+    }
     const std::string dump = args.value("--dump").value_or(default_dump);
     prepare_environment(args, interposer, dump);
     forward_signals();

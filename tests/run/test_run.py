@@ -10,6 +10,7 @@ in tests/gpu/run.sh.
 import os
 import pathlib
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -115,6 +116,23 @@ class Modes(Case):
             self.assertEqual(result.returncode, 2, args)
             self.assertTrue(result.stderr.startswith("memtrail"), result.stderr)
             self.assertNotIn("devices 1", result.stdout)
+
+
+class Install(Case):
+    def test_a_missing_python_hook_is_reported_and_the_program_still_runs(self):
+        # memtrail as installed, less lib/memtrail/python.
+        built = pathlib.Path(MEMTRAIL).resolve().parent.parent
+        (self.cwd / "bin").mkdir()
+        (self.cwd / "lib").mkdir()
+        shutil.copy(built / "bin" / "memtrail", self.cwd / "bin")
+        for library in (built / "lib").glob("*.so*"):
+            shutil.copy(library, self.cwd / "lib", follow_symlinks=True)
+        result = subprocess.run(
+            [str(self.cwd / "bin" / "memtrail"), "run", "--device", DEVICE, "--", PROGRAM],
+            cwd=self.cwd, capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("lib/memtrail/python/sitecustomize.py is missing", result.stderr)
+        self.assertIn("snapshot written to", result.stderr)
 
 
 class Process(Case):
