@@ -66,8 +66,6 @@ void reentrant_mutex::revoke_bias() {
                       ? std::min(2 * bias_after_, most_bias_growth * first_bias_after_)
                       : first_bias_after_;
     bias_.store(nullptr, std::memory_order_relaxed);
-    last_taker_ = std::thread::id();
-    run_ = 0;
 }
 
 void reentrant_mutex::bias_to(std::thread::id me) {
