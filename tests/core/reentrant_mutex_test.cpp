@@ -156,8 +156,9 @@ TEST(ReentrantMutex, ThreadsThatTakeTurnsInBurstsNeverOverlapWhileTheBiasMoves) 
     constexpr int threads = 4;
     constexpr int rounds = 200;
     constexpr int burst = 64;
-    // Each thread takes the lock `burst` times in its turn and hands the turn on halfway, holding
-    // it: the next thread revokes the bias while its owner holds the lock.
+    // Each thread takes the lock `burst` times in its turn and hands the turn on at its last hold,
+    // holding it: the next thread revokes the bias while its owner holds the lock, and the two
+    // never contend for it after (which would make the next bias need a longer run than a burst).
     std::atomic<int> turn{0};
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t) {
@@ -170,7 +171,7 @@ TEST(ReentrantMutex, ThreadsThatTakeTurnsInBurstsNeverOverlapWhileTheBiasMoves) 
                     std::lock_guard<reentrant_mutex> lock(mutex);
                     overlapped |= ++inside != 1;
                     ++counter;
-                    if (i == burst / 2) {
+                    if (i == burst - 1) {
                         // The turn handed on while held, and held on past the next thread's
                         // revocation (a barrier of a few microseconds).
                         turn.fetch_add(1);
