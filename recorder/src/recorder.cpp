@@ -385,19 +385,20 @@ void recorder::on_event(const allocator_event& event) {
     const detail::call_context call = detail::decode_call_context(event.context, epoch_ns_);
     const detail::thread_identity caller = detail::this_thread_identity();
     const uint32_t keeping_stack = h.actions_keeping_stack.load(std::memory_order_relaxed);
-    detail::trace_record record;
-    record.action = static_cast<uint8_t>(bridge::to_snapshot_action(event.action));
-    record.device = static_cast<int8_t>(event.device);
-    record.address = event.address;
-    record.size = event.size;
-    record.stream = event.stream;
-    // The call's own time, taken just before the lock, saves a clock read per event (the ring
-    // keeps times from going backwards when calls wait for the lock in another order).
-    record.time_ns = call.time_ns != 0 ? call.time_ns : now_ns();
-    record.stack = (keeping_stack >> static_cast<int>(event.action)) & 1 ? call.stack : 0;
-    record.thread = caller.number;
-    record.metadata = caller.metadata;
-    const uint64_t end = h.ring.push(record);
+    const uint64_t end = h.ring.push_filled([&](detail::trace_record& record) {
+        record.address = event.address;
+        record.size = event.size;
+        record.stream = event.stream;
+        // The call's own time, taken just before the lock, saves a clock read per event (the
+        // ring keeps times from going backwards when calls wait for the lock in another order).
+        record.time_ns = call.time_ns != 0 ? call.time_ns : now_ns();
+        record.stack = (keeping_stack >> static_cast<int>(event.action)) & 1 ? call.stack : 0;
+        record.thread = caller.number;
+        record.metadata = caller.metadata;
+        record.name = 0;
+        record.action = static_cast<uint8_t>(bridge::to_snapshot_action(event.action));
+        record.device = static_cast<int8_t>(event.device);
+    });
     if (event.action == allocator_action::snapshot) {
         detail::snapshot_cut_on_this_thread = end;
     }

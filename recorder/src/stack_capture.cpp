@@ -131,23 +131,26 @@ namespace {
 
 // The stack of the function whose frame record is `record` (the caller of the function this is
 // inlined into, which must be kept out of line and keep a frame pointer): its eh_frame walk as
-// it was kept, or the frames written to `out`.
+// it was kept, or the frames written to `out`. Every path fills the one object returned, which the
+// caller's own result then is: a copy of what the walk wrote would be read back in wider loads
+// than it was written with, and wait for those stores (a store-forwarding stall on every capture).
 [[gnu::always_inline]] inline detail::walked_stack capture_from(unwinder method,
                                                                 std::span<uintptr_t> out,
                                                                 size_t skip,
                                                                 const uintptr_t* record) {
+    detail::walked_stack walked;
     if (method == unwinder::frame_pointer) {
         // The walk starts in the record, whose return address is the caller's.
-        return {out.first(walk_frame_pointers(reinterpret_cast<uintptr_t>(record), skip, out))};
+        walked.frames =
+            out.first(walk_frame_pointers(reinterpret_cast<uintptr_t>(record), skip, out));
+        return walked;
     }
-    if (method == unwinder::eh_frame) {
-        // The record gives the caller's registers: its return address, the stack pointer after
-        // the return (just above the record) and the caller's rbp.
-        detail::walked_stack walked;
-        if (detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
-                                  detail::this_thread_stack(), skip, out, walked)) {
-            return walked;
-        }
+    // The record gives the caller's registers: its return address, the stack pointer after the
+    // return (just above the record) and the caller's rbp.
+    if (method == unwinder::eh_frame &&
+        detail::walk_eh_frame({record[1], reinterpret_cast<uintptr_t>(record + 2), record[0]},
+                              detail::this_thread_stack(), skip, out, walked)) {
+        return walked;
     }
     const auto backtrace = unw_backtrace_pointer.load(std::memory_order_acquire);
     if (backtrace == nullptr) {
@@ -162,7 +165,8 @@ namespace {
     for (size_t i = 0; i < written; ++i) {
         out[i] = reinterpret_cast<uintptr_t>(buffer[first + i]);
     }
-    return {out.first(written)};
+    walked = {out.first(written)};
+    return walked;
 }
 
 }  // namespace

@@ -50,12 +50,19 @@ class trace_ring {
     // order is the order of events, and times taken before waiting for a lock may not be.
     // Returns end() just after the entry: the cut that ends with it.
     uint64_t push(const trace_record& record) {
+        return push_filled([&](trace_record& slot) { slot = record; });
+    }
+    // The same, with the entry written in place by `fill(trace_record&)`: a record built on the
+    // stack first and copied was written field by field and read back sixteen bytes at a time,
+    // which waits for the stores to land (a store-forwarding stall on every recorded event).
+    template <typename Fill>
+    uint64_t push_filled(Fill&& fill) {
         ++end_;
         trace_record* slot = next_slot_locked();
         if (slot == nullptr) {
             return end_;
         }
-        *slot = record;
+        fill(*slot);
         if (slot->time_ns < last_time_ns_) {
             slot->time_ns = last_time_ns_;
         }
