@@ -30,6 +30,7 @@ RECORDING = {"memtrail_all": (b"all", b"all"), "memtrail_state": (b"state", b"na
              "memtrail_alternate_native": (b"all", b"native"),
              "memtrail_alternate_python": (b"all", b"python"),
              "memtrail_alternate_nostacks": (b"none", b"native")}
+# torch_recording: PyTorch's allocator recording as memtrail_all does, with its own recorder.
 # memtrail_alternate* switch recording (everything, or without one kind of stack) off and on in
 # blocks of this many steps after the warm-up, in one process: recording's cost without the
 # spread between processes.
@@ -83,6 +84,11 @@ def train(mode, library, snapshot):
             context, stacks = RECORDING[mode]
             if memtrail.memtrail_record_memory_history(b"all", context, stacks, 10_000_000) != 0:
                 raise RuntimeError(memtrail.memtrail_last_error().decode())
+    if mode == "torch_recording":
+        # PyTorch's own recorder with the same information (every event, Python and C++ stacks):
+        # what a PyTorch user pays for it today, beside memtrail's cost.
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="all",
+                                                 max_entries=10_000_000)
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(d_model=1024, nhead=16, dim_feedforward=4096, batch_first=True)
     model = nn.Sequential(nn.Embedding(32000, 1024), nn.TransformerEncoder(layer, num_layers=8),

@@ -10,7 +10,8 @@ spread of each side and memtrail's overhead over PyTorch's median; writes
 OUTDIR/training_overhead.json. UNWINDER (eh_frame, libunwind or frame_pointer) is
 MEMTRAIL_UNWINDER for memtrail's runs. MODES (comma-separated, default memtrail_all) adds other
 modes of torch_training.py's child to the rotation, e.g. memtrail_off,memtrail_nostacks,
-memtrail_native,memtrail_python,memtrail_all to split recording's cost; memtrail_alternate
+memtrail_native,memtrail_python,memtrail_all to split recording's cost, or torch_recording
+(PyTorch's allocator with its own recorder on, context and stacks "all"); memtrail_alternate
 switches recording everything on and off in blocks of steps inside each process, which measures
 recording's cost without the spread between processes (printed as well, in step time and in the
 CPU time of the process's threads a step).
