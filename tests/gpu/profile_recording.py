@@ -6,7 +6,8 @@ difference in sampled time per thread and per function.
     python3 tests/gpu/profile_recording.py path/to/librecorder.so OUTDIR [PERF] [STEPS]
 
 PERF is the perf binary (default: perf on PATH); an unstripped librecorder.so names memtrail's
-own functions. Each child runs STEPS steps (default 120), MEMTRAIL_UNWINDER=eh_frame. The two
+own functions. The GPU hosts have no perf: a Debian one carried over runs there with the
+libraries ldd lists beside it and its RUNPATH set to them (patchelf --set-rpath '$ORIGIN/lib'). Each child runs STEPS steps (default 120), MEMTRAIL_UNWINDER=eh_frame. The two
 busiest threads (the main Python thread and autograd's worker) are compared; every other thread
 is left out. Prints, per thread, the milliseconds each library and function gained with
 recording on (over the whole run, the start included: it is the same in both), and writes the
