@@ -7,9 +7,10 @@ difference in sampled time per thread and per function.
 
 PERF is the perf binary (default: perf on PATH); an unstripped librecorder.so names memtrail's
 own functions. The GPU hosts have no perf: a Debian one carried over runs there with the
-libraries ldd lists beside it and its RUNPATH set to them (patchelf --set-rpath '$ORIGIN/lib'). Each child runs STEPS steps (default 120), MEMTRAIL_UNWINDER=eh_frame. The two
-busiest threads (the main Python thread and autograd's worker) are compared; every other thread
-is left out. Prints, per thread, the milliseconds each library and function gained with
+libraries ldd lists beside it and its RUNPATH set to them (patchelf --set-rpath '$ORIGIN/lib').
+Each child runs STEPS steps (default 120), MEMTRAIL_UNWINDER=eh_frame. The two busiest threads
+(the main Python thread and autograd's worker) are compared; every other thread is left out.
+Prints, per thread, the milliseconds each library and function gained with
 recording on (over the whole run, the start included: it is the same in both), and writes the
 reports to OUTDIR. One process of each: differences under about 10 ms are the spread between
 processes.
