@@ -3,12 +3,13 @@ run twice under `perf record -e cpu-clock` (sampling needs no hardware counters,
 hosts' virtual machines lack), once recording nothing and once recording everything, and the
 difference in sampled time per thread and per function.
 
-    python3 tests/gpu/profile_recording.py path/to/librecorder.so OUTDIR [PERF] [STEPS]
+    python3 tests/gpu/profile_recording.py path/to/librecorder.so OUTDIR [PERF] [STEPS] [MODE]
 
 PERF is the perf binary (default: perf on PATH); an unstripped librecorder.so names memtrail's
 own functions. The GPU hosts have no perf: a Debian one carried over runs there with the
 libraries ldd lists beside it and its RUNPATH set to them (patchelf --set-rpath '$ORIGIN/lib').
-Each child runs STEPS steps (default 120), MEMTRAIL_UNWINDER=eh_frame. The two busiest threads
+Each child runs STEPS steps (default 120), MEMTRAIL_UNWINDER=eh_frame. MODE is the recording child
+(default memtrail_all; memtrail_python or memtrail_native to profile one kind of stack). The two busiest threads
 (the main Python thread and autograd's worker) are compared; every other thread is left out.
 Prints, per thread, the milliseconds each library and function gained with
 recording on (over the whole run, the start included: it is the same in both), and writes the
@@ -24,6 +25,7 @@ import sys
 library, outdir = sys.argv[1], sys.argv[2]
 perf = sys.argv[3] if len(sys.argv) > 3 else "perf"
 steps = sys.argv[4] if len(sys.argv) > 4 else "120"
+recording = sys.argv[5] if len(sys.argv) > 5 else "memtrail_all"
 os.makedirs(outdir, exist_ok=True)
 child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_training.py")
 frequency = 8000  # samples a second and thread
@@ -57,7 +59,7 @@ def milliseconds_by_function(data, tid):
 
 
 profiles = {}
-for mode in ("memtrail_off", "memtrail_all"):
+for mode in ("memtrail_off", recording):
     data = os.path.join(outdir, f"{mode}.perf.data")
     environment = dict(os.environ, MEMTRAIL_UNWINDER="eh_frame", MEMTRAIL_TRAINING_STEPS=steps)
     subprocess.run([perf, "record", "-q", "-e", "cpu-clock", "-F", str(frequency), "-o", data, "--",
@@ -66,13 +68,13 @@ for mode in ("memtrail_off", "memtrail_all"):
     profiles[mode] = [(name, milliseconds_by_function(data, tid))
                       for tid, name in busiest_threads(data)]
 
-for (name, off), (_, on) in zip(profiles["memtrail_off"], profiles["memtrail_all"]):
+for (name, off), (_, on) in zip(profiles["memtrail_off"], profiles[recording]):
     gained = collections.Counter({key: on[key] - off[key] for key in set(on) | set(off)})
     by_library = collections.Counter()
     for (dso, _), ms in gained.items():
         by_library[dso] += ms
     print(f"== thread {name}: {sum(off.values()):.0f} ms sampled recording nothing, "
-          f"{sum(on.values()):.0f} ms recording everything")
+          f"{sum(on.values()):.0f} ms recording ({recording})")
     for dso, ms in by_library.most_common(6):
         print(f"  {ms:+8.1f} ms  {dso}")
     print("  by function:")
