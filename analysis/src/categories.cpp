@@ -1,8 +1,9 @@
 // Categories of allocations. The evidence is gathered in three passes: the frames of every stack
-// an allocation or free was recorded under (cached per stack), the training steps and their
-// phases (forward, backward, optimizer), then one rule per allocation, first match winning in
-// the order PyTorch's memory profiler assigns its own categories (gradients and temporaries
-// first, then parameters, optimizer state, activations and autograd's own tensors).
+// an allocation or free was recorded under (category_frames.cpp), the training steps and their
+// phases or a generation's (category_steps.cpp), then one rule per allocation, first match
+// winning: what a library made for itself first (a KV cache, a workspace, FSDP's and DDP's
+// buffers), then in the order PyTorch's memory profiler assigns its own categories (gradients
+// and temporaries first, then parameters, optimizer state, activations and autograd's own).
 
 #include "memtrail/analysis/categories.hpp"
 
@@ -14,6 +15,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "category_frames.hpp"
+#include "category_steps.hpp"
 #include "memtrail/analysis/size_text.hpp"
 
 namespace memtrail::analysis {
@@ -22,11 +25,12 @@ using snapshot::action;
 
 namespace {
 
-constexpr size_t none = std::numeric_limits<size_t>::max();
+constexpr size_t none = no_position;
 
 constexpr std::string_view category_names[memory_category_count] = {
     "parameter", "optimizer_state", "gradient",        "activation",
-    "temporary", "input",           "autograd_detail", "unknown",
+    "temporary", "input",           "autograd_detail", "kv_cache",
+    "workspace", "collective",      "unknown",
 };
 
 constexpr std::string_view category_descriptions[memory_category_count] = {
@@ -37,6 +41,10 @@ constexpr std::string_view category_descriptions[memory_category_count] = {
     "freed within the operation or step that made it",
     "what the training loop feeds the model",
     "autograd's own tensors during backward (gradients of activations)",
+    "a generation's key/value cache",
+    "what a library keeps for its kernels (cuBLAS, cuBLASLt, cuDNN)",
+    "FSDP's unsharded parameters and the buffers of all-gather, reduce-scatter and other "
+    "collectives",
     "no frame, thread or lifetime evidence says",
 };
 
@@ -58,8 +66,10 @@ constexpr rule_text rules[] = {
     {memory_category::autograd_detail, 0.6f,
      "no stack in a Python-stack trace (autograd's worker thread), freed during backward"},
     {memory_category::parameter, 0.95f,
-     "module construction or .to()/.cuda(), alive across training steps"},
-    {memory_category::temporary, 0.6f, "module construction or .to()/.cuda(), freed again"},
+     "made while the model was built, moved or loaded (module construction, .to()/.cuda(), "
+     "from_pretrained) and kept while it ran"},
+    {memory_category::temporary, 0.6f,
+     "made while the model was built, moved or loaded, and freed again"},
     {memory_category::optimizer_state, 0.95f,
      "the optimizer's state initialisation, alive across training steps"},
     {memory_category::optimizer_state, 0.85f,
@@ -71,427 +81,46 @@ constexpr rule_text rules[] = {
     {memory_category::activation, 0.85f, "made in forward and freed during backward"},
     {memory_category::temporary, 0.7f, "made in forward and freed before backward began"},
     {memory_category::activation, 0.5f, "made in forward and alive past its training step"},
-    {memory_category::input, 0.6f, "made by the training loop before forward and used by it"},
+    {memory_category::input, 0.6f, "made by the loop that feeds the model, before forward, and used by it"},
     {memory_category::gradient, 0.75f, "made inside a range named backward and freed after it"},
     {memory_category::unknown, 0.0f,
      "made in forward or backward and never freed while later steps ran, unlike any parameter "
      "in size: a cache such as a library's workspace"},
+    {memory_category::parameter, 0.95f, "FSDP's shard of the parameters, made when sharding"},
+    {memory_category::collective, 0.95f,
+     "FSDP's unsharded parameters: all-gathered for a module's forward or backward, freed after"},
+    {memory_category::collective, 0.9f, "FSDP's all-gather buffers"},
+    {memory_category::collective, 0.9f,
+     "FSDP's reduce-scatter buffers, freed when the gradients are reduced"},
+    {memory_category::gradient, 0.9f,
+     "FSDP's reduce-scatter output, kept as the sharded gradient until zero_grad or the "
+     "optimizer"},
+    {memory_category::gradient, 0.85f,
+     "DDP's gradient buckets: flat copies of the gradients for all-reduce, kept across steps"},
+    {memory_category::collective, 0.7f, "made by torch.distributed (FSDP, DDP, a collective)"},
+    {memory_category::kv_cache, 0.95f, "made by a Hugging Face cache class (cache_utils.py)"},
+    {memory_category::workspace, 0.95f, "made by cuBLAS's or cuDNN's workspace code"},
+    {memory_category::workspace, 0.6f,
+     "the size of a cuBLAS workspace, made once under an operator and kept to the end"},
+    {memory_category::activation, 0.5f,
+     "made in inference and still alive: outputs and what the program keeps"},
+    {memory_category::temporary, 0.7f, "made in inference and freed again"},
     {memory_category::unknown, 0.0f, "no frame, thread or lifetime evidence"},
 };
 static_assert(std::size(rules) == category_rule_count);
 
-// What one stack says about the allocation or free recorded under it.
-enum stack_flag : uint16_t {
-    has_frames = 1 << 0,
-    has_python = 1 << 1,
-    module_setup = 1 << 2,
-    optimizer = 1 << 3,
-    optimizer_init = 1 << 4,
-    zero_grad = 1 << 5,
-    backward = 1 << 6,
-    accumulate_grad = 1 << 7,
-    forward = 1 << 8,
-    autograd_engine = 1 << 9,  // native frames of autograd's engine (its worker threads)
-    has_native = 1 << 10,
-    annotated_backward = 1 << 11,  // inside a range named "backward"
-};
-
-bool contains(std::string_view text, std::string_view part) {
-    return text.find(part) != std::string_view::npos;
-}
-
-bool is_one_of(std::string_view name, std::initializer_list<std::string_view> names) {
-    return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-uint16_t python_frame_flags(std::string_view function, std::string_view file) {
-    uint16_t flags = has_python;
-    if (function == "forward") {
-        flags |= forward;
-    }
-    if (function == "zero_grad") {
-        flags |= zero_grad;
-    }
-    // Weights loaded by Hugging Face's transformers and accelerate straight onto the device.
-    if (is_one_of(function, {"from_pretrained", "set_module_tensor_to_device",
-                             "_load_state_dict_into_meta_model", "load_checkpoint_and_dispatch"})) {
-        flags |= module_setup;
-    }
-    if (contains(file, "torch/nn/modules/")) {
-        if (is_one_of(function, {"_apply", "cuda", "to", "to_empty", "__init__", "reset_parameters",
-                                 "load_state_dict", "_load_from_state_dict"})) {
-            flags |= module_setup;
-        } else if (is_one_of(function, {"_call_impl", "_wrapped_call_impl"})) {
-            flags |= forward;
-        }
-    } else if (contains(file, "torch/optim/")) {
-        flags |= optimizer;
-        if (function == "_init_group") {
-            flags |= optimizer_init;
-        }
-    } else if (contains(file, "torch/autograd/") || contains(file, "torch/_tensor.py")) {
-        if (is_one_of(function, {"backward", "_engine_run_backward", "grad"})) {
-            flags |= backward;
-        }
-    }
-    return flags;
-}
-
-uint16_t native_frame_flags(std::string_view function) {
-    uint16_t flags = has_native;
-    if (contains(function, "AccumulateGrad") || contains(function, "accumulate_grad")) {
-        flags |= accumulate_grad | backward;
-    }
-    if (contains(function, "torch::autograd::Engine") ||
-        contains(function, "torch::autograd::python::PythonEngine")) {
-        flags |= backward | autograd_engine;
-    }
-    if (contains(function, "torch::optim::")) {
-        flags |= optimizer;
-    }
-    if (contains(function, "zero_grad")) {
-        flags |= zero_grad;
-    }
-    if (contains(function, "torch::nn::")) {
-        if (contains(function, "::forward(")) {
-            flags |= forward;
-        } else if (contains(function, "Module::to(") || contains(function, "::reset(") ||
-                   contains(function, "::reset_parameters(") ||
-                   contains(function, "Module::register_parameter")) {
-            flags |= module_setup;
-        }
-    }
-    return flags;
-}
-
-class stack_flags {
-  public:
-    explicit stack_flags(const snapshot::snapshot& source)
-        : source_(source), cache_(source.stacks().size(), unknown) {}
-
-    uint16_t of(snapshot::stack_id id) {
-        if (id >= cache_.size()) {
-            return 0;
-        }
-        if (cache_[id] == unknown) {
-            cache_[id] = compute(id);
-        }
-        return cache_[id];
-    }
-
-  private:
-    static constexpr uint32_t unknown = std::numeric_limits<uint32_t>::max();
-
-    uint16_t compute(snapshot::stack_id id) const {
-        uint16_t flags = 0;
-        for (const snapshot::frame_id f : source_.stack_at(id)) {
-            const snapshot::frame& frame = source_.frame_at(f);
-            flags |= has_frames;
-            const std::string_view function = source_.string_at(frame.function);
-            flags |= frame.kind == snapshot::frame_kind::python
-                         ? python_frame_flags(function, source_.string_at(frame.filename))
-                         : native_frame_flags(function);
-        }
-        return flags;
-    }
-
-    const snapshot::snapshot& source_;
-    std::vector<uint32_t> cache_;
-};
-
-// Drops a trailing "#<digits>" or " <digits>" so that "ProfilerStep#3" and "ProfilerStep#4", or
-// "step 3" and "step 4", are one range.
-std::string_view range_family(std::string_view name) {
-    const size_t hash = name.find_last_of("# ");
-    if (hash == std::string_view::npos || hash + 1 == name.size()) {
-        return name;
-    }
-    for (size_t i = hash + 1; i < name.size(); ++i) {
-        if (name[i] < '0' || name[i] > '9') {
-            return name;
-        }
-    }
-    return name.substr(0, hash);
-}
-
-std::vector<size_t> clean_boundaries(std::vector<size_t> boundaries, size_t count) {
-    std::sort(boundaries.begin(), boundaries.end());
-    boundaries.erase(std::unique(boundaries.begin(), boundaries.end()), boundaries.end());
-    std::erase_if(boundaries, [&](size_t b) { return b == 0 || b >= count; });
-    return boundaries;
-}
-
-// The trace's annotated ranges by family, in positions, and where each Optimizer.step ends.
-struct annotated_ranges {
-    std::map<std::string, std::vector<std::pair<size_t, size_t>>> by_family;
-    std::vector<size_t> optimizer_ends;
-};
-
-annotated_ranges ranges_of(const device_model& model) {
-    struct range_mark {
-        std::string name;
-        bool is_start = false;
-        size_t position = 0;
-    };
-    std::vector<range_mark> marks;
-    const auto& source = model.source();
-    // memtrail keeps its ranges both as trace entries and in the list; PyTorch only in the list.
-    for (size_t i = 0; i < model.event_count(); ++i) {
-        const auto& e = model.entry(i);
-        if (e.kind == action::annotation_start || e.kind == action::annotation_end) {
-            marks.push_back({std::string(range_family(source.string_at(e.name))),
-                             e.kind == action::annotation_start, i});
-        }
-    }
-    const bool in_trace = !marks.empty();
-    for (const auto& a : source.annotations) {
-        if (a.device == model.device() && !in_trace) {
-            marks.push_back({std::string(range_family(source.string_at(a.name))), a.is_start,
-                             model.position_at_time(a.time_ns)});
-        }
-    }
-    std::stable_sort(marks.begin(), marks.end(), [](const range_mark& a, const range_mark& b) {
-        return a.position < b.position;
-    });
-    annotated_ranges out;
-    std::map<std::string, size_t> open;
-    for (const auto& m : marks) {
-        if (m.name.starts_with("Optimizer.step") && !m.is_start) {
-            out.optimizer_ends.push_back(m.position);
-        }
-        if (m.is_start) {
-            open[m.name] = m.position;
-        } else if (const auto it = open.find(m.name); it != open.end()) {
-            out.by_family[m.name].emplace_back(it->second, m.position);
-            open.erase(it);
-        }
-    }
-    return out;
-}
-
-std::string lowercase(std::string_view text) {
-    std::string out(text);
-    for (char& c : out) {
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    return out;
-}
-
-// Entries inside ranges a user named after the phase they run ("forward", "backward") carry
-// that phase, as frames of it would.
-void mark_annotated_phases(const annotated_ranges& ranges, std::vector<uint16_t>& entry_flags) {
-    for (const auto& [name, list] : ranges.by_family) {
-        const std::string lower = lowercase(name);
-        const uint16_t flags = contains(lower, "backward")  ? backward | annotated_backward
-                               : contains(lower, "forward") ? forward
-                                                            : 0;
-        for (const auto& [first, last] : list) {
-            for (size_t i = first; flags != 0 && i < std::min(last, entry_flags.size()); ++i) {
-                entry_flags[i] |= flags;
-            }
-        }
-    }
-}
-
-// Steps from record_function ranges: the end of each Optimizer.step, else the start of each
-// range of the family that repeats and covers the most of the trace.
-std::vector<size_t> steps_from_annotations(const annotated_ranges& ranges) {
-    if (!ranges.optimizer_ends.empty()) {
-        return ranges.optimizer_ends;
-    }
-    const std::vector<std::pair<size_t, size_t>>* best = nullptr;
-    size_t best_cover = 0;
-    for (const auto& [name, list] : ranges.by_family) {
-        size_t cover = 0;
-        for (const auto& [first, last] : list) {
-            cover += last - first;
-        }
-        if (list.size() >= 2 && cover > best_cover) {
-            best = &list;
-            best_cover = cover;
-        }
-    }
-    std::vector<size_t> starts;
-    if (best != nullptr) {
-        for (const auto& [first, last] : *best) {
-            starts.push_back(first);
-        }
-    }
-    return starts;
-}
-
-// Steps from the optimizer's frames: a step ends after each run of entries under them, where
-// the next allocation outside the optimizer follows.
-std::vector<size_t> steps_from_optimizer(const device_model& model,
-                                         const std::vector<uint16_t>& entry_flags) {
-    std::vector<size_t> ends;
-    size_t last_optimizer = none;
-    for (size_t i = 0; i < model.event_count(); ++i) {
-        if ((entry_flags[i] & (optimizer | zero_grad)) != 0) {
-            last_optimizer = i;
-        } else if (last_optimizer != none && model.entry(i).kind == action::alloc) {
-            ends.push_back(last_optimizer + 1);
-            last_optimizer = none;
-        }
-    }
-    if (last_optimizer != none) {
-        ends.push_back(last_optimizer + 1);
-    }
-    return ends;
-}
-
-// Steps from periodicity: the smallest K >= 2 such that at least three allocation stacks recur
-// exactly K times, their i-th occurrences all coming before any of their (i+1)-th. Each such
-// group of i-th occurrences is one step (a finer period, a model's layers, recurs more often).
-std::vector<size_t> steps_from_periodicity(const device_model& model) {
-    std::unordered_map<snapshot::stack_id, std::vector<size_t>> occurrences;
-    for (size_t i = 0; i < model.event_count(); ++i) {
-        const auto& e = model.entry(i);
-        if (e.kind == action::alloc && e.stack != snapshot::no_id) {
-            occurrences[e.stack].push_back(i);
-        }
-    }
-    std::map<size_t, std::vector<const std::vector<size_t>*>> by_count;
-    for (const auto& [stack, list] : occurrences) {
-        if (list.size() >= 2) {
-            by_count[list.size()].push_back(&list);
-        }
-    }
-    for (const auto& [k, group] : by_count) {
-        if (group.size() < 3) {
-            continue;
-        }
-        std::vector<size_t> starts(k, none);
-        std::vector<size_t> finishes(k, 0);
-        for (const auto* list : group) {
-            for (size_t i = 0; i < k; ++i) {
-                starts[i] = std::min(starts[i], (*list)[i]);
-                finishes[i] = std::max(finishes[i], (*list)[i]);
-            }
-        }
-        bool interleaved = true;
-        for (size_t i = 0; i + 1 < k && interleaved; ++i) {
-            interleaved = finishes[i] < starts[i + 1];
-        }
-        if (interleaved) {
-            return std::vector<size_t>(starts.begin() + 1, starts.end());
-        }
-    }
-    return {};
-}
-
-// Where each step's phases begin (entry indices; `none` where a step has no such phase).
-struct step_phases {
-    size_t forward = none;
-    size_t backward = none;
-    size_t optimizer = none;
-};
-
-// What the whole trace says before any one allocation is looked at.
-struct trace_evidence {
-    std::vector<uint16_t> entry_flags;  // each entry's stack flags and annotated phase
-    std::map<uint32_t, uint16_t> thread_flags;
-    // Only Python frames: autograd's worker, which runs no Python, records no stack at all.
-    bool python_trace = false;
-
-    // Only a thread that runs the engine and never a forward is autograd's worker: unstacked
-    // allocations there are backward's.
-    bool on_worker(uint32_t thread) const {
-        const auto it = thread_flags.find(thread);
-        return it != thread_flags.end() && (it->second & autograd_engine) != 0 &&
-               (it->second & forward) == 0;
-    }
-};
-
-trace_evidence gather_evidence(const device_model& model, stack_flags& flags_of,
-                               const annotated_ranges& ranges) {
-    trace_evidence out;
-    const size_t count = model.event_count();
-    out.entry_flags.resize(count);
-    uint16_t trace_flags = 0;
-    for (size_t i = 0; i < count; ++i) {
-        out.entry_flags[i] = flags_of.of(model.entry(i).stack);
-        trace_flags |= out.entry_flags[i];
-    }
-    out.python_trace = (trace_flags & has_python) != 0 && (trace_flags & has_native) == 0;
-    mark_annotated_phases(ranges, out.entry_flags);
-    for (size_t i = 0; i < count; ++i) {
-        out.thread_flags[model.entry(i).thread] |= out.entry_flags[i];
-    }
-    return out;
-}
-
-training_steps find_steps(const device_model& model, const trace_evidence& evidence,
-                          const annotated_ranges& ranges) {
-    const size_t count = model.event_count();
-    if (auto b = clean_boundaries(steps_from_annotations(ranges), count); !b.empty()) {
-        return {step_source::annotations, std::move(b)};
-    }
-    if (auto b = clean_boundaries(steps_from_optimizer(model, evidence.entry_flags), count);
-        !b.empty()) {
-        return {step_source::optimizer_frames, std::move(b)};
-    }
-    if (auto b = clean_boundaries(steps_from_periodicity(model), count); !b.empty()) {
-        return {step_source::periodicity, std::move(b)};
-    }
-    return {};
-}
-
-// How sure it is that an allocation entry belongs to backward.
-enum class backward_evidence : uint8_t {
-    absent,
-    unstacked,  // no stack, in a Python-stack trace, between its step's forward and optimizer
-    direct,     // frames, autograd's worker thread, or a range named backward
-};
-
-struct phases_found {
-    std::vector<step_phases> steps;
-    std::vector<backward_evidence> backward;  // per entry
-};
-
-phases_found find_phases(const device_model& model, const trace_evidence& evidence,
-                         const training_steps& steps) {
-    phases_found out;
-    out.steps.resize(steps.boundaries.size() + 1);
-    out.backward.resize(model.event_count());
-    for (size_t i = 0; i < model.event_count(); ++i) {
-        const auto& e = model.entry(i);
-        step_phases& p = out.steps[steps.step_of(i)];
-        const uint16_t f = evidence.entry_flags[i];
-        // zero_grad may run before the next forward, outside the optimizer's step.
-        const bool in_step = (f & optimizer) != 0 && (f & zero_grad) == 0;
-        if (in_step && p.optimizer == none) {
-            p.optimizer = i;
-        }
-        if (e.kind != action::alloc) {
-            continue;
-        }
-        if ((f & backward) != 0 || ((f & has_frames) == 0 && evidence.on_worker(e.thread))) {
-            out.backward[i] = backward_evidence::direct;
-        } else if (evidence.python_trace && (f & has_frames) == 0 && p.forward != none &&
-                   p.optimizer == none) {
-            out.backward[i] = backward_evidence::unstacked;
-        }
-        if ((f & forward) != 0 && p.forward == none) {
-            p.forward = i;
-        }
-        if (out.backward[i] != backward_evidence::absent && p.backward == none) {
-            p.backward = i;
-        }
-    }
-    return out;
-}
-
 // What is known of one allocation, for choose_rule.
 struct allocation_facts {
-    uint16_t made = 0;      // flags of its allocation (stack and annotated phase)
-    uint16_t freed_by = 0;  // flags of its free entry
+    uint32_t made = 0;      // flags of its allocation (stack and annotated phase)
+    uint32_t freed_by = 0;  // flags of its free entry
     backward_evidence in_backward = backward_evidence::absent;
     bool freed = false;
     bool long_lived = false;  // freed in a later step than it was made, or never
     bool kept_a_step_beyond = false;
     bool parameter_sized = false;
     bool freed_under_its_own_stack = false;
+    bool workspace_sized = false;  // the size of a cuBLAS workspace
+    job_kind kind = job_kind::unknown;
     size_t alloc_entry = none;
     size_t free_entry = none;
     step_phases phases;  // of its step
@@ -523,6 +152,9 @@ category_rule backward_rule(const allocation_facts& x) {
 }
 
 category_rule forward_rule(const allocation_facts& x) {
+    if (x.kind == job_kind::inference) {
+        return x.freed ? category_rule::inference_freed : category_rule::inference_kept;
+    }
     if (x.kept_a_step_beyond) {
         return category_rule::kept_to_the_end;
     }
@@ -533,7 +165,42 @@ category_rule forward_rule(const allocation_facts& x) {
                                          : category_rule::forward_freed_in_forward;
 }
 
-// The first rule that fits, in the order PyTorch's profiler assigns its categories.
+// What FSDP and DDP made for themselves, from the innermost Python frame and the collective
+// it runs in; no_evidence when neither made it.
+category_rule distributed_rule(const allocation_facts& x) {
+    if ((x.made & innermost_fsdp_sharded) != 0) {
+        return x.long_lived ? category_rule::fsdp_sharded_parameter
+                            : category_rule::module_setup_freed;
+    }
+    if ((x.made & innermost_fsdp_unsharded) != 0) {
+        return category_rule::fsdp_unsharded_parameter;
+    }
+    if ((x.made & innermost_ddp_reducer) != 0) {
+        // Buckets live until DDP rebuilds them after the first step: never freed by their own call.
+        return x.freed_under_its_own_stack ? category_rule::collective_call
+                                           : category_rule::ddp_gradient_bucket;
+    }
+    if ((x.made & innermost_distributed) == 0) {
+        return category_rule::no_evidence;
+    }
+    if ((x.made & fsdp_reduce) != 0) {
+        const bool kept = (x.freed_by & zero_grad) != 0 || x.long_lived ||
+                          (x.phases.optimizer != none && x.outlives(x.phases.optimizer));
+        return kept ? category_rule::fsdp_sharded_gradient
+                    : category_rule::fsdp_reduce_scatter_buffer;
+    }
+    if ((x.made & fsdp_all_gather) != 0) {
+        return category_rule::fsdp_all_gather_buffer;
+    }
+    if ((x.made & module_setup) != 0) {
+        return x.long_lived ? category_rule::module_setup_long_lived
+                            : category_rule::module_setup_freed;
+    }
+    return category_rule::collective_call;
+}
+
+// The first rule that fits: what a library made for itself, then the order PyTorch's profiler
+// assigns its categories in.
 category_rule choose_rule(const allocation_facts& x) {
     const bool framed = (x.made & has_frames) != 0;
     const step_phases& p = x.phases;
@@ -542,6 +209,22 @@ category_rule choose_rule(const allocation_facts& x) {
                                   (p.backward == none || x.alloc_entry < p.backward);
     if ((x.made & accumulate_grad) != 0) {
         return category_rule::accumulate_grad;
+    }
+    if ((x.made & innermost_kv_cache) != 0) {
+        return category_rule::kv_cache_frames;
+    }
+    if ((x.made & workspace_code) != 0) {
+        return category_rule::workspace_frames;
+    }
+    if (const category_rule rule = distributed_rule(x); rule != category_rule::no_evidence) {
+        return rule;
+    }
+    // cuBLAS makes a handle's workspace at the first matrix product on each thread and keeps it.
+    if (x.workspace_sized && !x.freed && x.alloc_entry != none &&
+        (x.kept_a_step_beyond || x.kind == job_kind::inference) &&
+        (x.in_backward != backward_evidence::absent || (x.made & forward) != 0 ||
+         in_forward_phase)) {
+        return category_rule::workspace_sized;
     }
     if (x.in_backward != backward_evidence::absent) {
         return backward_rule(x);
@@ -571,6 +254,14 @@ category_rule choose_rule(const allocation_facts& x) {
         return category_rule::input_before_forward;
     }
     return category_rule::no_evidence;
+}
+
+// PyTorch's default CUBLAS_WORKSPACE_CONFIG: ":4096:8" (32 MiB) from Hopper on, ":4096:2:16:8"
+// (8,320 KiB) before it; cuBLASLt's own default workspace, CUBLASLT_WORKSPACE_SIZE, 1 MiB.
+bool is_cublas_workspace_size(uint64_t requested) {
+    constexpr uint64_t KiB = 1024;
+    return requested == 4096 * KiB * 8 || requested == 4096 * KiB * 2 + 16 * KiB * 8 ||
+           requested == 1024 * KiB;
 }
 
 // A free by the very last entry also ends at event_count(): tells it from never freed.
@@ -619,6 +310,18 @@ std::string_view rule_description(category_rule rule) {
     return rules[static_cast<size_t>(rule)].description;
 }
 
+std::string_view job_kind_name(job_kind k) {
+    switch (k) {
+        case job_kind::unknown:
+            return "unknown";
+        case job_kind::training:
+            return "training";
+        case job_kind::inference:
+            return "inference";
+    }
+    return "unknown";
+}
+
 std::string_view step_source_name(step_source s) {
     switch (s) {
         case step_source::none:
@@ -644,9 +347,11 @@ category_map category_map::build(const device_model& model) {
     stack_flags flags_of(model.source());
     const annotated_ranges ranges = ranges_of(model);
     const trace_evidence evidence = gather_evidence(model, flags_of, ranges);
-    map.steps_ = find_steps(model, evidence, ranges);
+    map.kind_ = find_job_kind(evidence, ranges);
+    map.steps_ = find_steps(model, evidence, ranges, map.kind_);
+    map.generation_ = find_generation(model, evidence);
     const training_steps& steps = map.steps_;
-    const phases_found phases = find_phases(model, evidence, steps);
+    const phases_found phases = find_phases(model, evidence, steps, map.kind_);
 
     // A gradient has its parameter's size: what tells a gradient kept across steps
     // (zero_grad(set_to_none=False)) from a cache the backward pass made once.
@@ -665,7 +370,7 @@ category_map category_map::build(const device_model& model) {
         x.freed = freed_in_trace(model, life);
         x.alloc_entry = life.from_before_trace ? none : life.begin - 1;
         x.free_entry = x.freed && life.end != 0 ? life.end - 1 : none;
-        constexpr uint16_t phase_flags = forward | backward | annotated_backward;
+        constexpr uint32_t phase_flags = forward | backward | annotated_backward;
         x.made = flags_of.of(life.stack) |
                  (x.alloc_entry == none ? 0 : evidence.entry_flags[x.alloc_entry] & phase_flags);
         x.freed_by = x.free_entry == none ? 0 : evidence.entry_flags[x.free_entry];
@@ -674,12 +379,21 @@ category_map category_map::build(const device_model& model) {
         const size_t step = x.alloc_entry == none ? 0 : steps.step_of(x.alloc_entry);
         x.phases = phases.steps[step];
         x.long_lived = !x.freed || (x.free_entry != none && steps.step_of(x.free_entry) > step);
+        // Without steps (inference, or one stretch of work), what forward used and outlived is
+        // kept for the run: the model loaded before its first forward and freed at the end.
+        if (steps.boundaries.empty() && x.phases.forward != none && x.alloc_entry != none &&
+            x.alloc_entry < x.phases.forward && x.free_entry != none &&
+            x.free_entry > x.phases.forward) {
+            x.long_lived = true;
+        }
         // Never freed though a whole step went by after its own: kept for the run, as caches
         // are (the last step's results also stay to the end, and are not).
         x.kept_a_step_beyond = !x.freed && step + 2 <= steps.boundaries.size();
         x.parameter_sized = parameter_sizes.contains(life.requested_size);
         x.freed_under_its_own_stack =
             x.free_entry != none && model.entry(x.free_entry).stack == life.stack;
+        x.workspace_sized = is_cublas_workspace_size(life.requested_size);
+        x.kind = map.kind_;
 
         const category_rule rule = choose_rule(x);
         const memory_category category = rule_category(rule);
@@ -836,6 +550,35 @@ std::string categories_line(const category_breakdown& breakdown) {
                 format_bytes(breakdown.totals[c].bytes);
     }
     return line;
+}
+
+std::vector<category_contradiction> find_contradictions(const category_breakdown& breakdown,
+                                                        job_kind kind) {
+    const auto bytes = [&](memory_category c) {
+        return breakdown.totals[static_cast<size_t>(c)].bytes;
+    };
+    const uint64_t parameters = bytes(memory_category::parameter);
+    const uint64_t optimizer_state = bytes(memory_category::optimizer_state);
+    const uint64_t gradients = bytes(memory_category::gradient);
+    std::vector<category_contradiction> out;
+    if (parameters == 0 && (optimizer_state != 0 || gradients != 0)) {
+        out.push_back({"optimizer state " + format_bytes(optimizer_state) + " and gradients " +
+                       format_bytes(gradients) +
+                       " but no parameters: the parameters were made before recording began, "
+                       "or under frames no rule knows (they may be counted as input or unknown)"});
+    }
+    // Adam keeps two tensors per parameter, SGD with momentum one; none keeps three.
+    if (parameters != 0 && optimizer_state > 3 * parameters) {
+        out.push_back({"optimizer state " + format_bytes(optimizer_state) + " is " +
+                       std::to_string(optimizer_state / parameters) +
+                       " times the parameters (" + format_bytes(parameters) +
+                       "); no optimizer keeps more than 2: some parameters are counted elsewhere"});
+    }
+    if (kind == job_kind::inference && (optimizer_state != 0 || gradients != 0)) {
+        out.push_back({"gradients or optimizer state in a trace with no backward and no "
+                       "optimizer: a rule misread it"});
+    }
+    return out;
 }
 
 }  // namespace memtrail::analysis

@@ -39,12 +39,30 @@ std::vector<size_t> rules_in_use(const analysis::category_breakdown& at) {
     return order;
 }
 
-std::string steps_text(const analysis::training_steps& steps) {
-    if (steps.source == analysis::step_source::none) {
-        return "no training steps found";
+std::string generation_text(const analysis::generation_phases& g) {
+    std::string text = "generate(): ";
+    if (g.prefill_end > g.prefill_begin) {
+        text += "prefill at entries " + std::to_string(g.prefill_begin) + "-" +
+                std::to_string(g.prefill_end - 1) + ", ";
     }
-    return "training steps end at " + std::to_string(steps.boundaries.size()) + " points (from " +
-           std::string(analysis::step_source_name(steps.source)) + ")";
+    return text + std::to_string(g.decode_starts.size()) + " decode steps";
+}
+
+std::string steps_text(const analysis::category_map& map) {
+    const analysis::training_steps& steps = map.steps();
+    std::string text;
+    if (map.kind() == analysis::job_kind::inference) {
+        text = "inference (no backward, no optimizer): no training steps";
+    } else if (steps.source == analysis::step_source::none) {
+        text = "no training steps found";
+    } else {
+        text = "training steps end at " + std::to_string(steps.boundaries.size()) +
+               " points (from " + std::string(analysis::step_source_name(steps.source)) + ")";
+    }
+    if (map.generation().found()) {
+        text += "; " + generation_text(map.generation());
+    }
+    return text;
 }
 
 void write_category_bytes(json_writer& json, const analysis::category_breakdown& breakdown) {
@@ -70,6 +88,24 @@ void print_json(const opened_file& file, const moment& at, const analysis::categ
         json.value(static_cast<uint64_t>(b));
     }
     json.end_array().end_object();
+    json.field("kind", analysis::job_kind_name(map.kind()));
+    if (const auto& g = map.generation(); g.found()) {
+        json.key("generation")
+            .begin_object()
+            .field("prefill_begin", static_cast<uint64_t>(g.prefill_begin))
+            .field("prefill_end", static_cast<uint64_t>(g.prefill_end))
+            .key("decode_starts")
+            .begin_array();
+        for (const size_t d : g.decode_starts) {
+            json.value(static_cast<uint64_t>(d));
+        }
+        json.end_array().end_object();
+    }
+    json.key("contradictions").begin_array();
+    for (const auto& c : analysis::find_contradictions(breakdown, map.kind())) {
+        json.value(c.text);
+    }
+    json.end_array();
     json.field("allocated", breakdown.total_bytes());
     json.key("categories");
     write_category_bytes(json, breakdown);
@@ -102,7 +138,7 @@ void print_text(const opened_file& file, const moment& at, const analysis::categ
                 const analysis::category_breakdown& breakdown) {
     const uint64_t total = breakdown.total_bytes();
     std::cout << file.path << ", device " << file.model.device() << ", at " << at.label << ": "
-              << format_bytes(total) << " allocated; " << steps_text(map.steps()) << "\n\n";
+              << format_bytes(total) << " allocated; " << steps_text(map) << "\n\n";
     std::vector<size_t> order(memory_category_count);
     for (size_t c = 0; c < memory_category_count; ++c) {
         order[c] = c;
@@ -120,6 +156,13 @@ void print_text(const opened_file& file, const moment& at, const analysis::categ
              t.blocks == 0 ? "-" : confidence_text(t.confidence)});
     }
     table.print(std::cout, "  ");
+    const auto contradictions = analysis::find_contradictions(breakdown, map.kind());
+    if (!contradictions.empty()) {
+        std::cout << "\ncontradictions (a rule may have misread the trace):\n";
+        for (const auto& c : contradictions) {
+            std::cout << "  " << c.text << "\n";
+        }
+    }
     const auto rules = rules_in_use(breakdown);
     if (rules.empty()) {
         return;
@@ -142,13 +185,17 @@ void print_text(const opened_file& file, const moment& at, const analysis::categ
 command_spec categories_spec() {
     return {"categories",
             "FILE [--at EVENT|peak|end] [--device N] [--json]",
-            "What the allocated memory is for, in the categories of PyTorch's memory profiler: "
-            "parameter, optimizer_state, gradient, activation, temporary, input, "
-            "autograd_detail, unknown. Decided from the frames each block was allocated and "
-            "freed under, its thread, its lifetime and the training steps of the trace.",
+            "What the allocated memory is for, in the categories of PyTorch's memory profiler "
+            "(parameter, optimizer_state, gradient, activation, temporary, input, "
+            "autograd_detail) and three more: kv_cache (a generation's), workspace (cuBLAS's, "
+            "cuDNN's) and collective (FSDP's unsharded parameters, all-gather and "
+            "reduce-scatter buffers); unknown where nothing says. Decided from the frames each "
+            "block was allocated and freed under, its thread, its lifetime and the training "
+            "steps of the trace, or the phases of a generation.",
             "Each category's confidence is the byte-weighted mean of its blocks' (0 to 1); "
             "'the evidence' lists the rules that decided them. Blocks no rule explains are "
-            "unknown, never guessed.\n",
+            "unknown, never guessed. Categories that cannot all be true (optimizer state "
+            "without parameters, say) are listed as contradictions.\n",
             1,
             1,
             {at_option(), device_option()}};

@@ -175,7 +175,7 @@ class Usage(unittest.TestCase):
 
 
 CATEGORIES = ["parameter", "optimizer_state", "gradient", "activation", "temporary", "input",
-              "autograd_detail", "unknown"]
+              "autograd_detail", "kv_cache", "workspace", "collective", "unknown"]
 
 
 def transformer_parameter_bytes():
@@ -224,7 +224,7 @@ class Categories(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertIn("activation", out)
         self.assertIn("the evidence:", out)
-        self.assertIn("module construction or .to()/.cuda()", out)
+        self.assertIn("made while the model was built, moved or loaded", out)
         for command in ["summary", "top"]:
             code, out, _ = run(command, path, "--at", "peak")
             self.assertEqual(code, 0)

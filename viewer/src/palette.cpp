@@ -31,6 +31,9 @@ ImU32 for_category(size_t category) {
         IM_COL32(222, 200, 84, 255),   // temporary
         IM_COL32(110, 190, 90, 255),   // input
         IM_COL32(214, 96, 120, 255),   // autograd_detail
+        IM_COL32(240, 150, 200, 255),  // kv_cache
+        IM_COL32(176, 140, 100, 255),  // workspace
+        IM_COL32(200, 230, 110, 255),  // collective
         IM_COL32(112, 116, 128, 255),  // unknown
     };
     return colors[std::min(category, std::size(colors) - 1)];

@@ -1,11 +1,13 @@
 #pragma once
 // Memory by meaning: every allocation of a device's trace sorted into the categories of
 // PyTorch's memory profiler (parameter, optimizer state, gradient, activation, temporary, input,
-// autograd detail), from what a snapshot holds rather than from a profiling window: the frames an
-// allocation was made and freed under, the thread it was made on, how long it lived, and the
-// training steps of the trace (from annotations, from the optimizer's frames, or from the
-// trace's own periodicity). Each assignment names the rule that made it and how sure that rule
-// is; an allocation no rule explains stays `unknown`.
+// autograd detail) and three that profiler lacks (a generation's KV cache, libraries'
+// workspaces, the buffers of collectives), from what a snapshot holds rather than from a
+// profiling window: the frames an allocation was made and freed under, the thread it was made
+// on, how long it lived, and the training steps of the trace (from annotations, from the
+// optimizer's frames, or from the trace's own periodicity) or the phases of a generation. Each
+// assignment names the rule that made it and how sure that rule is; an allocation no rule
+// explains stays `unknown`.
 
 #include <array>
 #include <cstddef>
@@ -19,7 +21,8 @@
 
 namespace memtrail::analysis {
 
-// PyTorch's torch.profiler._memory_profiler.Category, plus `unknown` for its "no category".
+// PyTorch's torch.profiler._memory_profiler.Category, three it has no name for, and `unknown`
+// for its "no category".
 enum class memory_category : uint8_t {
     parameter,
     optimizer_state,
@@ -28,9 +31,12 @@ enum class memory_category : uint8_t {
     temporary,
     input,
     autograd_detail,
+    kv_cache,    // a generation's key/value cache (Hugging Face's cache classes)
+    workspace,   // what a library keeps for its kernels (cuBLAS, cuBLASLt, cuDNN)
+    collective,  // FSDP's unsharded parameters, all-gather, reduce-scatter and broadcast buffers
     unknown,
 };
-inline constexpr size_t memory_category_count = 8;
+inline constexpr size_t memory_category_count = 11;
 
 // "parameter", "optimizer_state", ... as the CLI's JSON and the docs spell them.
 std::string_view category_name(memory_category c);
@@ -60,6 +66,18 @@ enum class category_rule : uint8_t {
     input_before_forward,
     annotated_backward_outlives,  // made in a range named "backward", freed after it
     kept_to_the_end,  // never freed, neither parameter-sized nor otherwise explained: unknown
+    fsdp_sharded_parameter,      // FSDP's shard of the parameters (FSDP1's flat shard too)
+    fsdp_unsharded_parameter,    // FSDP's all-gathered parameters, freed after their module ran
+    fsdp_all_gather_buffer,      // FSDP's all-gather input and output buffers
+    fsdp_reduce_scatter_buffer,  // FSDP's reduce-scatter input, freed within backward
+    fsdp_sharded_gradient,       // FSDP's reduce-scatter output, kept as the sharded gradient
+    ddp_gradient_bucket,         // DDP's flat buckets, gradients copied in for all-reduce
+    collective_call,             // made under any other torch.distributed call
+    kv_cache_frames,             // made by a Hugging Face cache class
+    workspace_frames,            // made by cuBLAS's or cuDNN's workspace code
+    workspace_sized,             // a cuBLAS workspace's size, made once and kept to the end
+    inference_kept,              // made in inference and kept: outputs, what the program holds
+    inference_freed,             // made in inference and freed again
     no_evidence,
 };
 inline constexpr size_t category_rule_count = static_cast<size_t>(category_rule::no_evidence) + 1;
@@ -83,6 +101,13 @@ enum class step_source : uint8_t {
     optimizer_frames,  // runs of entries under the optimizer's frames
     periodicity,       // allocation stacks that recur once per step
 };
+// Whether the trace is a training job, inference, or cannot be told.
+enum class job_kind : uint8_t {
+    unknown,    // no frame says (no Python frames, or none of PyTorch's)
+    training,   // backward or an optimizer ran
+    inference,  // PyTorch's frames, and none of backward's or an optimizer's
+};
+std::string_view job_kind_name(job_kind k);
 std::string_view step_source_name(step_source s);
 
 // The trace cut into training steps. A step ends after its optimizer step (or, from
@@ -95,6 +120,21 @@ struct training_steps {
     size_t step_of(size_t position) const;
 };
 
+// The phases of a Hugging Face generate() call, where its frames show them: the prefill (the
+// prompt's forward) and one decode step per new token after it. Empty when no generate() ran.
+struct generation_phases {
+    size_t prefill_begin = 0;  // entries [prefill_begin, prefill_end) run the prefill
+    size_t prefill_end = 0;
+    std::vector<size_t> decode_starts;  // where each decode step begins, ascending
+    bool found() const { return prefill_end > prefill_begin || !decode_starts.empty(); }
+};
+
+// Something the categories say that cannot be true of a real job, e.g. optimizer state while
+// no parameters were found: a sign that a rule misread the trace, shown beside the numbers.
+struct category_contradiction {
+    std::string text;
+};
+
 // The categories of every allocation of one device model.
 class category_map {
   public:
@@ -102,6 +142,8 @@ class category_map {
     static category_map build(const device_model& model);
 
     const training_steps& steps() const { return steps_; }
+    job_kind kind() const { return kind_; }
+    const generation_phases& generation() const { return generation_; }
     // Parallel to model.lifetimes().
     const std::vector<category_assignment>& assignments() const { return assignments_; }
     // Whether lifetime `index` is allocated at `position` (begin <= position, not yet freed).
@@ -136,6 +178,8 @@ class category_map {
         memory_category category = memory_category::unknown;
     };
     training_steps steps_;
+    job_kind kind_ = job_kind::unknown;
+    generation_phases generation_;
     std::vector<category_assignment> assignments_;
     std::vector<uint8_t> freed_;   // parallel to the lifetimes: its free is in the trace
     device_model model_;           // shared, keeps the lifetimes alive
@@ -176,5 +220,11 @@ category_breakdown categories_at(const device_model& model, const category_map& 
 // "activation 40.0 GiB, parameter 7.0 GiB, ..." largest first, categories without bytes left out;
 // "nothing allocated" when empty.
 std::string categories_line(const category_breakdown& breakdown);
+
+// What cannot be true of the categories at one moment of a job of `kind` (optimizer state or
+// gradients without parameters, optimizer state far beyond what any optimizer keeps per
+// parameter, training categories in inference); empty when nothing contradicts.
+std::vector<category_contradiction> find_contradictions(const category_breakdown& breakdown,
+                                                        job_kind kind);
 
 }  // namespace memtrail::analysis
