@@ -23,7 +23,7 @@ GiB, MiB = 1 << 30, 1 << 20
 DISTRIBUTED = ["ddp", "fsdp1", "fsdp2_gpu", "fsdp2_cpu", "fsdp2_meta", "fsdp2_mixed",
                "fsdp2_imbalance"]
 SINGLE = ["generate_dynamic", "generate_static", "oom_cap_fragmentation", "oom_graph_pool",
-          "mempool_release"]
+          "mempool_release", "compile_tags"]
 
 
 def now_us():
@@ -279,6 +279,36 @@ def mempool_release(truth, meta):
     del kept
     del pool
     torch.cuda.empty_cache()
+
+
+def compile_tags(truth, meta):
+    # PyTorch's own tags on every entry: the compiled region (compile_context=True), the user's
+    # metadata (_set_memory_metadata) and record_function ranges, around compiled AdamW training.
+    import torch
+    import torch.nn as nn
+    torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
+                                             max_entries=10**7, compile_context=True)
+    model = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    compiled = torch.compile(model)
+    truth["parameter_bytes"] = parameter_bytes(model)
+    truth["step_start_us"], truth["optimizer_start_us"], truth["metadata"] = [], [], []
+    for step in range(3):
+        truth["step_start_us"].append(now_us())
+        tag = f"train step {step}"
+        torch.cuda.memory._set_memory_metadata(tag)
+        truth["metadata"].append(tag)
+        with torch.profiler.record_function(f"step {step}"):
+            x = torch.randn(256, 1024, device="cuda")
+            loss = compiled(x).square().mean()
+            loss.backward()
+            truth["gradient_bytes"] = gradient_bytes(model)
+            truth["optimizer_start_us"].append(now_us())
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    torch.cuda.memory._set_memory_metadata("")
+    truth["buffer_bytes"] = 0
+    truth["optimizer_state_bytes"] = optimizer_state_bytes(opt)
 
 
 # ---------------------------------------------------------------- one process
