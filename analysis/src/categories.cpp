@@ -101,7 +101,7 @@ constexpr rule_text rules[] = {
     {memory_category::kv_cache, 0.95f, "made by a Hugging Face cache class (cache_utils.py)"},
     {memory_category::workspace, 0.95f, "made by cuBLAS's or cuDNN's workspace code"},
     {memory_category::workspace, 0.6f,
-     "the size of a cuBLAS workspace, made once under an operator and kept to the end"},
+     "the size of a cuBLAS workspace, made once and kept to the end"},
     {memory_category::activation, 0.5f,
      "made in inference and still alive: outputs and what the program keeps"},
     {memory_category::temporary, 0.7f, "made in inference and freed again"},
@@ -221,9 +221,7 @@ category_rule choose_rule(const allocation_facts& x) {
     }
     // cuBLAS makes a handle's workspace at the first matrix product on each thread and keeps it.
     if (x.workspace_sized && !x.freed && x.alloc_entry != none &&
-        (x.kept_a_step_beyond || x.kind == job_kind::inference) &&
-        (x.in_backward != backward_evidence::absent || (x.made & forward) != 0 ||
-         in_forward_phase)) {
+        (x.kept_a_step_beyond || x.kind == job_kind::inference)) {
         return category_rule::workspace_sized;
     }
     if (x.in_backward != backward_evidence::absent) {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "memtrail/analysis/entry_tags.hpp"
+
 namespace memtrail::analysis {
 
 using snapshot::action;
@@ -178,6 +180,14 @@ annotated_ranges ranges_of(const device_model& model) {
         if (a.device == model.device() && !in_trace) {
             marks.push_back({std::string(range_family(source.string_at(a.name))), a.is_start,
                              model.position_at_time(a.time_ns)});
+        }
+    }
+    // The user's metadata (_set_memory_metadata) marks ranges as record_function does.
+    for (const tag_range& t : tag_ranges(model)) {
+        if (t.kind == tag_kind::user_metadata) {
+            const std::string family(range_family(source.string_at(t.value)));
+            marks.push_back({family, true, t.first});
+            marks.push_back({family, false, t.last + 1});
         }
     }
     std::stable_sort(marks.begin(), marks.end(), [](const range_mark& a, const range_mark& b) {

@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "memtrail/analysis/entry_tags.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/rules/statistics.hpp"
 #include "report_json.hpp"
@@ -27,6 +28,46 @@ size_t highest_peak(const std::vector<rank_report>& ranks) {
         models.push_back(&r.file.model);
     }
     return highest_reserved_peak(models);
+}
+
+// PyTorch's tags on the entries (the user's metadata, torch.compile's regions), each value
+// once, in order of first use.
+void print_tags(const analysis::device_model& model) {
+    constexpr size_t shown = 12;
+    const auto tags = analysis::summarize_tags(model, analysis::tag_ranges(model));
+    if (tags.empty()) {
+        return;
+    }
+    std::cout << "\n  PyTorch's tags on the entries:\n";
+    text_table table({"<", "<", "<", "", "", "<"});
+    for (size_t i = 0; i < std::min(tags.size(), shown); ++i) {
+        const auto& t = tags[i];
+        table.add_row({std::string(analysis::tag_kind_name(t.kind)), printable(t.value),
+                       "entries " + std::to_string(t.first) + "-" + std::to_string(t.last),
+                       std::to_string(t.entries) + " entries",
+                       format_bytes(t.allocated) + " allocated",
+                       t.runs == 1 ? "" : std::to_string(t.runs) + " runs"});
+    }
+    table.print(std::cout, "    ");
+    if (tags.size() > shown) {
+        std::cout << "    ... " << tags.size() - shown << " more\n";
+    }
+}
+
+void write_tags(json_writer& json, const analysis::device_model& model) {
+    json.begin_array();
+    for (const auto& t : analysis::summarize_tags(model, analysis::tag_ranges(model))) {
+        json.begin_object()
+            .field("kind", analysis::tag_kind_name(t.kind))
+            .field("value", t.value)
+            .field("first", static_cast<uint64_t>(t.first))
+            .field("last", static_cast<uint64_t>(t.last))
+            .field("runs", static_cast<uint64_t>(t.runs))
+            .field("entries", static_cast<uint64_t>(t.entries))
+            .field("allocated", t.allocated)
+            .end_object();
+    }
+    json.end_array();
 }
 
 void print_one(const rank_report& r, bool abbreviated) {
@@ -61,6 +102,7 @@ void print_one(const rank_report& r, bool abbreviated) {
     }
     table.print(std::cout, "  ");
     print_categories_line(model, r.at, "\n  ");
+    print_tags(model);
     const auto& report = model.report();
     if (report.anomalies != 0 || !report.matches_final_segments) {
         std::cout << "\n  note: " << report.anomalies
@@ -142,6 +184,8 @@ void print_json(const std::vector<rank_report>& ranks) {
         write_reconstruction(json, model);
         json.key("categories");
         write_categories(json, model, r.at);
+        json.key("tags");
+        write_tags(json, model);
         json.key("memory_stats").begin_object();
         for (const auto& [name, value] : to_memory_stats(r.state.stats)) {
             json.field(name, value);

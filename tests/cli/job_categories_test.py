@@ -24,7 +24,7 @@ _spec.loader.exec_module(truth_harness)
 JOBS = sorted(p for p in TRACES.glob("*.pickle")
               if p.stem.split("__")[0] in {"ddp", "fsdp1", "fsdp2_gpu", "fsdp2_cpu", "fsdp2_meta",
                                            "fsdp2_mixed", "fsdp2_imbalance", "generate_dynamic",
-                                           "generate_static"})
+                                           "generate_static", "compile_tags"})
 
 
 def load(trace):
@@ -62,7 +62,7 @@ def makes_unsharded_parameters(entry):
 
 class JobCategories(unittest.TestCase):
     def test_the_traces_are_here(self):
-        self.assertEqual(len(JOBS), 17, [p.name for p in JOBS])
+        self.assertEqual(len(JOBS), 18, [p.name for p in JOBS])
 
     def test_every_job_matches_the_models_own_numbers(self):
         for trace in JOBS:
@@ -143,6 +143,50 @@ class JobCategories(unittest.TestCase):
         self.assertIn("inference (no backward, no optimizer): no training steps", out)
         self.assertIn("127 decode steps", out)
         self.assertNotIn("training step", out.split("\n", 1)[1])
+
+
+class PyTorchTags(unittest.TestCase):
+    """compile_tags: compiled AdamW training recorded with compile_context=True, the user's
+    metadata set per step (_set_memory_metadata) and record_function ranges."""
+
+    def test_summary_lists_each_tag_with_its_entries(self):
+        trace = TRACES / "compile_tags.pickle"
+        with open(trace, "rb") as f:
+            entries = pickle.load(f)["device_traces"][0]
+        out = subprocess.run([MEMTRAIL, "summary", str(trace), "--json"], capture_output=True,
+                             text=True, check=True)
+        tags = {(t["kind"], t["value"]): t for t in json.loads(out.stdout)["ranks"][0]["tags"]}
+        for step in range(3):
+            value = f"train step {step}"
+            carrying = [i for i, e in enumerate(entries) if e["user_metadata"] == value]
+            tag = tags[("metadata", value)]
+            self.assertEqual(tag["entries"], len(carrying))
+            self.assertEqual((tag["first"], tag["last"]), (carrying[0], carrying[-1]))
+        compiled = [i for i, e in enumerate(entries)
+                    if e["compile_context"] == "Torch-Compiled Region: 0/0"]
+        self.assertEqual(tags[("compiled", "Torch-Compiled Region: 0/0")]["entries"], len(compiled))
+        text = subprocess.run([MEMTRAIL, "summary", str(trace)], capture_output=True, text=True,
+                              check=True).stdout
+        self.assertIn("PyTorch's tags on the entries:", text)
+        self.assertIn("compiled  Torch-Compiled Region: 0/0", text)
+
+    def test_tag_text_cannot_reach_the_terminal_raw(self):
+        # A value with ESC and a newline is printed escaped: it cannot forge a line.
+        trace = TRACES / "compile_tags.pickle"
+        with open(trace, "rb") as f:
+            snapshot = pickle.load(f)
+        for e in snapshot["device_traces"][0]:
+            if e["user_metadata"] == "train step 1":
+                e["user_metadata"] = "step\x1b[2J\nmemtrail: all good"
+        import tempfile
+        with tempfile.TemporaryDirectory() as folder:
+            hostile = pathlib.Path(folder) / "hostile.pickle"
+            with open(hostile, "wb") as f:
+                pickle.dump(snapshot, f)
+            out = subprocess.run([MEMTRAIL, "summary", str(hostile)], capture_output=True,
+                                 text=True, check=True).stdout
+        self.assertNotIn("\x1b", out)
+        self.assertIn("step\\x1b[2J\\x0amemtrail: all good", out)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -385,6 +386,26 @@ TEST(document, memtrail_snapshot_has_annotations_streams_and_ooms) {
             EXPECT_LE(lane[i - 1].last, lane[i].first) << "ranges in a lane do not overlap";
         }
     }
+}
+
+TEST(document, pytorch_tags_are_lanes_beside_the_annotations) {
+    // Compiled AdamW training recorded with compile_context=True and _set_memory_metadata.
+    const auto doc = load(std::string(MEMTRAIL_TEST_TRACES) + "/compile_tags.pickle");
+    const device_document& d = doc->devices.front();
+    std::set<std::pair<range_source, std::string>> seen;
+    for (const auto& lane : d.annotation_lanes) {
+        for (size_t i = 0; i < lane.size(); ++i) {
+            seen.insert({lane[i].source, std::string(doc->source->string_at(lane[i].name))});
+            if (i > 0) {
+                EXPECT_LE(lane[i - 1].last, lane[i].first) << "ranges in a lane do not overlap";
+            }
+        }
+    }
+    for (const char* step : {"train step 0", "train step 1", "train step 2"}) {
+        EXPECT_TRUE(seen.contains({range_source::user_metadata, step})) << step;
+    }
+    EXPECT_TRUE(seen.contains({range_source::compile_context, "Torch-Compiled Region: 0/0"}));
+    EXPECT_TRUE(seen.contains({range_source::annotation, "step 1"}));
 }
 
 // Frames until every load of `ws` has finished.

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "memtrail/analysis/entry_tags.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/oom_report.hpp"
 #include "memtrail/snapshot/load.hpp"
@@ -50,13 +51,24 @@ std::vector<std::vector<annotation_range>> annotation_lanes_of(
     for (const mark& m : marks) {
         if (m.is_start) {
             open[m.name].push_back(ranges.size());
-            ranges.push_back({m.name, m.position, count});
+            ranges.push_back({m.name, m.position, count, range_source::annotation});
         } else if (auto it = open.find(m.name); it != open.end() && !it->second.empty()) {
             annotation_range& r = ranges[it->second.back()];
             r.last = m.position;
             it->second.pop_back();
         }
     }
+    // PyTorch's tags, each run a range after the annotations: a position is after its entry.
+    for (const analysis::tag_range& t : analysis::tag_ranges(model)) {
+        ranges.push_back({t.value, t.first + 1, t.last + 1,
+                          t.kind == analysis::tag_kind::user_metadata
+                              ? range_source::user_metadata
+                              : range_source::compile_context});
+    }
+    std::stable_sort(ranges.begin(), ranges.end(),
+                     [](const annotation_range& a, const annotation_range& b) {
+                         return a.first < b.first;
+                     });
     std::vector<std::vector<annotation_range>> lanes;
     for (const annotation_range& r : ranges) {
         auto lane = std::find_if(lanes.begin(), lanes.end(),

@@ -21,6 +21,7 @@
 #include <future>
 
 #include "format.hpp"
+#include "memtrail/analysis/entry_tags.hpp"
 #include "palette.hpp"
 #include "view_panels.hpp"
 
@@ -38,6 +39,34 @@ constexpr int max_lanes = 4;
 // Below the plot: the tick marks and one line of labels, so they never reach what follows.
 float axis_height() {
     return ImGui::GetTextLineHeight() + 8.0f;
+}
+
+ImU32 range_color(range_source source) {
+    switch (source) {
+        case range_source::annotation:
+            return palette::annotation;
+        case range_source::user_metadata:
+            return palette::user_metadata_range;
+        case range_source::compile_context:
+            return palette::compile_context_range;
+    }
+    return palette::annotation;
+}
+
+// A lane's text: an annotation's name, a tag's value after what it is ("metadata: step 3").
+std::string range_label(const snapshot::snapshot& source, const annotation_range& r) {
+    const std::string_view name = source.string_at(r.name);
+    switch (r.source) {
+        case range_source::annotation:
+            return std::string(name);
+        case range_source::user_metadata:
+            return std::string(analysis::tag_kind_name(analysis::tag_kind::user_metadata)) + ": " +
+                   std::string(name);
+        case range_source::compile_context:
+            return std::string(analysis::tag_kind_name(analysis::tag_kind::compile_context)) +
+                   ": " + std::string(name);
+    }
+    return std::string(name);
 }
 
 }  // namespace
@@ -385,8 +414,9 @@ void view::panels::timeline_state::draw_lanes(view& v, const frame& f) {
             }
             const float x1 = std::min(f.plot_end.x, std::max(x0 + 1, x_of(f, v.axis_of(it->last))));
             draw->AddRectFilled(ImVec2(x0, y0 + 1), ImVec2(x1, y0 + lane_height - 1),
-                                palette::annotation);
-            const std::string_view name = v.doc_->source->string_at(it->name);
+                                range_color(it->source));
+            const std::string text_of_range = range_label(*v.doc_->source, *it);
+            const std::string_view name = text_of_range;
             const ImVec2 text = ImGui::CalcTextSize(name.data(), name.data() + name.size());
             if (x1 - x0 > text.x + 6) {
                 draw->AddText(ImVec2(x0 + 3, y0), IM_COL32(230, 240, 230, 255), name.data(),

@@ -21,11 +21,16 @@
 
 namespace memtrail::viewer {
 
+// Where a lane's range comes from: a record_function range, or a run of entries that carry one
+// of PyTorch's tags (the user's metadata, torch.compile's region).
+enum class range_source : uint8_t { annotation, user_metadata, compile_context };
+
 // A named range of the trace: an annotation's start to its end, in positions.
 struct annotation_range {
     snapshot::string_id name = snapshot::no_id;
     size_t first = 0;  // position of the start
     size_t last = 0;   // position of the end (event_count() when it never ended)
+    range_source source = range_source::annotation;
 };
 
 // What the views need of one device beyond its model.
