@@ -175,9 +175,7 @@ int run_replay_command(const parsed_arguments& args) {
         }
     }
     replay::replay_options options;
-    if (const auto d = args.value("--device")) {
-        options.device = static_cast<int>(parse_count_option("--device", *d));
-    }
+    options.device = chosen_device(input, args.positional[0], args);
     const std::string recorded_conf = expected ? expected->conf : input.settings.conf;
     const std::string conf = args.value("--alloc-conf").value_or(recorded_conf);
     options.config = parse_conf(conf);

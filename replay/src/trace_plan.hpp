@@ -21,7 +21,8 @@ enum class step_kind : uint8_t {
                               // new segment (or fails), with or without releases in between:
                               // either the allocation's own event check completed it or the
                               // synchronization on its release path did
-    empty_cache,              // segment frees no allocation explains
+    empty_cache,              // segment frees no allocation explains: an empty_cache, or
+                              // (when small_before_large says so) a private pool emptying itself
     release_run,              // segment frees right before an allocation's new segment: that
                   // allocation's releases, or an empty_cache first (decided by the state)
     snapshot,     // a snapshot was taken
@@ -48,6 +49,10 @@ struct trace_plan {
     std::vector<size_t> segment_creator;
     std::vector<uint8_t> new_segment;
     std::vector<std::vector<size_t>> frees_in_run;
+    // For empty_cache steps: whether the run gives back a small segment before a large one.
+    // PyTorch empties the default pools' large blocks first, a private pool's small blocks first
+    // (release_cached_blocks), so such a run is a private pool emptied: a MemPool destroyed.
+    std::vector<uint8_t> small_before_large;
     // For creators whose segment lasts to the end: its address (to find its pool in the final
     // segments).
     std::vector<device_address> lasting_segment;

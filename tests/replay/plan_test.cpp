@@ -51,6 +51,36 @@ TEST(TracePlan, ClassifiesRequestsAndConsequences) {
     EXPECT_EQ(plan.device_addresses, (std::vector<device_address>{0x1000}));
 }
 
+TEST(TracePlan, ARunGivingBackASmallSegmentBeforeALargeOneIsAPrivatePoolEmptied) {
+    // The default pools give back large segments first; a private pool its small ones first.
+    constexpr uint64_t small = 2 << 20, large = 20 << 20;
+    auto trace_releasing = [&](bool small_first) {
+        std::vector<snapshot::trace_entry> trace = {
+            entry(action::segment_alloc, 0x100000, large),   // 0
+            entry(action::alloc, 0x100000, 4 << 20),         // 1
+            entry(action::segment_alloc, 0x2000000, small),  // 2
+            entry(action::alloc, 0x2000000),                 // 3
+            entry(action::free_requested, 0x100000),         // 4
+            entry(action::free_completed, 0x100000),         // 5
+            entry(action::free_requested, 0x2000000),        // 6
+            entry(action::free_completed, 0x2000000),        // 7
+            entry(action::segment_free, 0x100000, large),    // 8 an empty_cache's run
+            entry(action::segment_free, 0x2000000, small),   // 9
+        };
+        if (small_first) {
+            std::swap(trace[8], trace[9]);
+        }
+        return trace;
+    };
+    const trace_plan default_order = plan_trace(trace_releasing(false), 80ull << 30);
+    EXPECT_EQ(default_order.steps[8], step_kind::empty_cache);
+    EXPECT_EQ(default_order.small_before_large[8], 0);
+    const trace_plan private_order = plan_trace(trace_releasing(true), 80ull << 30);
+    EXPECT_EQ(private_order.steps[8], step_kind::empty_cache);
+    EXPECT_EQ(private_order.small_before_large[8], 1);
+    EXPECT_EQ(private_order.frees_in_run[8], (std::vector<size_t>{2, 0}));
+}
+
 TEST(TracePlan, NewExpandableSegmentsAreRecognisedByTheirFirstMap) {
     const uint64_t total = 80ull << 30;
     const std::vector<snapshot::trace_entry> trace = {
