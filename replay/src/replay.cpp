@@ -43,18 +43,6 @@ class trace_collector : public allocator_observer {
     int device_;
 };
 
-uint64_t device_total_of(const snapshot::snapshot& input, const replay_options& options) {
-    if (options.device_memory) {
-        return options.device_memory;
-    }
-    for (const auto& d : input.info.devices) {
-        if (d.device == options.device && d.total_memory) {
-            return d.total_memory;
-        }
-    }
-    return default_device_memory;
-}
-
 // The actions a replay reproduces, in the order the comparison checks them.
 bool compared(action a) {
     return a != action::snapshot && a != action::annotation_start && a != action::annotation_end &&
@@ -293,6 +281,18 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
 
 }  // namespace
 
+device_total device_total_of(const snapshot::snapshot& input, const replay_options& options) {
+    if (options.device_memory) {
+        return {options.device_memory, device_total_source::option};
+    }
+    for (const auto& d : input.info.devices) {
+        if (d.device == options.device && d.total_memory) {
+            return {d.total_memory, device_total_source::recorded};
+        }
+    }
+    return {default_device_memory, device_total_source::assumed};
+}
+
 replay_result replay_trace(const snapshot::snapshot& input, const replay_options& options) {
     const snapshot::device_trace* trace = input.find_trace(options.device);
     if (!trace) {
@@ -300,7 +300,7 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
                                  std::to_string(options.device));
     }
     const auto& entries = trace->entries;
-    const uint64_t total = device_total_of(input, options);
+    const uint64_t total = device_total_of(input, options).bytes;
     const detail::trace_plan plan = detail::plan_trace(entries, total);
     const detail::final_pool_map final_pools = detail::final_pools_of(input, options.device);
     // The likelier reading of each step first: a run that gives back a small segment before a
