@@ -176,36 +176,120 @@ void write_stats_json(const std::map<std::string, int64_t>& stats, const std::st
     json.end_object();
 }
 
+void optional_field(json_writer& json, const char* key, const std::optional<int64_t>& value) {
+    json.key(key);
+    if (value) {
+        json.value(*value);
+    } else {
+        json.null();
+    }
+}
+
+void print_whatif_json(const opened_file& file, const assumed_device& device,
+                       const std::vector<outcome_row>& rows) {
+    json_writer json(std::cout);
+    json.begin_object()
+        .field("path", file.path)
+        .field("device", file.model.device())
+        .field("device_total", device.total.bytes)
+        .field("device_total_source", source_key(device.total.source))
+        .field("memory_fraction", device.fraction)
+        .field("capacity", device.capacity)
+        .key("outcomes")
+        .begin_array();
+    for (const auto& row : rows) {
+        json.begin_object()
+            .field("name", row.name)
+            .field("peak_reserved", row.peak_reserved)
+            .field("peak_allocated", row.peak_allocated)
+            .field("device_allocations", row.device_allocations)
+            .field("fragmentation", row.fragmentation)
+            .field("ooms", row.ooms);
+        json.key("first_oom_entry");
+        if (row.first_oom) {
+            json.value(static_cast<uint64_t>(*row.first_oom));
+        } else {
+            json.null();
+        }
+        optional_field(json, "num_alloc_retries", row.alloc_retries);
+        optional_field(json, "num_ooms", row.allocator_ooms);
+        json.end_object();
+    }
+    json.end_array().end_object();
+}
+
+void print_whatif_text(const opened_file& file, const assumed_device& device,
+                       const std::vector<outcome_row>& rows) {
+    std::cout << file.path << ", device " << file.model.device() << "\n"
+              << "device size " << format_bytes(device.total.bytes) << " ("
+              << source_text(device.total.source) << "), capacity "
+              << format_bytes(device.capacity);
+    if (device.fraction > 0.0) {
+        std::cout << " (--memory-fraction " << device.fraction << " of the device size)";
+    }
+    std::cout << "\n";
+    if (device.total.source == replay::device_total_source::assumed &&
+        rows.front().peak_reserved > device.capacity) {
+        std::cout << "The recording itself reserved " << format_bytes(rows.front().peak_reserved)
+                  << ", more than this capacity: give the device's total with --device-memory.\n";
+    }
+    std::cout << "\n";
+    text_table table({"<policy", "peak reserved", "peak allocated", "device allocs",
+                      "fragmentation", "retries", "<OOM"});
+    bool retried = false;
+    for (const auto& row : rows) {
+        retried = retried || row.alloc_retries.value_or(0) > 0;
+        table.add_row({row.name, format_bytes(row.peak_reserved), format_bytes(row.peak_allocated),
+                       std::to_string(row.device_allocations), percent(row.fragmentation),
+                       row.alloc_retries ? std::to_string(*row.alloc_retries) : "-",
+                       row.ooms == 0
+                           ? "no"
+                           : std::to_string(row.ooms) + " (first at entry " +
+                                 (row.first_oom ? std::to_string(*row.first_oom) : "?") + ")"});
+    }
+    table.print(std::cout);
+    std::cout
+        << "\nretries: num_alloc_retries of memory_stats(). An allocation that finds no cached "
+           "block and no room\nfor a new segment makes the allocator synchronize the "
+           "device (every stream), give back all\nits unsplit cached blocks and ask again: "
+           "each retry stalls the job, and the cache it emptied\nmust be allocated again. "
+           "'-': not known (a baseline, or a recording without memory_stats()).\n";
+    if (retried) {
+        std::cout << "A setting with retries reached its capacity, even where no OOM follows.\n";
+    }
+}
+
 }  // namespace
 
 command_spec replay_spec() {
-    return {
-        "replay",
-        "TRACE [--alloc-conf CONF] [--device-memory BYTES] [--memory-fraction F] [-o OUT] "
-        "[--torch-pickle OUT.pickle] [--stats-json OUT.json] [--expect-stats JSON] "
-        "[--device N] [--json]",
-        "Runs a recorded trace (memtrail snapshot or PyTorch pickle) through memtrail's "
-        "allocator on a simulated device and compares the result with the original, entry "
-        "by entry, segment by segment and, with --expect-stats, counter by counter.",
-        "Without --alloc-conf the trace is replayed under the configuration it was recorded "
-        "with (the snapshot's allocator settings, or the 'conf' of --expect-stats). The "
-        "comparison is made when replaying under that configuration; a difference exits "
-        "with 1. --expect-stats takes the JSON written beside a parity trace "
-        "(shared/anchors/pytorch/*.json) or a plain {\"name\": number} object.\n",
-        1,
-        1,
-        {device_option(),
-         {"--alloc-conf", "", "CONF", "PYTORCH_CUDA_ALLOC_CONF syntax", false},
-         {"--device-memory", "", "BYTES",
-          "the simulated device's total memory (default: the recorded total, else 80GiB)", false},
-         {"--memory-fraction", "", "F", "per-process fraction of the capacity", false},
-         {"--output", "-o", "OUT",
-          "write the replay as a memtrail snapshot ('-': standard output, the report then "
-          "goes to standard error)",
-          false},
-         {"--torch-pickle", "", "OUT.pickle", "write the replay as a PyTorch pickle", false},
-         {"--stats-json", "", "OUT.json", "write memory_stats() of the replay", false},
-         {"--expect-stats", "", "JSON", "compare the counters with these", false}}};
+    return {"replay",
+            "TRACE [--alloc-conf CONF] [--device-memory BYTES] [--memory-fraction F] [-o OUT] "
+            "[--torch-pickle OUT.pickle] [--stats-json OUT.json] [--expect-stats JSON] "
+            "[--device N] [--json]",
+            "Runs a recorded trace (memtrail snapshot or PyTorch pickle) through memtrail's "
+            "allocator on a simulated device and compares the result with the original, entry "
+            "by entry, segment by segment and, with --expect-stats, counter by counter.",
+            "Without --alloc-conf the trace is replayed under the configuration it was recorded "
+            "with (the snapshot's allocator settings, or the 'conf' of --expect-stats). The "
+            "comparison is made when replaying under that configuration; a difference exits "
+            "with 1. --expect-stats takes the JSON written beside a parity trace "
+            "(shared/anchors/pytorch/*.json) or a plain {\"name\": number} object.\n",
+            1,
+            1,
+            {device_option(),
+             {"--alloc-conf", "", "CONF", "PYTORCH_CUDA_ALLOC_CONF syntax", false},
+             {"--device-memory", "", "BYTES",
+              "the simulated device's total memory (default: the recorded total, "
+              "else 80GiB)",
+              false},
+             {"--memory-fraction", "", "F", "per-process fraction of the capacity", false},
+             {"--output", "-o", "OUT",
+              "write the replay as a memtrail snapshot ('-': standard output, the report then "
+              "goes to standard error)",
+              false},
+             {"--torch-pickle", "", "OUT.pickle", "write the replay as a PyTorch pickle", false},
+             {"--stats-json", "", "OUT.json", "write memory_stats() of the replay", false},
+             {"--expect-stats", "", "JSON", "compare the counters with these", false}}};
 }
 
 int run_replay_command(const parsed_arguments& args) {
@@ -333,116 +417,30 @@ int run_replay_command(const parsed_arguments& args) {
     return compared && !parity.ok() ? exit_check_failed : exit_ok;
 }
 
-namespace {
-
-void optional_field(json_writer& json, const char* key, const std::optional<int64_t>& value) {
-    json.key(key);
-    if (value) {
-        json.value(*value);
-    } else {
-        json.null();
-    }
-}
-
-void print_whatif_json(const opened_file& file, const assumed_device& device,
-                       const std::vector<outcome_row>& rows) {
-    json_writer json(std::cout);
-    json.begin_object()
-        .field("path", file.path)
-        .field("device", file.model.device())
-        .field("device_total", device.total.bytes)
-        .field("device_total_source", source_key(device.total.source))
-        .field("memory_fraction", device.fraction)
-        .field("capacity", device.capacity)
-        .key("outcomes")
-        .begin_array();
-    for (const auto& row : rows) {
-        json.begin_object()
-            .field("name", row.name)
-            .field("peak_reserved", row.peak_reserved)
-            .field("peak_allocated", row.peak_allocated)
-            .field("device_allocations", row.device_allocations)
-            .field("fragmentation", row.fragmentation)
-            .field("ooms", row.ooms);
-        json.key("first_oom_entry");
-        if (row.first_oom) {
-            json.value(static_cast<uint64_t>(*row.first_oom));
-        } else {
-            json.null();
-        }
-        optional_field(json, "num_alloc_retries", row.alloc_retries);
-        optional_field(json, "num_ooms", row.allocator_ooms);
-        json.end_object();
-    }
-    json.end_array().end_object();
-}
-
-void print_whatif_text(const opened_file& file, const assumed_device& device,
-                       const std::vector<outcome_row>& rows) {
-    std::cout << file.path << ", device " << file.model.device() << "\n"
-              << "device size " << format_bytes(device.total.bytes) << " ("
-              << source_text(device.total.source) << "), capacity "
-              << format_bytes(device.capacity);
-    if (device.fraction > 0.0) {
-        std::cout << " (--memory-fraction " << device.fraction << " of the device size)";
-    }
-    std::cout << "\n";
-    if (device.total.source == replay::device_total_source::assumed &&
-        rows.front().peak_reserved > device.capacity) {
-        std::cout << "The recording itself reserved " << format_bytes(rows.front().peak_reserved)
-                  << ", more than this capacity: give the device's total with --device-memory.\n";
-    }
-    std::cout << "\n";
-    text_table table({"<policy", "peak reserved", "peak allocated", "device allocs",
-                      "fragmentation", "retries", "<OOM"});
-    bool retried = false;
-    for (const auto& row : rows) {
-        retried = retried || row.alloc_retries.value_or(0) > 0;
-        table.add_row({row.name, format_bytes(row.peak_reserved), format_bytes(row.peak_allocated),
-                       std::to_string(row.device_allocations), percent(row.fragmentation),
-                       row.alloc_retries ? std::to_string(*row.alloc_retries) : "-",
-                       row.ooms == 0
-                           ? "no"
-                           : std::to_string(row.ooms) + " (first at entry " +
-                                 (row.first_oom ? std::to_string(*row.first_oom) : "?") + ")"});
-    }
-    table.print(std::cout);
-    std::cout
-        << "\nretries: num_alloc_retries of memory_stats(). An allocation that finds no cached "
-           "block and no room\nfor a new segment makes the allocator synchronize the "
-           "device (every stream), give back all\nits unsplit cached blocks and ask again: "
-           "each retry stalls the job, and the cache it emptied\nmust be allocated again. "
-           "'-': not known (a baseline, or a recording without memory_stats()).\n";
-    if (retried) {
-        std::cout << "A setting with retries reached its capacity, even where no OOM follows.\n";
-    }
-}
-
-}  // namespace
-
 command_spec whatif_spec() {
-    return {
-        "whatif",
-        "FILE --alloc-conf CONF [--alloc-conf CONF2 ...] [--device-memory BYTES] "
-        "[--memory-fraction F] [--device N] [--json]",
-        "Replays the trace under other allocator settings and compares peak reserved "
-        "memory, device allocations, fragmentation, allocation retries and whether the OOM "
-        "would still happen, beside the recording itself and two baselines: a cudaMalloc "
-        "per allocation and a power-of-two buddy allocator.",
-        "Fragmentation is 1 - largest free block / free bytes held, when allocated memory "
-        "peaks. Retries (num_alloc_retries in memory_stats()): each one synchronized the "
-        "device and gave back every unsplit cached block before asking again. The report "
-        "says which device size it assumed and where it came from (--device-memory, the "
-        "total the snapshot records, else 80GiB). The baselines see the same requests in "
-        "the same order and free a block when its free completes; their capacity is the "
-        "replay's.\n",
-        1,
-        1,
-        {device_option(),
-         {"--alloc-conf", "", "CONF", "settings to try, PYTORCH_CUDA_ALLOC_CONF syntax", true},
-         {"--device-memory", "", "BYTES",
-          "the simulated device's total memory (default: the recorded total, else 80GiB)", false},
-         {"--memory-fraction", "", "F", "per-process fraction of the capacity", false}}};
+    return {"whatif",
+            "FILE --alloc-conf CONF [--alloc-conf CONF2 ...] [--device-memory BYTES] "
+            "[--memory-fraction F] [--device N] [--json]",
+            "Replays the trace under other allocator settings and compares peak reserved "
+            "memory, device allocations, fragmentation, allocation retries and whether the OOM "
+            "would still happen, beside the recording itself and two baselines: a cudaMalloc "
+            "per allocation and a power-of-two buddy allocator.",
+            "Fragmentation is 1 - largest free block / free bytes held, when allocated memory "
+            "peaks. Retries (num_alloc_retries in memory_stats()): each one synchronized the "
+            "device and gave back every unsplit cached block before asking again. The report "
+            "says which device size it assumed and where it came from (--device-memory, the "
+            "total the snapshot records, else 80GiB). The baselines see the same requests in "
+            "the same order and free a block when its free completes; their capacity is the "
+            "replay's.\n",
+            1,
+            1,
+            {device_option(),
+             {"--alloc-conf", "", "CONF", "settings to try, PYTORCH_CUDA_ALLOC_CONF syntax", true},
+             {"--device-memory", "", "BYTES",
+              "the simulated device's total memory (default: the recorded total, "
+              "else 80GiB)",
+              false},
+             {"--memory-fraction", "", "F", "per-process fraction of the capacity", false}}};
 }
 
 int run_whatif(const parsed_arguments& args) {
