@@ -29,8 +29,8 @@ inline final_pool_map final_pools_of(const snapshot::snapshot& input, int device
 
 // Which pool each allocation of the original went to. A trace does not say: an allocation that
 // lands in an existing segment went to that segment's pool; one that made a new segment went to
-// the pool the final snapshot puts that segment in when it lasts, to the pool of the run that
-// gives it back when that run is read as a private pool emptying itself, else to the first pool
+// the pool the final snapshot puts that segment in when it lasts, to the private pool a later
+// run empties when that run is read so (trace_plan::private_part_start), else to the first pool
 // that had no cached block for it, trying the pool this stream last allocated to, the default
 // pools, the live private pools, then a new one.
 class pool_tracker {
@@ -43,10 +43,11 @@ class pool_tracker {
           readings_(readings),
           allocator_(allocator),
           creator_pool_(plan.steps.size(), pool_id{}),
-          freeing_run_(plan.steps.size(), plan.steps.size()) {
+          emptying_run_(plan.steps.size(), plan.steps.size()) {
         for (size_t step = 0; step < plan.steps.size(); ++step) {
-            for (size_t creator : plan.frees_in_run[step]) {
-                freeing_run_[creator] = step;
+            const auto& freed = plan.frees_in_run[step];
+            for (size_t k = plan.private_part_start[step]; k < freed.size(); ++k) {
+                emptying_run_[freed[k]] = step;
             }
         }
     }
@@ -139,10 +140,9 @@ class pool_tracker {
                 return it->second;
             }
         }
-        const size_t run = freeing_run_[creator];
-        if (run < plan_.steps.size() && plan_.steps[run] == step_kind::empty_cache &&
-            readings_[run]) {
-            // All the segments that run gives back were one private pool's.
+        const size_t run = emptying_run_[creator];
+        if (run < plan_.steps.size() && readings_[run]) {
+            // The segments that run gives back from its first small one on were one pool's.
             auto [pool, added] = run_pool_.try_emplace(run);
             if (added) {
                 pool->second = invented_pool();
@@ -177,8 +177,9 @@ class pool_tracker {
     const std::vector<uint8_t>& readings_;
     device_allocator& allocator_;
     std::vector<pool_id> creator_pool_;
-    std::vector<size_t> freeing_run_;     // creator -> the step of the run that gives it back
-    std::map<size_t, pool_id> run_pool_;  // private-pool release run -> its pool
+    // Creator -> the step of the run that empties its segment's private pool, if one does.
+    std::vector<size_t> emptying_run_;
+    std::map<size_t, pool_id> run_pool_;  // that run -> the pool
     std::unordered_map<stream_handle, pool_id> last_pool_;
     std::vector<pool_id> recent_;  // live private pools, by first use
     std::set<pool_id> created_, released_;

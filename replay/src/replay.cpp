@@ -304,10 +304,10 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
     const detail::trace_plan plan = detail::plan_trace(entries, total);
     const detail::final_pool_map final_pools = detail::final_pools_of(input, options.device);
     // The likelier reading of each step first: a run that gives back a small segment before a
-    // large one is a private pool emptying itself.
+    // large one empties a private pool.
     std::vector<uint8_t> flipped(entries.size(), 0);
     for (size_t i = 0; i < entries.size(); ++i) {
-        flipped[i] = plan.small_before_large[i];
+        flipped[i] = plan.private_part_start[i] != detail::trace_plan::none;
     }
     size_t mismatch = entries.size();
     if (!options.reuse_trace_addresses) {
@@ -330,7 +330,7 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
     for (size_t i = 0; i < entries.size(); ++i) {
         if (plan.steps[i] == detail::step_kind::release_run ||
             plan.steps[i] == detail::step_kind::complete_before_release ||
-            plan.small_before_large[i]) {
+            plan.private_part_start[i] != detail::trace_plan::none) {
             ambiguous.push_back(i);
         }
     }

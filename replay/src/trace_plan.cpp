@@ -44,7 +44,7 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
     plan.segment_creator.assign(n, n);
     plan.new_segment.assign(n, 0);
     plan.frees_in_run.assign(n, {});
-    plan.small_before_large.assign(n, 0);
+    plan.private_part_start.assign(n, trace_plan::none);
     plan.lasting_segment.assign(n, 0);
     plan.reservation_end.assign(n, 0);
     plan.reserved_at.assign(n, 0);
@@ -64,8 +64,8 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
     };
     uint64_t reserved_bytes = 0;
     size_t last_request = 0;
-    size_t run_start = n;  // the step of the release run under way
-    bool run_freed_small = false;
+    size_t run_start = n;                       // the step of the release run under way
+    size_t run_first_small = trace_plan::none;  // in frees_in_run of the run under way
 
     bool in_release_run = false;
     for (size_t i = 0; i < n; ++i) {
@@ -142,15 +142,17 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                 }
                 if (!in_release_run) {
                     run_start = i;
-                    run_freed_small = false;
+                    run_first_small = trace_plan::none;
                 }
                 if (e.kind == action::segment_free) {
                     const bool small = e.size == size_rules::small_buffer;
-                    if (!small && run_freed_small &&
-                        plan.steps[run_start] == step_kind::empty_cache) {
-                        plan.small_before_large[run_start] = 1;
+                    if (small && run_first_small == trace_plan::none) {
+                        run_first_small = plan.frees_in_run[run_start].size();
                     }
-                    run_freed_small = run_freed_small || small;
+                    if (!small && run_first_small != trace_plan::none &&
+                        plan.steps[run_start] == step_kind::empty_cache) {
+                        plan.private_part_start[run_start] = run_first_small;
+                    }
                 }
                 if (freed < n && e.kind == action::segment_free) {
                     plan.lasting_segment[freed] = 0;
