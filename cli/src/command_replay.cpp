@@ -259,6 +259,98 @@ void print_whatif_text(const opened_file& file, const assumed_device& device,
     }
 }
 
+// What `memtrail replay` reports.
+struct replay_report {
+    std::string path;
+    int device = 0;
+    std::string conf, recorded_conf;
+    const replay::replay_result& result;
+    bool compared = false;
+    replay::parity_report parity;
+    bool counters_expected = false;
+    assumed_device device_size;
+    bool total_from_expected = false;
+};
+
+std::string device_size_key(const replay_report& r) {
+    return r.total_from_expected ? "expect-stats" : source_key(r.device_size.total.source);
+}
+
+std::string device_size_text(const replay_report& r) {
+    std::string text = format_bytes(r.device_size.total.bytes) + " (" +
+                       (r.total_from_expected ? std::string("the device_total of --expect-stats")
+                                              : source_text(r.device_size.total.source)) +
+                       ")";
+    if (r.device_size.fraction > 0.0) {
+        text += ", capacity " + format_bytes(r.device_size.capacity);
+    }
+    return text;
+}
+
+void print_replay_json(std::ostream& out, const replay_report& r) {
+    json_writer json(out);
+    json.begin_object()
+        .field("path", r.path)
+        .field("device", r.device)
+        .field("device_total", r.device_size.total.bytes)
+        .field("device_total_source", device_size_key(r))
+        .field("memory_fraction", r.device_size.fraction)
+        .field("capacity", r.device_size.capacity)
+        .field("alloc_conf", r.conf)
+        .field("allocations", r.result.allocations)
+        .field("ooms", r.result.ooms);
+    optional_field(json, "num_alloc_retries", counter(r.result.stats, "num_alloc_retries"));
+    json.field("peak_reserved", r.result.peak_reserved)
+        .field("peak_allocated", r.result.peak_allocated)
+        .field("device_allocations", r.result.device_allocations)
+        .field("unmatched_frees", r.result.unmatched_frees)
+        .field("compared", r.compared);
+    if (r.compared) {
+        json.key("parity")
+            .begin_object()
+            .field("ok", r.parity.ok())
+            .field("trace_equal", r.parity.trace_equal)
+            .field("segments_equal", r.parity.segments_equal)
+            .field("stats_equal", r.parity.stats_equal)
+            .field("first_difference", r.parity.first_difference)
+            .end_object();
+    }
+    json.end_object();
+}
+
+void print_replay_text(std::ostream& out, const replay_report& r) {
+    out << r.path << ", device " << r.device << ": replayed " << r.result.allocations
+        << " allocations under '" << r.conf << "'\n"
+        << "device size " << device_size_text(r) << "\n\n";
+    text_table table({"<", ""});
+    table.add_row({"peak reserved", format_bytes(r.result.peak_reserved)});
+    table.add_row({"peak allocated", format_bytes(r.result.peak_allocated)});
+    table.add_row({"device allocations", std::to_string(r.result.device_allocations)});
+    table.add_row(
+        {"retries", std::to_string(counter(r.result.stats, "num_alloc_retries").value_or(0))});
+    table.add_row(
+        {"OOMs", std::to_string(r.result.ooms) +
+                     (r.result.first_oom_entry
+                          ? " (first at entry " + std::to_string(*r.result.first_oom_entry) + ")"
+                          : "")});
+    table.add_row({"unmatched frees", std::to_string(r.result.unmatched_frees)});
+    table.print(out, "  ");
+    if (!r.compared) {
+        out << "\nnot compared with the original: it was recorded under '" << r.recorded_conf
+            << "'\n";
+        return;
+    }
+    out << "\nparity with the original: " << (r.parity.ok() ? "identical" : "DIFFERS")
+        << "\n  trace:    " << (r.parity.trace_equal ? "equal" : "different")
+        << "\n  segments: " << (r.parity.segments_equal ? "equal" : "different") << "\n  counters: "
+        << (r.counters_expected ? (r.parity.stats_equal ? "equal" : "different")
+                                : "not compared (no --expect-stats)")
+        << "\n";
+    if (!r.parity.first_difference.empty()) {
+        out << "  first difference: " << r.parity.first_difference << "\n";
+    }
+}
+
 }  // namespace
 
 command_spec replay_spec() {
@@ -360,59 +452,22 @@ int run_replay_command(const parsed_arguments& args) {
         write_stats_json(result.stats, *out);
     }
 
+    const replay_report outcome{.path = path,
+                                .device = options.device,
+                                .conf = conf,
+                                .recorded_conf = recorded_conf,
+                                .result = result,
+                                .compared = compared,
+                                .parity = parity,
+                                .counters_expected = expected.has_value(),
+                                .device_size = assume_device(input, options),
+                                // --expect-stats gives the recording's device_total.
+                                .total_from_expected = !args.value("--device-memory") && expected &&
+                                                       expected->device_total != 0};
     if (args.json) {
-        json_writer json(report);
-        json.begin_object()
-            .field("path", path)
-            .field("device", options.device)
-            .field("alloc_conf", conf)
-            .field("allocations", result.allocations)
-            .field("ooms", result.ooms)
-            .field("peak_reserved", result.peak_reserved)
-            .field("peak_allocated", result.peak_allocated)
-            .field("device_allocations", result.device_allocations)
-            .field("unmatched_frees", result.unmatched_frees)
-            .field("compared", compared);
-        if (compared) {
-            json.key("parity")
-                .begin_object()
-                .field("ok", parity.ok())
-                .field("trace_equal", parity.trace_equal)
-                .field("segments_equal", parity.segments_equal)
-                .field("stats_equal", parity.stats_equal)
-                .field("first_difference", parity.first_difference)
-                .end_object();
-        }
-        json.end_object();
+        print_replay_json(report, outcome);
     } else {
-        report << path << ", device " << options.device << ": replayed " << result.allocations
-               << " allocations under '" << conf << "'\n\n";
-        text_table table({"<", ""});
-        table.add_row({"peak reserved", format_bytes(result.peak_reserved)});
-        table.add_row({"peak allocated", format_bytes(result.peak_allocated)});
-        table.add_row({"device allocations", std::to_string(result.device_allocations)});
-        table.add_row(
-            {"OOMs", std::to_string(result.ooms) +
-                         (result.first_oom_entry
-                              ? " (first at entry " + std::to_string(*result.first_oom_entry) + ")"
-                              : "")});
-        table.add_row({"unmatched frees", std::to_string(result.unmatched_frees)});
-        table.print(report, "  ");
-        if (!compared) {
-            report << "\nnot compared with the original: it was recorded under '" << recorded_conf
-                   << "'\n";
-        } else {
-            report << "\nparity with the original: " << (parity.ok() ? "identical" : "DIFFERS")
-                   << "\n  trace:    " << (parity.trace_equal ? "equal" : "different")
-                   << "\n  segments: " << (parity.segments_equal ? "equal" : "different")
-                   << "\n  counters: "
-                   << (expected ? (parity.stats_equal ? "equal" : "different")
-                                : "not compared (no --expect-stats)")
-                   << "\n";
-            if (!parity.first_difference.empty()) {
-                report << "  first difference: " << parity.first_difference << "\n";
-            }
-        }
+        print_replay_text(report, outcome);
     }
     return compared && !parity.ok() ? exit_check_failed : exit_ok;
 }
