@@ -26,8 +26,6 @@ namespace {
 
 using analysis::format_bytes;
 
-constexpr uint64_t replay_default_memory = 80ull << 30;  // what replay uses with no total known
-
 allocator_config parse_conf(const std::string& text) {
     try {
         return allocator_config::parse(text);
@@ -45,17 +43,46 @@ replay::replay_result run_replay(const snapshot::snapshot& input,
     }
 }
 
-// The device capacity a replay of `source` on `device` runs with.
-uint64_t capacity_of(const snapshot::snapshot& source, int device, uint64_t device_memory,
-                     double fraction) {
-    uint64_t total = device_memory;
-    for (const auto& d : source.info.devices) {
-        if (total == 0 && d.device == device) {
-            total = d.total_memory;
-        }
+// The device size a what-if assumed, where it came from, and the capacity the replays had.
+struct assumed_device {
+    replay::device_total total;
+    double fraction = 0.0;  // --memory-fraction, 0 for none
+    uint64_t capacity = 0;
+};
+
+assumed_device assume_device(const snapshot::snapshot& source,
+                             const replay::replay_options& options) {
+    assumed_device d;
+    d.total = replay::device_total_of(source, options);
+    d.fraction = options.memory_fraction;
+    d.capacity = d.fraction > 0.0
+                     ? static_cast<uint64_t>(static_cast<double>(d.total.bytes) * d.fraction)
+                     : d.total.bytes;
+    return d;
+}
+
+const char* source_key(replay::device_total_source source) {
+    switch (source) {
+        case replay::device_total_source::option:
+            return "device-memory";
+        case replay::device_total_source::recorded:
+            return "recorded";
+        case replay::device_total_source::assumed:
+            return "default";
     }
-    total = total == 0 ? replay_default_memory : total;
-    return fraction > 0.0 ? static_cast<uint64_t>(static_cast<double>(total) * fraction) : total;
+    return "default";
+}
+
+std::string source_text(replay::device_total_source source) {
+    switch (source) {
+        case replay::device_total_source::option:
+            return "given by --device-memory";
+        case replay::device_total_source::recorded:
+            return "the total recorded in the snapshot";
+        case replay::device_total_source::assumed:
+            return "assumed, not recorded in the snapshot: give --device-memory";
+    }
+    return "";
 }
 
 // One row of the what-if table.
@@ -67,7 +94,16 @@ struct outcome_row {
     double fragmentation = 0.0;  // at peak allocated
     uint64_t ooms = 0;
     std::optional<size_t> first_oom;
+    // The allocator's num_alloc_retries and num_ooms: none for the baselines, and for the
+    // recording only where its snapshot carries memory_stats().
+    std::optional<int64_t> alloc_retries;
+    std::optional<int64_t> allocator_ooms;
 };
+
+std::optional<int64_t> counter(const std::map<std::string, int64_t>& stats, const char* name) {
+    auto it = stats.find(name);
+    return it == stats.end() ? std::nullopt : std::optional<int64_t>(it->second);
+}
 
 // Fragmentation when the allocated curve peaks.
 double fragmentation_at_peak(const analysis::device_model& model) {
@@ -87,6 +123,11 @@ outcome_row recorded_row(const analysis::device_model& model) {
                                                                                                : 0;
     }
     row.fragmentation = fragmentation_at_peak(model);
+    if (auto stats = model.source().stats.find(model.device());
+        stats != model.source().stats.end()) {
+        row.alloc_retries = counter(stats->second, "num_alloc_retries");
+        row.allocator_ooms = counter(stats->second, "num_ooms");
+    }
     const auto ooms = analysis::oom_entries(model);
     row.ooms = ooms.size();
     if (!ooms.empty()) {
@@ -103,16 +144,23 @@ outcome_row replayed_row(const std::string& name, const replay::replay_result& r
     row.device_allocations = result.device_allocations;
     row.ooms = result.ooms;
     row.first_oom = result.first_oom_entry;
+    row.alloc_retries = counter(result.stats, "num_alloc_retries");
+    row.allocator_ooms = counter(result.stats, "num_ooms");
     auto replayed = std::make_shared<snapshot::snapshot>(result.final_state);
     row.fragmentation = fragmentation_at_peak(analysis::device_model::build(replayed, device));
     return row;
 }
 
 outcome_row baseline_row(const analysis::policy_outcome& outcome) {
-    return {outcome.name,           outcome.peak_reserved,
-            outcome.peak_allocated, outcome.device_allocations,
-            outcome.fragmentation,  outcome.failed_allocations,
-            outcome.first_failure};
+    outcome_row row;
+    row.name = outcome.name;
+    row.peak_reserved = outcome.peak_reserved;
+    row.peak_allocated = outcome.peak_allocated;
+    row.device_allocations = outcome.device_allocations;
+    row.fragmentation = outcome.fragmentation;
+    row.ooms = outcome.failed_allocations;
+    row.first_oom = outcome.first_failure;
+    return row;
 }
 
 void write_stats_json(const std::map<std::string, int64_t>& stats, const std::string& path) {
@@ -126,6 +174,181 @@ void write_stats_json(const std::map<std::string, int64_t>& stats, const std::st
         json.field(name, value);
     }
     json.end_object();
+}
+
+void optional_field(json_writer& json, const char* key, const std::optional<int64_t>& value) {
+    json.key(key);
+    if (value) {
+        json.value(*value);
+    } else {
+        json.null();
+    }
+}
+
+void print_whatif_json(const opened_file& file, const assumed_device& device,
+                       const std::vector<outcome_row>& rows) {
+    json_writer json(std::cout);
+    json.begin_object()
+        .field("path", file.path)
+        .field("device", file.model.device())
+        .field("device_total", device.total.bytes)
+        .field("device_total_source", source_key(device.total.source))
+        .field("memory_fraction", device.fraction)
+        .field("capacity", device.capacity)
+        .key("outcomes")
+        .begin_array();
+    for (const auto& row : rows) {
+        json.begin_object()
+            .field("name", row.name)
+            .field("peak_reserved", row.peak_reserved)
+            .field("peak_allocated", row.peak_allocated)
+            .field("device_allocations", row.device_allocations)
+            .field("fragmentation", row.fragmentation)
+            .field("ooms", row.ooms);
+        json.key("first_oom_entry");
+        if (row.first_oom) {
+            json.value(static_cast<uint64_t>(*row.first_oom));
+        } else {
+            json.null();
+        }
+        optional_field(json, "num_alloc_retries", row.alloc_retries);
+        optional_field(json, "num_ooms", row.allocator_ooms);
+        json.end_object();
+    }
+    json.end_array().end_object();
+}
+
+void print_whatif_text(const opened_file& file, const assumed_device& device,
+                       const std::vector<outcome_row>& rows) {
+    std::cout << file.path << ", device " << file.model.device() << "\n"
+              << "device size " << format_bytes(device.total.bytes) << " ("
+              << source_text(device.total.source) << "), capacity "
+              << format_bytes(device.capacity);
+    if (device.fraction > 0.0) {
+        std::cout << " (--memory-fraction " << device.fraction << " of the device size)";
+    }
+    std::cout << "\n";
+    if (device.total.source == replay::device_total_source::assumed &&
+        rows.front().peak_reserved > device.capacity) {
+        std::cout << "The recording itself reserved " << format_bytes(rows.front().peak_reserved)
+                  << ", more than this capacity: give the device's total with --device-memory.\n";
+    }
+    std::cout << "\n";
+    text_table table({"<policy", "peak reserved", "peak allocated", "device allocs",
+                      "fragmentation", "retries", "<OOM"});
+    bool retried = false;
+    for (const auto& row : rows) {
+        retried = retried || row.alloc_retries.value_or(0) > 0;
+        table.add_row({row.name, format_bytes(row.peak_reserved), format_bytes(row.peak_allocated),
+                       std::to_string(row.device_allocations), percent(row.fragmentation),
+                       row.alloc_retries ? std::to_string(*row.alloc_retries) : "-",
+                       row.ooms == 0
+                           ? "no"
+                           : std::to_string(row.ooms) + " (first at entry " +
+                                 (row.first_oom ? std::to_string(*row.first_oom) : "?") + ")"});
+    }
+    table.print(std::cout);
+    std::cout
+        << "\nretries: num_alloc_retries of memory_stats(). An allocation that finds no cached "
+           "block and no room\nfor a new segment makes the allocator synchronize the "
+           "device (every stream), give back all\nits unsplit cached blocks and ask again: "
+           "each retry stalls the job, and the cache it emptied\nmust be allocated again. "
+           "'-': not known (a baseline, or a recording without memory_stats()).\n";
+    if (retried) {
+        std::cout << "A setting with retries reached its capacity, even where no OOM follows.\n";
+    }
+}
+
+// What `memtrail replay` reports.
+struct replay_report {
+    std::string path;
+    int device = 0;
+    std::string conf, recorded_conf;
+    const replay::replay_result& result;
+    bool compared = false;
+    replay::parity_report parity;
+    bool counters_expected = false;
+    assumed_device device_size;
+    bool total_from_expected = false;
+};
+
+std::string device_size_key(const replay_report& r) {
+    return r.total_from_expected ? "expect-stats" : source_key(r.device_size.total.source);
+}
+
+std::string device_size_text(const replay_report& r) {
+    std::string text = format_bytes(r.device_size.total.bytes) + " (" +
+                       (r.total_from_expected ? std::string("the device_total of --expect-stats")
+                                              : source_text(r.device_size.total.source)) +
+                       ")";
+    if (r.device_size.fraction > 0.0) {
+        text += ", capacity " + format_bytes(r.device_size.capacity);
+    }
+    return text;
+}
+
+void print_replay_json(std::ostream& out, const replay_report& r) {
+    json_writer json(out);
+    json.begin_object()
+        .field("path", r.path)
+        .field("device", r.device)
+        .field("device_total", r.device_size.total.bytes)
+        .field("device_total_source", device_size_key(r))
+        .field("memory_fraction", r.device_size.fraction)
+        .field("capacity", r.device_size.capacity)
+        .field("alloc_conf", r.conf)
+        .field("allocations", r.result.allocations)
+        .field("ooms", r.result.ooms);
+    optional_field(json, "num_alloc_retries", counter(r.result.stats, "num_alloc_retries"));
+    json.field("peak_reserved", r.result.peak_reserved)
+        .field("peak_allocated", r.result.peak_allocated)
+        .field("device_allocations", r.result.device_allocations)
+        .field("unmatched_frees", r.result.unmatched_frees)
+        .field("compared", r.compared);
+    if (r.compared) {
+        json.key("parity")
+            .begin_object()
+            .field("ok", r.parity.ok())
+            .field("trace_equal", r.parity.trace_equal)
+            .field("segments_equal", r.parity.segments_equal)
+            .field("stats_equal", r.parity.stats_equal)
+            .field("first_difference", r.parity.first_difference)
+            .end_object();
+    }
+    json.end_object();
+}
+
+void print_replay_text(std::ostream& out, const replay_report& r) {
+    out << r.path << ", device " << r.device << ": replayed " << r.result.allocations
+        << " allocations under '" << r.conf << "'\n"
+        << "device size " << device_size_text(r) << "\n\n";
+    text_table table({"<", ""});
+    table.add_row({"peak reserved", format_bytes(r.result.peak_reserved)});
+    table.add_row({"peak allocated", format_bytes(r.result.peak_allocated)});
+    table.add_row({"device allocations", std::to_string(r.result.device_allocations)});
+    table.add_row(
+        {"retries", std::to_string(counter(r.result.stats, "num_alloc_retries").value_or(0))});
+    table.add_row(
+        {"OOMs", std::to_string(r.result.ooms) +
+                     (r.result.first_oom_entry
+                          ? " (first at entry " + std::to_string(*r.result.first_oom_entry) + ")"
+                          : "")});
+    table.add_row({"unmatched frees", std::to_string(r.result.unmatched_frees)});
+    table.print(out, "  ");
+    if (!r.compared) {
+        out << "\nnot compared with the original: it was recorded under '" << r.recorded_conf
+            << "'\n";
+        return;
+    }
+    out << "\nparity with the original: " << (r.parity.ok() ? "identical" : "DIFFERS")
+        << "\n  trace:    " << (r.parity.trace_equal ? "equal" : "different")
+        << "\n  segments: " << (r.parity.segments_equal ? "equal" : "different") << "\n  counters: "
+        << (r.counters_expected ? (r.parity.stats_equal ? "equal" : "different")
+                                : "not compared (no --expect-stats)")
+        << "\n";
+    if (!r.parity.first_difference.empty()) {
+        out << "  first difference: " << r.parity.first_difference << "\n";
+    }
 }
 
 }  // namespace
@@ -148,7 +371,7 @@ command_spec replay_spec() {
             {device_option(),
              {"--alloc-conf", "", "CONF", "PYTORCH_CUDA_ALLOC_CONF syntax", false},
              {"--device-memory", "", "BYTES",
-              "simulated capacity (default: the recorded total, "
+              "the simulated device's total memory (default: the recorded total, "
               "else 80GiB)",
               false},
              {"--memory-fraction", "", "F", "per-process fraction of the capacity", false},
@@ -175,9 +398,7 @@ int run_replay_command(const parsed_arguments& args) {
         }
     }
     replay::replay_options options;
-    if (const auto d = args.value("--device")) {
-        options.device = static_cast<int>(parse_count_option("--device", *d));
-    }
+    options.device = chosen_device(input, args.positional[0], args);
     const std::string recorded_conf = expected ? expected->conf : input.settings.conf;
     const std::string conf = args.value("--alloc-conf").value_or(recorded_conf);
     options.config = parse_conf(conf);
@@ -231,58 +452,22 @@ int run_replay_command(const parsed_arguments& args) {
         write_stats_json(result.stats, *out);
     }
 
+    const replay_report outcome{.path = path,
+                                .device = options.device,
+                                .conf = conf,
+                                .recorded_conf = recorded_conf,
+                                .result = result,
+                                .compared = compared,
+                                .parity = parity,
+                                .counters_expected = expected.has_value(),
+                                .device_size = assume_device(input, options),
+                                // --expect-stats gives the recording's device_total.
+                                .total_from_expected = !args.value("--device-memory") && expected &&
+                                                       expected->device_total != 0};
     if (args.json) {
-        json_writer json(report);
-        json.begin_object()
-            .field("path", path)
-            .field("alloc_conf", conf)
-            .field("allocations", result.allocations)
-            .field("ooms", result.ooms)
-            .field("peak_reserved", result.peak_reserved)
-            .field("peak_allocated", result.peak_allocated)
-            .field("device_allocations", result.device_allocations)
-            .field("unmatched_frees", result.unmatched_frees)
-            .field("compared", compared);
-        if (compared) {
-            json.key("parity")
-                .begin_object()
-                .field("ok", parity.ok())
-                .field("trace_equal", parity.trace_equal)
-                .field("segments_equal", parity.segments_equal)
-                .field("stats_equal", parity.stats_equal)
-                .field("first_difference", parity.first_difference)
-                .end_object();
-        }
-        json.end_object();
+        print_replay_json(report, outcome);
     } else {
-        report << path << ": replayed " << result.allocations << " allocations under '" << conf
-               << "'\n\n";
-        text_table table({"<", ""});
-        table.add_row({"peak reserved", format_bytes(result.peak_reserved)});
-        table.add_row({"peak allocated", format_bytes(result.peak_allocated)});
-        table.add_row({"device allocations", std::to_string(result.device_allocations)});
-        table.add_row(
-            {"OOMs", std::to_string(result.ooms) +
-                         (result.first_oom_entry
-                              ? " (first at entry " + std::to_string(*result.first_oom_entry) + ")"
-                              : "")});
-        table.add_row({"unmatched frees", std::to_string(result.unmatched_frees)});
-        table.print(report, "  ");
-        if (!compared) {
-            report << "\nnot compared with the original: it was recorded under '" << recorded_conf
-                   << "'\n";
-        } else {
-            report << "\nparity with the original: " << (parity.ok() ? "identical" : "DIFFERS")
-                   << "\n  trace:    " << (parity.trace_equal ? "equal" : "different")
-                   << "\n  segments: " << (parity.segments_equal ? "equal" : "different")
-                   << "\n  counters: "
-                   << (expected ? (parity.stats_equal ? "equal" : "different")
-                                : "not compared (no --expect-stats)")
-                   << "\n";
-            if (!parity.first_difference.empty()) {
-                report << "  first difference: " << parity.first_difference << "\n";
-            }
-        }
+        print_replay_text(report, outcome);
     }
     return compared && !parity.ok() ? exit_check_failed : exit_ok;
 }
@@ -292,18 +477,22 @@ command_spec whatif_spec() {
             "FILE --alloc-conf CONF [--alloc-conf CONF2 ...] [--device-memory BYTES] "
             "[--memory-fraction F] [--device N] [--json]",
             "Replays the trace under other allocator settings and compares peak reserved "
-            "memory, device allocations, fragmentation and whether the OOM would still happen, "
-            "beside the recording itself and two baselines: a cudaMalloc per allocation and a "
-            "power-of-two buddy allocator.",
+            "memory, device allocations, fragmentation, allocation retries and whether the OOM "
+            "would still happen, beside the recording itself and two baselines: a cudaMalloc "
+            "per allocation and a power-of-two buddy allocator.",
             "Fragmentation is 1 - largest free block / free bytes held, when allocated memory "
-            "peaks. The baselines see the same requests in the same order and free a block when "
-            "its free completes; their capacity is the replay's.\n",
+            "peaks. Retries (num_alloc_retries in memory_stats()): each one synchronized the "
+            "device and gave back every unsplit cached block before asking again. The report "
+            "says which device size it assumed and where it came from (--device-memory, the "
+            "total the snapshot records, else 80GiB). The baselines see the same requests in "
+            "the same order and free a block when its free completes; their capacity is the "
+            "replay's.\n",
             1,
             1,
             {device_option(),
              {"--alloc-conf", "", "CONF", "settings to try, PYTORCH_CUDA_ALLOC_CONF syntax", true},
              {"--device-memory", "", "BYTES",
-              "simulated capacity (default: the recorded total, "
+              "the simulated device's total memory (default: the recorded total, "
               "else 80GiB)",
               false},
              {"--memory-fraction", "", "F", "per-process fraction of the capacity", false}}};
@@ -329,8 +518,7 @@ int run_whatif(const parsed_arguments& args) {
     if (const auto f = args.value("--memory-fraction")) {
         options.memory_fraction = parse_fraction_option("--memory-fraction", *f);
     }
-    const uint64_t capacity =
-        capacity_of(input, options.device, options.device_memory, options.memory_fraction);
+    const assumed_device device = assume_device(input, options);
 
     std::vector<outcome_row> rows = {recorded_row(file.model)};
     for (size_t i = 0; i < confs.size(); ++i) {
@@ -343,50 +531,14 @@ int run_whatif(const parsed_arguments& args) {
     }
     {
         const progress_line progress("simulating the cudaMalloc and buddy baselines");
-        rows.push_back(baseline_row(analysis::simulate_cuda_malloc(file.model, capacity)));
-        rows.push_back(baseline_row(analysis::simulate_buddy(file.model, capacity)));
+        rows.push_back(baseline_row(analysis::simulate_cuda_malloc(file.model, device.capacity)));
+        rows.push_back(baseline_row(analysis::simulate_buddy(file.model, device.capacity)));
     }
-
     if (args.json) {
-        json_writer json(std::cout);
-        json.begin_object()
-            .field("path", file.path)
-            .field("device", file.model.device())
-            .field("capacity", capacity)
-            .key("outcomes")
-            .begin_array();
-        for (const auto& row : rows) {
-            json.begin_object()
-                .field("name", row.name)
-                .field("peak_reserved", row.peak_reserved)
-                .field("peak_allocated", row.peak_allocated)
-                .field("device_allocations", row.device_allocations)
-                .field("fragmentation", row.fragmentation)
-                .field("ooms", row.ooms);
-            json.key("first_oom_entry");
-            if (row.first_oom) {
-                json.value(static_cast<uint64_t>(*row.first_oom));
-            } else {
-                json.null();
-            }
-            json.end_object();
-        }
-        json.end_array().end_object();
-        return exit_ok;
+        print_whatif_json(file, device, rows);
+    } else {
+        print_whatif_text(file, device, rows);
     }
-    std::cout << file.path << ", device " << file.model.device() << ", capacity "
-              << format_bytes(capacity) << "\n\n";
-    text_table table(
-        {"<policy", "peak reserved", "peak allocated", "device allocs", "fragmentation", "<OOM"});
-    for (const auto& row : rows) {
-        table.add_row({row.name, format_bytes(row.peak_reserved), format_bytes(row.peak_allocated),
-                       std::to_string(row.device_allocations), percent(row.fragmentation),
-                       row.ooms == 0
-                           ? "no"
-                           : std::to_string(row.ooms) + " (first at entry " +
-                                 (row.first_oom ? std::to_string(*row.first_oom) : "?") + ")"});
-    }
-    table.print(std::cout);
     return exit_ok;
 }
 

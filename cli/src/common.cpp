@@ -93,26 +93,30 @@ void write_output(const std::string& path, output_content content,
     }
 }
 
+int chosen_device(const snapshot::snapshot& source, const std::string& path,
+                  const parsed_arguments& args) {
+    const std::vector<int> devices = analysis::devices_of(source);
+    const auto text = args.value("--device");
+    if (!text) {
+        return devices.empty() ? 0 : devices.front();
+    }
+    const int device = static_cast<int>(parse_count_option("--device", *text));
+    if (std::find(devices.begin(), devices.end(), device) == devices.end() && !devices.empty()) {
+        std::string known;
+        for (const int d : devices) {
+            known += (known.empty() ? "" : ", ") + std::to_string(d);
+        }
+        throw snapshot::load_error(input_name(path) + ": has no trace or segments for device " +
+                                   std::to_string(device) + " (it has: " + known + ")");
+    }
+    return device;
+}
+
 opened_file open_file(const std::string& path, const parsed_arguments& args,
                       analysis::frame_visibility frames) {
     snapshot::loaded_snapshot loaded = load_input(path);
     loaded.snapshot = analysis::with_frame_visibility(std::move(loaded.snapshot), frames);
-    const std::vector<int> devices = analysis::devices_of(*loaded.snapshot);
-    int device = 0;
-    if (const auto text = args.value("--device")) {
-        device = static_cast<int>(parse_count_option("--device", *text));
-        if (std::find(devices.begin(), devices.end(), device) == devices.end() &&
-            !devices.empty()) {
-            std::string known;
-            for (const int d : devices) {
-                known += (known.empty() ? "" : ", ") + std::to_string(d);
-            }
-            throw snapshot::load_error(input_name(path) + ": has no trace or segments for device " +
-                                       std::to_string(device) + " (it has: " + known + ")");
-        }
-    } else if (!devices.empty()) {
-        device = devices.front();
-    }
+    const int device = chosen_device(*loaded.snapshot, path, args);
     const progress_line progress("indexing " + input_name(path) + ", device " +
                                  std::to_string(device));
     return opened_file{input_name(path), loaded.kind,

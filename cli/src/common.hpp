@@ -55,6 +55,11 @@ struct opened_file {
     analysis::device_model model;
 };
 
+// The device --device names (default: the first device with a trace, else the first with
+// segments, else 0). Throws snapshot::load_error when `source` has nothing for the one named.
+int chosen_device(const snapshot::snapshot& source, const std::string& path,
+                  const parsed_arguments& args);
+
 // Loads `path` and builds the model of --device (default: the first device with a trace, else
 // the first with segments, else 0), its stacks as `frames` says. Throws snapshot::load_error or
 // usage_error.

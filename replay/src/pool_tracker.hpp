@@ -29,17 +29,28 @@ inline final_pool_map final_pools_of(const snapshot::snapshot& input, int device
 
 // Which pool each allocation of the original went to. A trace does not say: an allocation that
 // lands in an existing segment went to that segment's pool; one that made a new segment went to
-// the pool the final snapshot puts that segment in when it lasts, else to the first pool that
-// had no cached block for it, trying the pool this stream last allocated to, the default pools,
-// the live private pools, then a new one.
+// the pool the final snapshot puts that segment in when it lasts, to the private pool a later
+// run empties when that run is read so (trace_plan::private_part_start), else to the first pool
+// that had no cached block for it, trying the pool this stream last allocated to, the default
+// pools, the live private pools, then a new one.
 class pool_tracker {
   public:
+    // `readings` holds each step's reading (1 = the second one, see trace_plan.hpp).
     pool_tracker(const trace_plan& plan, const final_pool_map& final_pools,
-                 device_allocator& allocator)
+                 const std::vector<uint8_t>& readings, device_allocator& allocator)
         : plan_(plan),
           final_pools_(final_pools),
+          readings_(readings),
           allocator_(allocator),
-          creator_pool_(plan.steps.size(), pool_id{}) {}
+          creator_pool_(plan.steps.size(), pool_id{}),
+          emptying_run_(plan.steps.size(), plan.steps.size()) {
+        for (size_t step = 0; step < plan.steps.size(); ++step) {
+            const auto& freed = plan.frees_in_run[step];
+            for (size_t k = plan.private_part_start[step]; k < freed.size(); ++k) {
+                emptying_run_[freed[k]] = step;
+            }
+        }
+    }
 
     pool_id pool_for(size_t entry, const snapshot::trace_entry& e) {
         const size_t creator = plan_.segment_creator[entry];
@@ -129,6 +140,15 @@ class pool_tracker {
                 return it->second;
             }
         }
+        const size_t run = emptying_run_[creator];
+        if (run < plan_.steps.size() && readings_[run]) {
+            // The segments that run gives back from its first small one on were one pool's.
+            auto [pool, added] = run_pool_.try_emplace(run);
+            if (added) {
+                pool->second = invented_pool();
+            }
+            return pool->second;
+        }
         std::vector<pool_id> candidates;
         const pool_id last = last_on_stream(e.stream);
         if (!last.is_default() && !released_.count(last)) {
@@ -145,15 +165,21 @@ class pool_tracker {
                 return p;
             }
         }
-        // A pool of its own, named apart from PyTorch's ids (its segments never last).
-        return pool_id{0, first_invented_pool + invented_++};
+        return invented_pool();
     }
+
+    // A pool of its own, named apart from PyTorch's ids (its segments never last).
+    pool_id invented_pool() { return pool_id{0, first_invented_pool + invented_++}; }
 
     static constexpr uint64_t first_invented_pool = 1ull << 48;
     const trace_plan& plan_;
     const final_pool_map& final_pools_;
+    const std::vector<uint8_t>& readings_;
     device_allocator& allocator_;
     std::vector<pool_id> creator_pool_;
+    // Creator -> the step of the run that empties its segment's private pool, if one does.
+    std::vector<size_t> emptying_run_;
+    std::map<size_t, pool_id> run_pool_;  // that run -> the pool
     std::unordered_map<stream_handle, pool_id> last_pool_;
     std::vector<pool_id> recent_;  // live private pools, by first use
     std::set<pool_id> created_, released_;

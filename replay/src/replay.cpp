@@ -43,18 +43,6 @@ class trace_collector : public allocator_observer {
     int device_;
 };
 
-uint64_t device_total_of(const snapshot::snapshot& input, const replay_options& options) {
-    if (options.device_memory) {
-        return options.device_memory;
-    }
-    for (const auto& d : input.info.devices) {
-        if (d.device == options.device && d.total_memory) {
-            return d.total_memory;
-        }
-    }
-    return default_device_memory;
-}
-
 // The actions a replay reproduces, in the order the comparison checks them.
 bool compared(action a) {
     return a != action::snapshot && a != action::annotation_start && a != action::annotation_end &&
@@ -64,10 +52,6 @@ bool compared(action a) {
 bool same_entry(const snapshot::trace_entry& a, const snapshot::trace_entry& b) {
     return a.kind == b.kind && a.address == b.address && a.size == b.size && a.stream == b.stream;
 }
-
-// One replay with the ambiguous steps decided by `flipped` (1 = the other reading). With
-// `expected` given, it stops at the first entry that differs from the original and reports
-// that entry's index in the original trace through `mismatch`.
 
 // What others held on the device at the oom entry `i`: the original found it this full (the
 // entry records the free bytes), and whatever it did not hold itself, others did.
@@ -85,6 +69,11 @@ struct unseen_syncs {
     size_t after_step = at_start;
 };
 
+// One replay with the ambiguous steps decided by `flipped` (1 = the second reading of
+// trace_plan.hpp: an empty_cache as a private pool emptying itself, or the other reading of a
+// release_run or complete_before_release). With `expected` given, it stops at the first entry
+// that differs from the original and reports that entry's index in the original trace through
+// `mismatch`.
 replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
                        const detail::trace_plan& plan, const replay_options& options,
                        uint64_t total, const detail::final_pool_map& final_pools,
@@ -104,7 +93,7 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
     }
     trace_collector collector(options.device);
     allocator.set_observer(&collector);
-    detail::pool_tracker pools(plan, final_pools, allocator);
+    detail::pool_tracker pools(plan, final_pools, flipped, allocator);
 
     replay_result result;
     // Trace address -> replayed address of live allocations (they differ in what-if runs).
@@ -292,6 +281,18 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
 
 }  // namespace
 
+device_total device_total_of(const snapshot::snapshot& input, const replay_options& options) {
+    if (options.device_memory) {
+        return {options.device_memory, device_total_source::option};
+    }
+    for (const auto& d : input.info.devices) {
+        if (d.device == options.device && d.total_memory) {
+            return {d.total_memory, device_total_source::recorded};
+        }
+    }
+    return {default_device_memory, device_total_source::assumed};
+}
+
 replay_result replay_trace(const snapshot::snapshot& input, const replay_options& options) {
     const snapshot::device_trace* trace = input.find_trace(options.device);
     if (!trace) {
@@ -299,10 +300,15 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
                                  std::to_string(options.device));
     }
     const auto& entries = trace->entries;
-    const uint64_t total = device_total_of(input, options);
+    const uint64_t total = device_total_of(input, options).bytes;
     const detail::trace_plan plan = detail::plan_trace(entries, total);
     const detail::final_pool_map final_pools = detail::final_pools_of(input, options.device);
+    // The likelier reading of each step first: a run that gives back a small segment before a
+    // large one empties a private pool.
     std::vector<uint8_t> flipped(entries.size(), 0);
+    for (size_t i = 0; i < entries.size(); ++i) {
+        flipped[i] = plan.private_part_start[i] != detail::trace_plan::none;
+    }
     size_t mismatch = entries.size();
     if (!options.reuse_trace_addresses) {
         return run_once(entries, plan, options, total, final_pools, flipped, unseen_syncs{},
@@ -323,7 +329,8 @@ replay_result replay_trace(const snapshot::snapshot& input, const replay_options
     std::vector<size_t> ambiguous;
     for (size_t i = 0; i < entries.size(); ++i) {
         if (plan.steps[i] == detail::step_kind::release_run ||
-            plan.steps[i] == detail::step_kind::complete_before_release) {
+            plan.steps[i] == detail::step_kind::complete_before_release ||
+            plan.private_part_start[i] != detail::trace_plan::none) {
             ambiguous.push_back(i);
         }
     }

@@ -3,6 +3,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "memtrail/rules/size_rules.hpp"
+
 namespace memtrail::replay::detail {
 
 namespace {
@@ -42,6 +44,7 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
     plan.segment_creator.assign(n, n);
     plan.new_segment.assign(n, 0);
     plan.frees_in_run.assign(n, {});
+    plan.private_part_start.assign(n, trace_plan::none);
     plan.lasting_segment.assign(n, 0);
     plan.reservation_end.assign(n, 0);
     plan.reserved_at.assign(n, 0);
@@ -61,7 +64,8 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
     };
     uint64_t reserved_bytes = 0;
     size_t last_request = 0;
-    size_t run_start = n;  // the step of the release run under way
+    size_t run_start = n;                       // the step of the release run under way
+    size_t run_first_small = trace_plan::none;  // in frees_in_run of the run under way
 
     bool in_release_run = false;
     for (size_t i = 0; i < n; ++i) {
@@ -138,6 +142,17 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                 }
                 if (!in_release_run) {
                     run_start = i;
+                    run_first_small = trace_plan::none;
+                }
+                if (e.kind == action::segment_free) {
+                    const bool small = e.size == size_rules::small_buffer;
+                    if (small && run_first_small == trace_plan::none) {
+                        run_first_small = plan.frees_in_run[run_start].size();
+                    }
+                    if (!small && run_first_small != trace_plan::none &&
+                        plan.steps[run_start] == step_kind::empty_cache) {
+                        plan.private_part_start[run_start] = run_first_small;
+                    }
                 }
                 if (freed < n && e.kind == action::segment_free) {
                     plan.lasting_segment[freed] = 0;

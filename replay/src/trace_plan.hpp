@@ -21,7 +21,8 @@ enum class step_kind : uint8_t {
                               // new segment (or fails), with or without releases in between:
                               // either the allocation's own event check completed it or the
                               // synchronization on its release path did
-    empty_cache,              // segment frees no allocation explains
+    empty_cache,              // segment frees no allocation explains: an empty_cache, or
+                              // (see private_part_start) one with a private pool emptied in it
     release_run,              // segment frees right before an allocation's new segment: that
                   // allocation's releases, or an empty_cache first (decided by the state)
     snapshot,     // a snapshot was taken
@@ -48,6 +49,13 @@ struct trace_plan {
     std::vector<size_t> segment_creator;
     std::vector<uint8_t> new_segment;
     std::vector<std::vector<size_t>> frees_in_run;
+    // For empty_cache steps whose run gives back a small segment before a large one: where in
+    // frees_in_run that private pool's segments begin (the first small one); trace_plan::none
+    // otherwise. PyTorch empties the default pools' large blocks before their small ones, a
+    // private pool's small blocks before its large ones (release_cached_blocks), so the run
+    // empties a private pool (a MemPool destroyed), after the default pools' large segments.
+    static constexpr size_t none = SIZE_MAX;
+    std::vector<size_t> private_part_start;
     // For creators whose segment lasts to the end: its address (to find its pool in the final
     // segments).
     std::vector<device_address> lasting_segment;

@@ -499,6 +499,17 @@ class MemtrailSnapshots(unittest.TestCase):
         self.assertEqual(run("check", self.oom, "--no-oom")[0], 1)
 
 
+# The traces recorded on H200s (tests/data/traces/*.tar.gz), unpacked by the build beside bin/.
+JOB_TRACES = pathlib.Path(MEMTRAIL).resolve().parent.parent / "tests" / "replay" / "traces"
+
+
+def job_trace(test, name):
+    path = JOB_TRACES / name
+    if not path.exists():
+        test.skipTest(f"{path} not unpacked (configure the build)")
+    return path
+
+
 class ReplayWhatif(unittest.TestCase):
     def test_replay_of_the_anchors_is_identical(self):
         for path in anchors():
@@ -538,6 +549,70 @@ class ReplayWhatif(unittest.TestCase):
         tight = run_json("whatif", path, "--alloc-conf", "expandable_segments:True",
                          "--device-memory", "1GiB")
         self.assertTrue(all(o["ooms"] > 0 for o in tight["outcomes"][1:]))
+
+    def test_replay_takes_the_device_the_trace_was_recorded_on(self):
+        path = job_trace(self, "ddp__rank1.pickle")  # rank 1's trace is device 1's
+        report = run_json("replay", path, "--expect-stats", path.with_suffix(".json"))
+        self.assertTrue(report["parity"]["ok"], report["parity"]["first_difference"])
+        self.assertEqual(report["device"], 1)
+        self.assertEqual(report["allocations"], saved_stats(path)["allocation.all.allocated"])
+        meta = json.loads(path.with_suffix(".json").read_text())
+        self.assertEqual(report["device_total"], meta["device_total"])
+        self.assertEqual(report["device_total_source"], "expect-stats")
+        self.assertEqual(report["num_alloc_retries"], meta["stats"]["num_alloc_retries"])
+        alone = run_json("replay", path)
+        self.assertEqual((alone["device_total"], alone["device_total_source"]),
+                         (80 << 30, "default"))
+        code, out, _ = run("replay", path, "--device-memory", "141GiB")
+        self.assertEqual(code, 0)
+        self.assertIn("device 1: replayed", out)
+        self.assertIn("device size 141GiB (given by --device-memory)", out)
+        code, _, err = run("replay", path, "--device", "0")
+        self.assertEqual(code, 2)
+        self.assertIn("has no trace or segments for device 0 (it has: 1)", err)
+
+    def test_a_destroyed_mempool_gives_back_its_small_segment_first(self):
+        path = job_trace(self, "mempool_release.pickle")
+        report = run_json("replay", path, "--expect-stats", path.with_suffix(".json"))
+        self.assertTrue(report["parity"]["ok"], report["parity"]["first_difference"])
+
+    def test_whatif_reports_retries_and_the_device_size_it_assumed(self):
+        path = job_trace(self, "oom_cap_fragmentation.pickle")
+        meta = json.loads(path.with_suffix(".json").read_text())
+        fraction = repr(meta["fraction"])
+        report = run_json("whatif", path, "--alloc-conf", "", "--memory-fraction", fraction,
+                          "--device-memory", meta["device_total"])
+        self.assertEqual(report["device_total"], meta["device_total"])
+        self.assertEqual(report["device_total_source"], "device-memory")
+        self.assertEqual(report["capacity"], int(meta["device_total"] * meta["fraction"]))
+        recorded, replayed = report["outcomes"][0], report["outcomes"][1]
+        self.assertIsNone(recorded["num_alloc_retries"])  # a pickle has no memory_stats()
+        self.assertEqual(replayed["num_alloc_retries"], meta["stats"]["num_alloc_retries"])
+        self.assertEqual(replayed["num_ooms"], meta["stats"]["num_ooms"])
+        self.assertTrue(all(o["num_alloc_retries"] is None for o in report["outcomes"][2:]))
+        code, out, _ = run("whatif", path, "--alloc-conf", "", "--memory-fraction", fraction)
+        self.assertEqual(code, 0)
+        self.assertIn("device size 80GiB (assumed, not recorded in the snapshot: give "
+                      "--device-memory)", out)
+        self.assertIn("The recording itself reserved 2.81GiB, more than this capacity", out)
+        self.assertIn("retries: num_alloc_retries of memory_stats()", out)
+        self.assertEqual(run_json("whatif", path, "--alloc-conf", "")["device_total_source"],
+                         "default")
+
+    def test_whatif_takes_the_recorded_total_and_counters_of_a_memtrail_snapshot(self):
+        path = job_trace(self, "oom_cap_fragmentation.pickle")
+        meta = json.loads(path.with_suffix(".json").read_text())
+        with tempfile.TemporaryDirectory() as tmp:
+            replayed = pathlib.Path(tmp) / "r.mtrail"  # records the total and memory_stats()
+            code, _, err = run("replay", path, "--expect-stats", path.with_suffix(".json"),
+                               "-o", replayed)
+            self.assertEqual(code, 0, err)
+            report = run_json("whatif", replayed, "--alloc-conf", "expandable_segments:True")
+        self.assertEqual(report["device_total_source"], "recorded")
+        self.assertEqual(report["device_total"], meta["device_total"])
+        self.assertEqual(report["outcomes"][0]["num_alloc_retries"],
+                         meta["stats"]["num_alloc_retries"])
+        self.assertEqual(report["outcomes"][0]["num_ooms"], meta["stats"]["num_ooms"])
 
 
 class Ranks(unittest.TestCase):

@@ -108,6 +108,72 @@ TEST_F(PrivatePools, APoolsMemoryIsKeptUntilItIsReleasedThenGivenBackAndThePoolD
     EXPECT_EQ(allocator.check_consistency(), "");
 }
 
+// The segments given back since `from`, in order: (size, address).
+std::vector<std::pair<uint64_t, device_address>> segment_frees(const event_log& log, size_t from) {
+    std::vector<std::pair<uint64_t, device_address>> frees;
+    for (size_t i = from; i < log.events.size(); ++i) {
+        if (log.events[i].action == allocator_action::segment_free) {
+            frees.emplace_back(log.events[i].size, log.events[i].address);
+        }
+    }
+    return frees;
+}
+
+// Large (4, 5, 6 MiB in one 20 MiB segment; three 24 MiB) and small (256 KiB) tensors made in
+// alternation, as the mempool_release trace recorded with torch 2.11 makes them, then freed.
+void allocate_and_free_mixed_sizes(device_allocator& allocator) {
+    std::vector<device_address> kept;
+    for (uint64_t i = 0; i < 3; ++i) {
+        kept.push_back(allocator.allocate((4 + i) * MiB));
+        kept.push_back(allocator.allocate(256 * 1024));
+        kept.push_back(allocator.allocate(24 * MiB));
+    }
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
+        allocator.free(*it);
+    }
+}
+
+TEST_F(PrivatePools, AnEmptiedPoolGivesBackItsSmallSegmentsBeforeItsLargeOnes) {
+    // PyTorch's release_cached_blocks empties a private pool's small blocks, then its large
+    // ones, each in the pool's order (size, then address): the 2 MiB segment first.
+    allocator.create_pool(user_pool);
+    allocator.begin_allocate_to_pool(user_pool, every_stream());
+    allocate_and_free_mixed_sizes(allocator);
+    allocator.end_allocate_to_pool(user_pool);
+    allocator.release_pool(user_pool);  // use_mem_pool's scope ends
+    allocator.release_pool(user_pool);  // the MemPool is destroyed, then empties itself
+    const size_t before = log.events.size();
+    allocator.empty_cache(user_pool);
+    const auto frees = segment_frees(log, before);
+    ASSERT_EQ(frees.size(), 5u);
+    EXPECT_EQ(frees[0].first, 2 * MiB);
+    EXPECT_EQ(frees[1].first, 20 * MiB);
+    for (size_t i = 2; i < frees.size(); ++i) {
+        EXPECT_EQ(frees[i].first, 24 * MiB);
+        EXPECT_GT(frees[i].second, frees[i - 1].second) << "24 MiB segments by address";
+    }
+    EXPECT_EQ(stat_of("reserved_bytes.all.current"), 0);
+}
+
+TEST_F(PrivatePools, TheDefaultPoolsGiveBackTheirLargeSegmentsBeforeTheirSmallOnes) {
+    // The same tensors outside any pool: empty_cache gives back large blocks first, and a
+    // released private pool's (small, then large) after the default pools'.
+    allocate_and_free_mixed_sizes(allocator);
+    allocator.begin_allocate_to_pool(user_pool, every_stream());
+    allocator.free(allocator.allocate(256 * 1024));
+    allocator.free(allocator.allocate(4 * MiB));
+    allocator.end_allocate_to_pool(user_pool);
+    allocator.release_pool(user_pool);
+    const size_t before = log.events.size();
+    allocator.empty_cache();
+    std::vector<uint64_t> sizes;
+    for (const auto& [size, address] : segment_frees(log, before)) {
+        sizes.push_back(size);
+    }
+    EXPECT_EQ(sizes, (std::vector<uint64_t>{20 * MiB, 24 * MiB, 24 * MiB, 24 * MiB, 2 * MiB,
+                                            2 * MiB, 20 * MiB}));
+}
+
 TEST_F(PrivatePools, AReleasedPoolWithLiveTensorsStaysUntilTheyAreFreed) {
     allocator.begin_allocate_to_pool(graph_pool, every_stream());
     const device_address output = allocator.allocate(30 * MiB);

@@ -33,6 +33,16 @@ std::vector<fs::path> recorded_traces() {
     return found;
 }
 
+// The device a trace was recorded on: a rank's trace is its own device's (rank 1: device 1).
+int traced_device(const snapshot::snapshot& original) {
+    for (const auto& trace : original.traces) {
+        if (!trace.entries.empty()) {
+            return trace.device;
+        }
+    }
+    return 0;
+}
+
 class Parity : public ::testing::TestWithParam<fs::path> {};
 
 TEST_P(Parity, ReplayMatchesPyTorchExactly) {
@@ -40,12 +50,15 @@ TEST_P(Parity, ReplayMatchesPyTorchExactly) {
     const trace_metadata meta = read_trace_metadata(fs::path(trace).replace_extension(".json"));
     const snapshot::snapshot original = snapshot::read_torch_pickle(trace);
     replay_options options;
+    options.device = traced_device(original);
     options.config = allocator_config::parse(meta.conf);
     options.device_memory = meta.device_total;
     options.memory_fraction = meta.fraction;
     options.expected_stats = &meta.stats;
     const replay_result result = replay_trace(original, options);
-    const parity_report report = compare_with_original(original, result, &meta.stats);
+    ASSERT_GT(result.allocations, 0u) << "nothing replayed on device " << options.device;
+    const parity_report report =
+        compare_with_original(original, result, &meta.stats, options.device);
     EXPECT_TRUE(report.trace_equal) << report.first_difference;
     EXPECT_TRUE(report.segments_equal) << report.first_difference;
     EXPECT_TRUE(report.stats_equal) << report.first_difference;

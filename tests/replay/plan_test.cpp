@@ -51,6 +51,41 @@ TEST(TracePlan, ClassifiesRequestsAndConsequences) {
     EXPECT_EQ(plan.device_addresses, (std::vector<device_address>{0x1000}));
 }
 
+TEST(TracePlan, ARunGivingBackASmallSegmentBeforeALargeOneEmptiesAPrivatePool) {
+    // The default pools give back large segments before small ones; a private pool its small
+    // ones before its large ones, after the default pools'.
+    constexpr uint64_t small = 2 << 20, large = 20 << 20;
+    const std::vector<snapshot::trace_entry> made = {
+        entry(action::segment_alloc, 0x1000000, large),  // 0
+        entry(action::alloc, 0x1000000, 4 << 20),        // 1
+        entry(action::segment_alloc, 0x2000000, small),  // 2
+        entry(action::alloc, 0x2000000),                 // 3
+        entry(action::segment_alloc, 0x3000000, large),  // 4
+        entry(action::alloc, 0x3000000, 4 << 20),        // 5
+        entry(action::free_requested, 0x1000000),        // 6
+        entry(action::free_completed, 0x1000000),        // 7
+        entry(action::free_requested, 0x2000000),        // 8
+        entry(action::free_completed, 0x2000000),        // 9
+        entry(action::free_requested, 0x3000000),        // 10
+        entry(action::free_completed, 0x3000000),        // 11
+    };
+    // The run an empty_cache gives back, from entry 12, with the segments in this order.
+    auto part_start = [&](std::vector<std::pair<uint64_t, uint64_t>> order) {
+        auto trace = made;
+        for (const auto& [address, size] : order) {
+            trace.push_back(entry(action::segment_free, address, size));
+        }
+        const trace_plan plan = plan_trace(trace, 80ull << 30);
+        EXPECT_EQ(plan.steps[12], step_kind::empty_cache);
+        return plan.private_part_start[12];
+    };
+    const std::pair<uint64_t, uint64_t> first{0x1000000, large}, second{0x3000000, large},
+        small_one{0x2000000, small};
+    EXPECT_EQ(part_start({first, second, small_one}), trace_plan::none);  // the default pools'
+    EXPECT_EQ(part_start({small_one, first, second}), 0u);  // a MemPool emptying itself
+    EXPECT_EQ(part_start({first, small_one, second}), 1u);  // the default pools', then a pool's
+}
+
 TEST(TracePlan, NewExpandableSegmentsAreRecognisedByTheirFirstMap) {
     const uint64_t total = 80ull << 30;
     const std::vector<snapshot::trace_entry> trace = {

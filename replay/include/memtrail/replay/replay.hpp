@@ -43,6 +43,18 @@ struct replay_result {
     uint64_t unmatched_frees = 0;     // frees of addresses the replay never allocated
 };
 
+// The device's total memory a replay runs with, and where it came from.
+enum class device_total_source {
+    option,    // replay_options::device_memory
+    recorded,  // the snapshot's device properties (memtrail snapshots record it; pickles do not)
+    assumed,   // neither: 80 GiB
+};
+struct device_total {
+    uint64_t bytes = 0;
+    device_total_source source = device_total_source::assumed;
+};
+device_total device_total_of(const snapshot::snapshot& input, const replay_options& options);
+
 // Throws std::runtime_error with a clear message when the trace is inconsistent (a free of an
 // address never allocated, ...), naming the entry index.
 replay_result replay_trace(const snapshot::snapshot& input, const replay_options& options);
