@@ -56,13 +56,12 @@ foreach(module IN LISTS memtrail_public_modules)
 endforeach()
 install(DIRECTORY ${MEMTRAIL_GENERATED_INCLUDE_DIR}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-# The programs find the installed libraries beside them, wherever the prefix is moved.
+# The programs find the installed libraries beside them, wherever the prefix is moved (their
+# RUNPATH is set once for the whole project, CMakeLists.txt).
 set(memtrail_programs memtrail)
 if(TARGET memtrail-viewer)
   list(APPEND memtrail_programs memtrail-viewer)
 endif()
-set_target_properties(${memtrail_programs} PROPERTIES
-  INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 install(TARGETS ${memtrail_programs} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # `memtrail run python ...` puts this folder first on PYTHONPATH (beside the interposer).
 if(TARGET memtrail_interpose)

@@ -26,6 +26,11 @@ memtrail.dump_snapshot("run.memtrail")'
 summary=$(env -u LD_LIBRARY_PATH "$WORK/venv/bin/memtrail" summary run.memtrail)
 grep -q "allocated *5MiB *1 blocks" <<< "$summary" || fail "unexpected summary: $summary"
 
+# The package's copies of the binaries find libraries relative to themselves only.
+MEMTRAIL_SOURCE_DIR="$SOURCE_DIR" MEMTRAIL_BUILD_DIR="$BUILD_DIR" \
+  "$SOURCE_DIR/tests/install/runpath_test.sh" "$WORK/venv/lib" > /dev/null \
+  || fail "a binary of the installed package has a RUNPATH that reaches beyond it"
+
 MEMTRAIL_BUILD_DIR="$BUILD_DIR" "$WORK/venv/bin/pip" wheel --quiet --no-index \
   --no-build-isolation --no-deps --wheel-dir "$WORK/wheels" "$WORK/package"
 ls "$WORK/wheels"/memtrail-*-py3-none-linux_*.whl > /dev/null || fail "no platform wheel: $(ls "$WORK/wheels")"
