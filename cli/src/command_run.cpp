@@ -68,7 +68,7 @@ std::string checked_choice(const parsed_arguments& args, const std::string& opti
         }
         accepted += (accepted.empty() ? "" : ", ") + choice;
     }
-    throw usage_error("memtrail run: " + option + " " + value + " is not one of " + accepted);
+    throw usage_error(option + " " + value + " is not one of " + accepted);
 }
 
 std::string checked_device(const parsed_arguments& args) {
@@ -77,13 +77,13 @@ std::string checked_device(const parsed_arguments& args) {
         return device;
     }
     if (!device.starts_with("sim:")) {
-        throw usage_error("memtrail run: --device " + device +
+        throw usage_error("--device " + device +
                           " is not cuda or sim:SIZE (sim:16GiB)");
     }
     try {
         parse_size_option("--device", device.substr(4));
     } catch (const usage_error& error) {
-        throw usage_error("memtrail run: " + std::string(error.what()));
+        throw usage_error(std::string(error.what()));
     }
     return device;
 }
@@ -121,7 +121,7 @@ void prepare_environment(const parsed_arguments& args, const fs::path& interpose
         try {
             allocator_config::parse(*conf);
         } catch (const std::exception& error) {
-            throw usage_error("memtrail run: --alloc-conf: " + std::string(error.what()));
+            throw usage_error("--alloc-conf: " + std::string(error.what()));
         }
         setenv("MEMTRAIL_ALLOC_CONF", conf->c_str(), 1);
     }
@@ -242,7 +242,7 @@ command_spec run_spec() {
 int run_run(const parsed_arguments& args) {
     const fs::path interposer = executable_dir().parent_path() / "lib" / "libmemtrail_interpose.so";
     if (!fs::exists(interposer)) {
-        throw usage_error("memtrail run: " + interposer.string() +
+        throw usage_error(interposer.string() +
                           " is missing (it is built where the CUDA toolkit is found)");
     }
     // Without its hook a Python program still runs, but PyTorch keeps its own allocator and the

@@ -63,11 +63,11 @@ int run(const std::vector<std::string>& argv) {
             return cmd.run(args);
         } catch (const usage_error& e) {
             // Usage errors name what was wrong; the command they belong to is added here.
-            std::cerr << "memtrail: " << name << ": " << e.what() << "\n";
+            std::cerr << "memtrail: " << name << ": " << printable(e.what()) << "\n";
             return exit_bad_input;
         }
     }
-    std::cerr << "memtrail: unknown command '" << name << "' (see memtrail --help)\n";
+    std::cerr << "memtrail: unknown command '" << printable(name) << "' (see memtrail --help)\n";
     return exit_bad_input;
 }
 
@@ -79,8 +79,9 @@ int main(int argc, char** argv) {
     try {
         return cli::run(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const std::exception& e) {
-        // Every error line starts with "memtrail: "; load errors go on with the path.
-        std::cerr << "memtrail: " << e.what() << "\n";
+        // Every error line starts with "memtrail: "; load errors go on with the path. What it
+        // quotes from a file or the command line is escaped: it cannot forge lines or codes.
+        std::cerr << "memtrail: " << cli::printable(e.what()) << "\n";
     } catch (...) {
         std::cerr << "memtrail: an unexpected error that names no reason\n";
     }
