@@ -164,16 +164,14 @@ outcome_row baseline_row(const analysis::policy_outcome& outcome) {
 }
 
 void write_stats_json(const std::map<std::string, int64_t>& stats, const std::string& path) {
-    std::ofstream out(path);
-    if (!out) {
-        throw snapshot::load_error(path + ": cannot open for writing");
-    }
-    json_writer json(out);
-    json.begin_object();
-    for (const auto& [name, value] : stats) {
-        json.field(name, value);
-    }
-    json.end_object();
+    write_output(path, output_content::text, [&](std::ostream& out) {
+        json_writer json(out);
+        json.begin_object();
+        for (const auto& [name, value] : stats) {
+            json.field(name, value);
+        }
+        json.end_object();
+    });
 }
 
 void optional_field(json_writer& json, const char* key, const std::optional<int64_t>& value) {

@@ -5,11 +5,13 @@
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <span>
+#include <sstream>
 
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/size_text.hpp"
+#include "memtrail/snapshot/output_file.hpp"
 #include "progress.hpp"
 
 namespace memtrail::cli {
@@ -74,22 +76,17 @@ void write_output(const std::string& path, output_content content,
     }
     const progress_line progress(
         "writing " + (path == standard_stream_path ? std::string("standard output") : path));
+    // Whole, then written once: a file is replaced only by a complete output (output_file.hpp).
+    std::ostringstream text;
+    write(text);
+    const std::string bytes = std::move(text).str();
+    const std::span<const uint8_t> view(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                        bytes.size());
     if (path == standard_stream_path) {
-        write(std::cout);
         std::cout.flush();
-        if (!std::cout) {
-            throw snapshot::load_error("standard output: cannot write");
-        }
-        return;
-    }
-    std::ofstream out(path, std::ios::binary);
-    if (!out) {
-        throw snapshot::load_error(path + ": cannot open for writing");
-    }
-    write(out);
-    out.flush();
-    if (!out) {
-        throw snapshot::load_error(path + ": cannot write");
+        snapshot::write_to_descriptor(STDOUT_FILENO, "standard output", view);
+    } else {
+        snapshot::write_output_file(path, view);
     }
 }
 

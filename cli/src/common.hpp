@@ -44,7 +44,9 @@ std::string input_name(const std::string& path);
 
 // Writes what `write` puts on the stream to `path`, or to standard output when it is "-";
 // progress on a terminal. Binary content (a snapshot, a pickle) is refused on a terminal with a
-// usage_error. Throws snapshot::load_error ("PATH: cannot open for writing").
+// usage_error. A path is written as snapshot::write_output_file writes it (a file replaced
+// atomically, a symbolic link written through, a device or FIFO directly). Throws
+// std::system_error ("PATH: cannot write: No space left on device").
 enum class output_content { text, binary };
 void write_output(const std::string& path, output_content content,
                   const std::function<void(std::ostream&)>& write);

@@ -66,14 +66,23 @@ class file_descriptor {
 };
 
 // The temporary file's name for `path`: "<path>.<pid>.<n>.tmp".
-std::filesystem::path temporary_for(const std::filesystem::path& path, uint64_t n) {
-    std::filesystem::path temporary = path;
-    temporary += "." + std::to_string(::getpid()) + "." + std::to_string(n) + ".tmp";
-    return temporary;
+// The part of a target's name its temporary files start with: the whole name, unless the
+// ".<pid>.<n>.tmp" after it would pass the longest name a folder takes (NAME_MAX).
+std::string temporary_stem(const std::string& target_name) {
+    constexpr size_t longest_name = 255;
+    constexpr size_t longest_suffix = 1 + 10 + 1 + 20 + 4;
+    return target_name.size() + longest_suffix <= longest_name
+               ? target_name
+               : target_name.substr(0, longest_name - longest_suffix);
 }
 
-// The writer's pid when `name` is a temporary file of `target_name`
-// ("<target_name>.<pid>.<n>.tmp"), else 0.
+std::filesystem::path temporary_for(const std::filesystem::path& path, uint64_t n) {
+    return path.parent_path() / (temporary_stem(path.filename().string()) + "." +
+                                 std::to_string(::getpid()) + "." + std::to_string(n) + ".tmp");
+}
+
+// The writer's pid when `name` is a temporary file of a target whose temporary_stem is
+// `target_name` ("<target_name>.<pid>.<n>.tmp"), else 0.
 pid_t writer_of_temporary(std::string_view name, std::string_view target_name) {
     constexpr std::string_view suffix = ".tmp";
     if (name.size() <= target_name.size() + 1 + suffix.size() || !name.starts_with(target_name) ||
@@ -98,7 +107,7 @@ pid_t writer_of_temporary(std::string_view name, std::string_view target_name) {
 // included, are left alone. Best effort: what cannot be listed or removed stays.
 void remove_stale_temporaries(const std::filesystem::path& path) {
     const auto folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-    const std::string target_name = path.filename().string();
+    const std::string target_name = temporary_stem(path.filename().string());
     std::error_code error;
     for (std::filesystem::directory_iterator it(folder, error), end; !error && it != end;
          it.increment(error)) {

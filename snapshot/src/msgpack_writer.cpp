@@ -8,6 +8,7 @@
 
 #include "file_io.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
+#include "memtrail/snapshot/output_file.hpp"
 #include "msgpack_schema.hpp"
 #include "zstd_codec.hpp"
 
@@ -326,7 +327,7 @@ void write_snapshot(const snapshot& s, const std::filesystem::path& path,
         resolved.compress = ends_with_zst(path) ? compression::zstd : compression::none;
     }
     const auto bytes = write_snapshot(s, resolved);
-    write_file_atomically(path, bytes);
+    write_output_file(path, bytes);
 }
 
 }  // namespace memtrail::snapshot

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "file_io.hpp"
+#include "memtrail/snapshot/output_file.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
 #include "pickle_emitter.hpp"
 
@@ -400,7 +401,7 @@ std::vector<uint8_t> write_torch_pickle(const snapshot& s, frames_lists lists) {
 
 void write_torch_pickle(const snapshot& s, const std::filesystem::path& path, frames_lists lists) {
     const auto bytes = write_torch_pickle(s, lists);
-    detail::write_file_atomically(path, bytes);
+    write_output_file(path, bytes);
 }
 
 }  // namespace memtrail::snapshot

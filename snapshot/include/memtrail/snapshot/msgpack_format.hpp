@@ -30,7 +30,8 @@ struct write_options {
 /// give equal files.
 std::vector<uint8_t> write_snapshot(const snapshot& s, const write_options& options = {});
 
-/// Writes `s` to `path` atomically: a temporary file in the same folder, fsync, rename.
+/// Writes `s` to `path` as write_output_file does (output_file.hpp): atomically for a file,
+/// through a symbolic link, directly to a device or FIFO.
 /// @throws std::system_error when the file cannot be written.
 void write_snapshot(const snapshot& s, const std::filesystem::path& path,
                     const write_options& options = {});

@@ -42,7 +42,8 @@ enum class frames_lists : uint8_t {
 std::vector<uint8_t> write_torch_pickle(const snapshot& s,
                                         frames_lists lists = frames_lists::shared);
 
-/// Writes the pickle to `path` atomically (a temporary file in the same folder, renamed).
+/// Writes the pickle to `path` as write_output_file does (output_file.hpp): atomically for a
+/// file, through a symbolic link, directly to a device or FIFO.
 /// @throws std::system_error when the file cannot be written.
 void write_torch_pickle(const snapshot& s, const std::filesystem::path& path,
                         frames_lists lists = frames_lists::shared);
