@@ -228,35 +228,25 @@ std::optional<double> shared_stack_fraction(const std::vector<std::string>& a,
     return static_cast<double>(both.size()) / static_cast<double>(all);
 }
 
-namespace {
-
-struct file_facts {
-    rank_name name;
-    std::vector<std::string> stacks;
-};
-
-// Why file `f` cannot join the job whose files are `members` (the first one stands for the
-// job's settings and code); nullopt when it can.
 std::optional<std::string> why_not_in_job(const std::vector<job_file>& files,
-                                          const std::vector<file_facts>& facts,
-                                          const std::vector<size_t>& members, size_t f) {
-    const size_t first = members.front();
-    const rank_name& name = facts[f].name;
-    if (name.rank && facts[first].name.rank && name.pattern != facts[first].name.pattern) {
-        return "named as another job (" + name.pattern + ", not " + facts[first].name.pattern +
-               ")";
+                                          const std::vector<size_t>& members, size_t file) {
+    const job_file& first = files[members.front()];
+    const rank_name name = rank_in_file_name(file_name_of(files[file].path));
+    const rank_name first_name = rank_in_file_name(file_name_of(first.path));
+    if (name.rank && first_name.rank && name.pattern != first_name.pattern) {
+        return "named as another job (" + name.pattern + ", not " + first_name.pattern + ")";
     }
     for (const size_t m : members) {
-        if (name.rank && facts[m].name.rank == name.rank &&
-            facts[m].name.pattern == name.pattern) {
-            return "the job already has a rank " + std::to_string(*name.rank) + " (" +
+        const rank_name member = rank_in_file_name(file_name_of(files[m].path));
+        if (name.rank && member.rank == name.rank && member.pattern == name.pattern) {
+            return "the job has a rank " + std::to_string(*name.rank) + " already (" +
                    file_name_of(files[m].path) + ")";
         }
     }
-    if (auto reason = why_not_one_job(*files[first].source, *files[f].source)) {
+    if (auto reason = why_not_one_job(*first.source, *files[file].source)) {
         return reason;
     }
-    const auto shared = shared_stack_fraction(facts[first].stacks, facts[f].stacks);
+    const auto shared = shared_stack_fraction(*first.stacks, *files[file].stacks);
     if (shared && *shared < same_code_stack_fraction) {
         return "other code: " + std::to_string(static_cast<int>(*shared * 100.0 + 0.5)) +
                "% of their allocation stacks are shared";
@@ -264,20 +254,13 @@ std::optional<std::string> why_not_in_job(const std::vector<job_file>& files,
     return std::nullopt;
 }
 
-}  // namespace
-
 std::vector<rank_job> group_into_jobs(const std::vector<job_file>& files) {
-    std::vector<file_facts> facts;
-    for (const job_file& file : files) {
-        facts.push_back({rank_in_file_name(file_name_of(file.path)),
-                         allocation_stacks(*file.source)});
-    }
     std::vector<rank_job> jobs;
     for (size_t f = 0; f < files.size(); ++f) {
         std::string why_not_first;
         rank_job* joined = nullptr;
         for (rank_job& job : jobs) {
-            const auto reason = why_not_in_job(files, facts, job.files, f);
+            const auto reason = why_not_in_job(files, job.files, f);
             if (!reason) {
                 joined = &job;
                 break;
@@ -291,7 +274,7 @@ std::vector<rank_job> group_into_jobs(const std::vector<job_file>& files) {
             continue;
         }
         rank_job job;
-        job.name = facts[f].name.pattern;
+        job.name = rank_in_file_name(file_name_of(files[f].path)).pattern;
         job.files.push_back(f);
         job.why_not_first = why_not_first;
         jobs.push_back(std::move(job));

@@ -286,9 +286,13 @@ std::string file_names(const job_report& job) {
 // The files split into jobs, each job's rows by rank; a warning for every job after the first.
 std::vector<job_report> jobs_of(std::vector<opened_file> files,
                                 std::vector<std::string>& warnings) {
-    std::vector<analysis::job_file> placed;
+    std::vector<std::vector<std::string>> stacks;
     for (const opened_file& f : files) {
-        placed.push_back({f.path, &f.model.source()});
+        stacks.push_back(analysis::allocation_stacks(f.model.source()));
+    }
+    std::vector<analysis::job_file> placed;
+    for (size_t i = 0; i < files.size(); ++i) {
+        placed.push_back({files[i].path, &files[i].model.source(), &stacks[i]});
     }
     const std::vector<analysis::rank_job> grouped = analysis::group_into_jobs(placed);
     std::vector<job_report> jobs;

@@ -61,25 +61,32 @@ std::optional<double> shared_stack_fraction(const std::vector<std::string>& a,
 // Below this share, two snapshots run different code: they are not ranks of one job.
 inline constexpr double same_code_stack_fraction = 0.5;
 
-// One file to be placed in a job: its path as given and its snapshot.
+// One file to be placed in a job: its path as given, its snapshot and its allocation_stacks,
+// computed once by the caller (the viewer asks every frame).
 struct job_file {
     std::string path;
     const snapshot::snapshot* source = nullptr;
+    const std::vector<std::string>* stacks = nullptr;
 };
+
+// Why `files[file]` cannot be a rank of the job whose files are `members` (indexes into
+// `files`; the first stands for the job): names of another pattern when both name a rank, a
+// rank the job has already, what why_not_one_job finds, or other code (shared_stack_fraction
+// below same_code_stack_fraction). nullopt when it can.
+std::optional<std::string> why_not_in_job(const std::vector<job_file>& files,
+                                          const std::vector<size_t>& members, size_t file);
 
 // The files of one job, in the order given, with their ranks.
 struct rank_job {
-    std::string name;             // the files' name pattern ("ddp__rank*.pickle"), else its
-                                  // first file's name
-    std::vector<size_t> files;    // indexes into the files grouped
-    std::vector<int> ranks;       // parallel to `files`
-    std::string why_not_first;    // for every job but the first: why it is not the first job
+    std::string name;           // its first file's name pattern ("ddp__rank*.pickle")
+    std::vector<size_t> files;  // indexes into the files grouped
+    std::vector<int> ranks;     // parallel to `files`, as ranks_of_paths numbers them
+    std::string why_not_first;  // for every job but the first: why its first file is not a
+                                // rank of the first job
 };
 
-// The files split into jobs, in the order of their first files. A file joins the first job
-// whose first file it could be a rank with: names of the same pattern when both name a rank
-// (and a rank not yet taken in the job), why_not_one_job says nothing, and their stacks are
-// the same code (shared_stack_fraction at least same_code_stack_fraction).
+// The files split into jobs, in the order of their first files: each file joins the first job
+// it can be a rank of (why_not_in_job), else starts a job.
 std::vector<rank_job> group_into_jobs(const std::vector<job_file>& files);
 
 }  // namespace memtrail::analysis
