@@ -312,7 +312,9 @@ std::vector<job_report> jobs_of(std::vector<opened_file> files,
         }
         job.explanation = analysis::explain_highest_rank(models, explained_stacks);
         if (!jobs.empty()) {
-            warnings.push_back(file_names(job) + " are not ranks of the job of " +
+            warnings.push_back(file_names(job) +
+                               (job.rows.size() == 1 ? " is not a rank" : " are not ranks") +
+                               " of the job of " +
                                file_names(jobs.front()) + ": " + g.why_not_first +
                                "; reported apart, as job " + std::to_string(jobs.size() + 1) +
                                " (" + job.name + ")");
@@ -363,7 +365,8 @@ int run_ranks(const parsed_arguments& args) {
     for (size_t j = 0; j < jobs.size(); ++j) {
         if (jobs.size() > 1) {
             std::cout << (j == 0 ? "" : "\n") << "job " << j + 1 << " of " << jobs.size() << ": "
-                      << jobs[j].name << ", " << jobs[j].rows.size() << " ranks\n";
+                      << jobs[j].name << ", " << jobs[j].rows.size()
+                      << (jobs[j].rows.size() == 1 ? " rank\n" : " ranks\n");
         }
         print_table(jobs[j]);
     }
