@@ -65,12 +65,13 @@ int64_t category_comparison::change(size_t from, size_t to) const {
     return static_cast<int64_t>(bytes[to]) - static_cast<int64_t>(bytes[from]);
 }
 
-std::vector<category_comparison> compare_categories(const std::vector<peak_contents>& peaks) {
+std::vector<category_comparison> compare_categories(
+    const std::vector<category_breakdown>& breakdowns) {
     std::vector<category_comparison> out;
     for (size_t c = 0; c < memory_category_count; ++c) {
         category_comparison comparison{static_cast<memory_category>(c), {}};
-        for (const peak_contents& peak : peaks) {
-            comparison.bytes.push_back(peak.categories.totals[c].bytes);
+        for (const category_breakdown& breakdown : breakdowns) {
+            comparison.bytes.push_back(breakdown.totals[c].bytes);
         }
         out.push_back(std::move(comparison));
     }
@@ -151,29 +152,43 @@ std::vector<stack_change> stacks_grown_most(const std::vector<peak_contents>& pe
     return grown;
 }
 
+size_t median_rank(const std::vector<uint64_t>& reserved_peaks, size_t highest) {
+    std::vector<size_t> order(reserved_peaks.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        if (reserved_peaks[a] != reserved_peaks[b]) {
+            return reserved_peaks[a] < reserved_peaks[b];
+        }
+        return a != highest && b == highest;
+    });
+    return order[(order.size() - 1) / 2];
+}
+
+std::string median_rank_meaning(size_t rank_count) {
+    if (rank_count == 2) {
+        return "the median rank: with 2 ranks, the other one";
+    }
+    return "the median rank: the middle of the " + std::to_string(rank_count) +
+           " ranks ordered by peak reserved" + (rank_count % 2 == 0 ? ", the lower one" : "");
+}
+
 rank_explanation explain_highest_rank(const std::vector<const device_model*>& models,
                                       size_t stack_count) {
     rank_explanation out;
     std::vector<uint64_t> reserved;
+    std::vector<category_breakdown> breakdowns;
     for (const device_model* model : models) {
         reserved.push_back(model->values(series::reserved)[model->peak_position(series::reserved)]);
         out.peaks.push_back(contents_at_peak(*model));
+        breakdowns.push_back(out.peaks.back().categories);
     }
     for (size_t i = 1; i < models.size(); ++i) {
         if (reserved[i] > reserved[out.highest]) {
             out.highest = i;
         }
     }
-    std::vector<size_t> order(models.size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        if (reserved[a] != reserved[b]) {
-            return reserved[a] < reserved[b];
-        }
-        return a != out.highest && b == out.highest;
-    });
-    out.median = order[(order.size() - 1) / 2];
-    out.categories = compare_categories(out.peaks);
+    out.median = median_rank(reserved, out.highest);
+    out.categories = compare_categories(breakdowns);
     if (out.median != out.highest) {
         out.stacks = stacks_grown_most(out.peaks, out.median, out.highest, stack_count);
     }

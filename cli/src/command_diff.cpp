@@ -242,7 +242,11 @@ int run_diff(const parsed_arguments& args) {
         r.peaks.push_back(analysis::contents_at_peak(s.file.model));
         r.sides.push_back(std::move(s));
     }
-    r.categories = analysis::compare_categories(r.peaks);
+    std::vector<analysis::category_breakdown> breakdowns;
+    for (const auto& peak : r.peaks) {
+        breakdowns.push_back(peak.categories);
+    }
+    r.categories = analysis::compare_categories(breakdowns);
     r.ordered = analysis::stacks_changed_most(r.stacks, count);
     std::vector<const analysis::device_model*> models;
     for (const auto& s : r.sides) {

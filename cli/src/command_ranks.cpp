@@ -60,14 +60,8 @@ analysis::rank_totals totals_of(const std::vector<rank_row>& rows) {
 
 std::string name_of(const rank_row& r) { return analysis::file_name_of(r.file.path); }
 
-// What "median rank" means here, said where it is used.
 std::string median_meaning(const job_report& job) {
-    const size_t count = job.rows.size();
-    if (count == 2) {
-        return "the median rank: with 2 ranks, the other one";
-    }
-    return "the median rank: the middle of the " + std::to_string(count) +
-           " ranks ordered by peak reserved" + (count % 2 == 0 ? ", the lower of the two" : "");
+    return analysis::median_rank_meaning(job.rows.size());
 }
 
 // "rank 1: activation +851MiB, ...; optimizer_state and input equal".

@@ -58,6 +58,20 @@ TEST(category_changes_text, names_what_differs_largest_first_then_what_is_equal)
               "activation -524MiB, temporary +50MiB; parameter and optimizer_state equal");
 }
 
+TEST(median_rank, the_middle_by_reserved_peak_never_the_highest_itself_on_a_tie) {
+    EXPECT_EQ(median_rank({300, 100}, 0), 1u) << "two ranks: the other one";
+    EXPECT_EQ(median_rank({100, 100}, 0), 1u) << "a tie: the highest counts as the higher";
+    EXPECT_EQ(median_rank({100, 100}, 1), 0u);
+    EXPECT_EQ(median_rank({500, 100, 300}, 0), 2u) << "three: the middle one";
+    EXPECT_EQ(median_rank({400, 100, 300, 200}, 0), 3u) << "four: the lower middle one";
+    EXPECT_EQ(median_rank({100}, 0), 0u) << "one rank is its own median";
+    EXPECT_EQ(median_rank_meaning(2), "the median rank: with 2 ranks, the other one");
+    EXPECT_EQ(median_rank_meaning(3),
+              "the median rank: the middle of the 3 ranks ordered by peak reserved");
+    EXPECT_EQ(median_rank_meaning(4), "the median rank: the middle of the 4 ranks ordered by "
+                                      "peak reserved, the lower one");
+}
+
 class real_ranks : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {

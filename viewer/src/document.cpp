@@ -9,6 +9,7 @@
 
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/oom_report.hpp"
+#include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/snapshot/load.hpp"
 #include "text_search.hpp"
 
@@ -213,12 +214,15 @@ std::shared_ptr<const document> build_document(std::shared_ptr<const snapshot::s
         }
         return text;
     });
+    std::future<std::vector<std::string>> stacks =
+        std::async(std::launch::async, [&source] { return analysis::allocation_stacks(*source); });
     for (size_t i = 0; i < preview->models.size(); ++i) {
         doc->devices.push_back(index_device(*source, preview->models[i]));
         progress.fraction =
             0.6f + 0.4f * static_cast<float>(i + 1) / static_cast<float>(devices.size());
     }
     doc->frame_search_text = search_text.get();
+    doc->allocation_stacks = stacks.get();
     progress.fraction = 1.0f;
     return doc;
 }

@@ -40,8 +40,9 @@ struct category_comparison {
     std::vector<uint64_t> bytes;  // per snapshot
     int64_t change(size_t from, size_t to) const;
 };
-// Every category (in memory_category's order) across `peaks`.
-std::vector<category_comparison> compare_categories(const std::vector<peak_contents>& peaks);
+// Every category (in memory_category's order) across `breakdowns`.
+std::vector<category_comparison> compare_categories(
+    const std::vector<category_breakdown>& breakdowns);
 
 // "activation +851MiB, autograd_detail +123MiB; optimizer_state, input and unknown equal": the
 // categories that differ from `from` to `to`, largest change first, then those held in either
@@ -59,9 +60,15 @@ struct stack_change {
 std::vector<stack_change> stacks_grown_most(const std::vector<peak_contents>& peaks, size_t from,
                                             size_t to, size_t count);
 
-// The rank that peaks highest (reserved) against the median rank: the ranks ordered by their
-// reserved peak, the median is the lower middle one (with two ranks, the other rank), and on a
-// tie the highest counts as the higher one so it is never compared with itself.
+// The median rank, which the rank that peaks highest is compared with: the ranks ordered by
+// their reserved peak, the middle one, the lower middle one for an even count (with two ranks,
+// the other rank); on a tie `highest` counts as the higher, so it is never its own median
+// unless it is the only rank.
+size_t median_rank(const std::vector<uint64_t>& reserved_peaks, size_t highest);
+// What "median rank" means for `rank_count` ranks, in words for the reports.
+std::string median_rank_meaning(size_t rank_count);
+
+// The rank that peaks highest (reserved, the first on a tie) against the median rank.
 struct rank_explanation {
     size_t highest = 0;  // indexes into the models given
     size_t median = 0;
