@@ -91,8 +91,8 @@ std::string listed(const std::vector<std::string>& names) {
 
 }  // namespace
 
-std::string category_changes_text(const std::vector<category_comparison>& categories,
-                                  size_t from, size_t to) {
+std::string category_changes_text(const std::vector<category_comparison>& categories, size_t from,
+                                  size_t to) {
     std::vector<const category_comparison*> changed;
     std::vector<std::string> equal;
     for (const category_comparison& c : categories) {

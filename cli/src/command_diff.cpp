@@ -32,7 +32,8 @@ int64_t delta(uint64_t before, uint64_t after) {
 
 // Takes the blocks with no stack out of `stacks` and returns their bytes: they are no one
 // stack, and listed with the others they would lead the list (backward's blocks have none).
-uint64_t take_unstacked(const snapshot::snapshot& source, std::vector<analysis::stack_bytes>& stacks) {
+uint64_t take_unstacked(const snapshot::snapshot& source,
+                        std::vector<analysis::stack_bytes>& stacks) {
     uint64_t bytes = 0;
     std::erase_if(stacks, [&](const analysis::stack_bytes& s) {
         const bool none = source.stack_at(s.stack).empty();
@@ -64,8 +65,8 @@ void print_categories_at_peaks(const std::vector<analysis::peak_contents>& peaks
     std::cout << "):\n";
     print_peak_table(std::cout, peaks, categories, {}, sides, false);
     for (size_t i = 1; i < peaks.size(); ++i) {
-        std::cout << sides.headings[i] << ": "
-                  << analysis::category_changes_text(categories, 0, i) << "\n";
+        std::cout << sides.headings[i] << ": " << analysis::category_changes_text(categories, 0, i)
+                  << "\n";
     }
 }
 
@@ -84,8 +85,9 @@ void print_json(const diff_report& r) {
     json_writer json(std::cout);
     json.begin_object().key("files").begin_array();
     for (const auto& s : r.sides) {
-        json.begin_object().field("path", s.file.path).field("file",
-                                                              analysis::file_name_of(s.file.path));
+        json.begin_object()
+            .field("path", s.file.path)
+            .field("file", analysis::file_name_of(s.file.path));
         json.key("at");
         write_moment(json, s.file.model, s.at);
         json.key("totals");
@@ -189,8 +191,8 @@ void print_stacks(const diff_report& r, size_t depth) {
 
 void print_text(const diff_report& r, size_t depth) {
     for (size_t i = 0; i < r.sides.size(); ++i) {
-        std::cout << (i == 0 ? "base: " : "[" + std::to_string(i) + "]:  ")
-                  << r.sides[i].file.path << ", at " << r.sides[i].at.label << "\n";
+        std::cout << (i == 0 ? "base: " : "[" + std::to_string(i) + "]:  ") << r.sides[i].file.path
+                  << ", at " << r.sides[i].at.label << "\n";
     }
     std::cout << "\n";
     print_totals(r.sides);

@@ -9,11 +9,11 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "peak_report.hpp"
 #include "memtrail/analysis/peak_comparison.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/analysis/rank_overview.hpp"
 #include "memtrail/analysis/size_text.hpp"
+#include "peak_report.hpp"
 #include "report_json.hpp"
 #include "text_table.hpp"
 
@@ -58,7 +58,9 @@ analysis::rank_totals totals_of(const std::vector<rank_row>& rows) {
     return t;
 }
 
-std::string name_of(const rank_row& r) { return analysis::file_name_of(r.file.path); }
+std::string name_of(const rank_row& r) {
+    return analysis::file_name_of(r.file.path);
+}
 
 std::string median_meaning(const job_report& job) {
     return analysis::median_rank_meaning(job.rows.size());
@@ -130,8 +132,8 @@ void print_table(const job_report& job) {
                   << " reserved\n";
     } else {
         std::cout << "\nrank " << best.rank << " (" << name_of(best)
-                  << ") peaks highest: " << format_bytes(o.peak_reserved.bytes)
-                  << " reserved at " << when(o, o.peak_reserved) << "\n";
+                  << ") peaks highest: " << format_bytes(o.peak_reserved.bytes) << " reserved at "
+                  << when(o, o.peak_reserved) << "\n";
     }
     const auto most = std::max_element(rows.begin(), rows.end(), [](const auto& x, const auto& y) {
         return x.overview.peak_allocated.bytes < y.overview.peak_allocated.bytes;
@@ -308,10 +310,9 @@ std::vector<job_report> jobs_of(std::vector<opened_file> files,
         if (!jobs.empty()) {
             warnings.push_back(file_names(job) +
                                (job.rows.size() == 1 ? " is not a rank" : " are not ranks") +
-                               " of the job of " +
-                               file_names(jobs.front()) + ": " + g.why_not_first +
-                               "; reported apart, as job " + std::to_string(jobs.size() + 1) +
-                               " (" + job.name + ")");
+                               " of the job of " + file_names(jobs.front()) + ": " +
+                               g.why_not_first + "; reported apart, as job " +
+                               std::to_string(jobs.size() + 1) + " (" + job.name + ")");
         }
         jobs.push_back(std::move(job));
     }

@@ -128,8 +128,8 @@ std::string unstacked_note(const std::vector<analysis::peak_contents>& peaks,
         for (size_t c = 0; c < analysis::memory_category_count; ++c) {
             if (peak.unstacked[c] != 0) {
                 parts += (parts.empty() ? "" : ", ") +
-                         std::string(analysis::category_name(
-                             static_cast<analysis::memory_category>(c))) +
+                         std::string(
+                             analysis::category_name(static_cast<analysis::memory_category>(c))) +
                          " " + format_bytes(peak.unstacked[c]);
             }
         }

@@ -51,7 +51,7 @@ TEST(category_changes_text, names_what_differs_largest_first_then_what_is_equal)
     categories[static_cast<size_t>(memory_category::activation)].bytes = {100 * mib, 624 * mib};
     categories[static_cast<size_t>(memory_category::temporary)].bytes = {50 * mib, 0};
     categories[static_cast<size_t>(memory_category::optimizer_state)].bytes = {600 * mib,
-                                                                                601 * mib};
+                                                                               601 * mib};
     EXPECT_EQ(category_changes_text(categories, 0, 1),
               "activation +524MiB, temporary -50MiB; parameter and optimizer_state equal");
     EXPECT_EQ(category_changes_text(categories, 1, 0),
@@ -68,8 +68,9 @@ TEST(median_rank, the_middle_by_reserved_peak_never_the_highest_itself_on_a_tie)
     EXPECT_EQ(median_rank_meaning(2), "the median rank: with 2 ranks, the other one");
     EXPECT_EQ(median_rank_meaning(3),
               "the median rank: the middle of the 3 ranks ordered by peak reserved");
-    EXPECT_EQ(median_rank_meaning(4), "the median rank: the middle of the 4 ranks ordered by "
-                                      "peak reserved, the lower one");
+    EXPECT_EQ(median_rank_meaning(4),
+              "the median rank: the middle of the 4 ranks ordered by "
+              "peak reserved, the lower one");
 }
 
 class real_ranks : public ::testing::Test {
@@ -132,9 +133,10 @@ TEST_F(real_ranks, identical_ranks_come_out_equal) {
     for (const category_comparison& c : e.categories) {
         EXPECT_EQ(c.bytes[0], c.bytes[1]) << category_name(c.category);
     }
-    EXPECT_EQ(category_changes_text(e.categories, e.median, e.highest).rfind("every category "
-                                                                             "equal",
-                                                                             0),
+    EXPECT_EQ(category_changes_text(e.categories, e.median, e.highest)
+                  .rfind("every category "
+                         "equal",
+                         0),
               0u);
     EXPECT_TRUE(e.stacks.empty());
 }

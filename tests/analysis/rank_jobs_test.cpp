@@ -65,7 +65,6 @@ TEST(ranks_of_paths, names_when_all_name_distinct_ranks_else_positions) {
     EXPECT_TRUE(ranks_of_paths({}).empty());
 }
 
-
 // One rank of a two-GPU job: rank `rank` on host node-`rank`, its trace from `start_ns`.
 snapshot::snapshot job_rank(int rank, int64_t start_ns) {
     snapshot::snapshot s;
@@ -129,13 +128,12 @@ TEST(why_not_one_job, names_what_tells_two_jobs_apart) {
     EXPECT_EQ(reason(job_rank(1, noon + job_time_gap_ns)), "one job") << "within the gap";
 }
 
-
 // The real traces: each job's two ranks, loaded once.
 class real_jobs : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
-        for (const char* name : {"ddp__rank0.pickle", "ddp__rank1.pickle", "fsdp2_gpu__rank0.pickle",
-                                 "fsdp2_gpu__rank1.pickle"}) {
+        for (const char* name : {"ddp__rank0.pickle", "ddp__rank1.pickle",
+                                 "fsdp2_gpu__rank0.pickle", "fsdp2_gpu__rank1.pickle"}) {
             const fs::path path = fs::path(MEMTRAIL_UNPACKED_TRACES) / name;
             // Unpacked from tests/data at configure time: missing means the build is broken.
             ASSERT_TRUE(fs::exists(path)) << path << " is missing";
@@ -156,9 +154,9 @@ class real_jobs : public ::testing::Test {
 };
 
 TEST_F(real_jobs, files_of_two_jobs_are_two_jobs_by_their_names) {
-    const auto jobs = group_into_jobs(files({"/t/ddp__rank0.pickle", "/t/ddp__rank1.pickle",
-                                             "/t/fsdp2_gpu__rank0.pickle",
-                                             "/t/fsdp2_gpu__rank1.pickle"}));
+    const auto jobs =
+        group_into_jobs(files({"/t/ddp__rank0.pickle", "/t/ddp__rank1.pickle",
+                               "/t/fsdp2_gpu__rank0.pickle", "/t/fsdp2_gpu__rank1.pickle"}));
     ASSERT_EQ(jobs.size(), 2u);
     EXPECT_EQ(jobs[0].name, "ddp__rank*.pickle");
     EXPECT_EQ(jobs[0].files, (std::vector<size_t>{0, 1}));
@@ -182,14 +180,14 @@ TEST_F(real_jobs, unnamed_files_of_two_jobs_are_told_apart_by_their_stacks) {
     EXPECT_EQ(jobs[0].files, (std::vector<size_t>{0, 1}));
     EXPECT_EQ(jobs[1].files, (std::vector<size_t>{2, 3}));
     EXPECT_EQ(jobs[1].ranks, (std::vector<int>{0, 1})) << "by position within its job";
-    EXPECT_NE(jobs[1].why_not_first.find("other code"), std::string::npos)
-        << jobs[1].why_not_first;
+    EXPECT_NE(jobs[1].why_not_first.find("other code"), std::string::npos) << jobs[1].why_not_first;
 }
 
 TEST_F(real_jobs, a_rank_named_twice_starts_another_job) {
-    const std::vector<job_file> named = {{"x/fsdp2__rank1.pickle", snapshots_[2].get(), &stacks_[2]},
-                                         {"y/fsdp2__rank1.pickle", snapshots_[3].get(), &stacks_[3]},
-                                         {"y/fsdp2__rank0.pickle", snapshots_[2].get(), &stacks_[2]}};
+    const std::vector<job_file> named = {
+        {"x/fsdp2__rank1.pickle", snapshots_[2].get(), &stacks_[2]},
+        {"y/fsdp2__rank1.pickle", snapshots_[3].get(), &stacks_[3]},
+        {"y/fsdp2__rank0.pickle", snapshots_[2].get(), &stacks_[2]}};
     const auto jobs = group_into_jobs(named);
     ASSERT_EQ(jobs.size(), 2u);
     EXPECT_EQ(jobs[0].files, (std::vector<size_t>{0, 2}));

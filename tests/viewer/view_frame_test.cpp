@@ -622,8 +622,7 @@ TEST(rank_table, files_named_as_another_jobs_ranks_are_not_its_ranks) {
     EXPECT_EQ(job.ranks[1], a1);
     ASSERT_EQ(job.others.size(), 1u);
     EXPECT_EQ(job.others[0].first, b1);
-    EXPECT_EQ(job.others[0].second,
-              "named as another job (b__rank*.pickle, not a__rank*.pickle)");
+    EXPECT_EQ(job.others[0].second, "named as another job (b__rank*.pickle, not a__rank*.pickle)");
 }
 
 TEST(workspace, the_ranks_view_shows_the_jobs_snapshots_and_a_click_picks_one) {

@@ -12,7 +12,9 @@ namespace {
 
 // What the Ranks view numbers and groups a document by: its path, or its name when made in
 // memory.
-std::string path_of(const document& doc) { return doc.path.empty() ? doc.name : doc.path; }
+std::string path_of(const document& doc) {
+    return doc.path.empty() ? doc.name : doc.path;
+}
 
 }  // namespace
 

@@ -79,8 +79,8 @@ std::string why_highest(const std::vector<rank_row>& rows, size_t highest) {
             d.model, *d.categories, d.model.peak_position(analysis::series::allocated)));
     }
     return "rank " + std::to_string(rows[highest].rank) + " against rank " +
-           std::to_string(rows[median].rank) + " (" +
-           analysis::median_rank_meaning(rows.size()) + "), each at its own peak allocated: " +
+           std::to_string(rows[median].rank) + " (" + analysis::median_rank_meaning(rows.size()) +
+           "), each at its own peak allocated: " +
            analysis::category_changes_text(analysis::compare_categories(breakdowns), 0, 1);
 }
 

@@ -48,13 +48,14 @@ std::vector<category_comparison> compare_categories(
 // categories that differ from `from` to `to`, largest change first, then those held in either
 // and about_equal; "every category equal" when none differs; "nothing allocated" when neither
 // holds anything.
-std::string category_changes_text(const std::vector<category_comparison>& categories,
-                                  size_t from, size_t to);
+std::string category_changes_text(const std::vector<category_comparison>& categories, size_t from,
+                                  size_t to);
 
-// The stack where a category's bytes are in one snapshot: its text matches across snapshots.
+// A recorded stack (matched across snapshots by its text) and the category most of its bytes
+// are in, in the snapshot it grew in.
 struct stack_change {
-    matched_stack stack;             // bytes per snapshot, as match_stacks gives them
-    memory_category category = memory_category::unknown;  // in the snapshot it grew in
+    matched_stack stack;  // bytes per snapshot, as match_stacks gives them
+    memory_category category = memory_category::unknown;
 };
 // At most `count` recorded stacks whose bytes grew most from `from` to `to`, most first.
 std::vector<stack_change> stacks_grown_most(const std::vector<peak_contents>& peaks, size_t from,
@@ -76,7 +77,8 @@ struct rank_explanation {
     std::vector<category_comparison> categories;
     std::vector<stack_change> stacks;  // grown most from median to highest
 };
-// nullopt-like: `highest == median` when there is only one model.
+// `stack_count` stacks at most. With one model, `highest == median` and there is nothing to
+// explain.
 rank_explanation explain_highest_rank(const std::vector<const device_model*>& models,
                                       size_t stack_count);
 
