@@ -169,7 +169,8 @@ std::string median_rank_meaning(size_t rank_count) {
         return "the median rank: with 2 ranks, the other one";
     }
     return "the median rank: the middle of the " + std::to_string(rank_count) +
-           " ranks ordered by peak reserved" + (rank_count % 2 == 0 ? ", the lower one" : "");
+           " ranks ordered by peak reserved" +
+           (rank_count % 2 == 0 ? ", the lower of the two in the middle" : "");
 }
 
 rank_explanation explain_highest_rank(const std::vector<const device_model*>& models,

@@ -32,9 +32,9 @@ std::string why_unstacked(const snapshot::snapshot& source) {
         source.frames().begin() + 1, source.frames().end(),
         [](const snapshot::frame& f) { return f.kind == snapshot::frame_kind::native; });
     if (!any_native) {
-        return "made on threads that run no Python (autograd's backward, the communication "
-               "library's): the snapshot recorded Python frames only (PyTorch records C++ "
-               "frames too with _record_memory_history(stacks=\"all\"))";
+        return "made on threads that run no Python, above all autograd's backward threads: the "
+               "snapshot recorded Python frames only (PyTorch records C++ frames too with "
+               "_record_memory_history(stacks=\"all\"))";
     }
     return "no frames were recorded for them";
 }

@@ -70,7 +70,7 @@ TEST(median_rank, the_middle_by_reserved_peak_never_the_highest_itself_on_a_tie)
               "the median rank: the middle of the 3 ranks ordered by peak reserved");
     EXPECT_EQ(median_rank_meaning(4),
               "the median rank: the middle of the 4 ranks ordered by "
-              "peak reserved, the lower one");
+              "peak reserved, the lower of the two in the middle");
 }
 
 class real_ranks : public ::testing::Test {

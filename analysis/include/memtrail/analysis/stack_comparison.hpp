@@ -28,7 +28,7 @@ std::string stack_text(const snapshot::snapshot& source, snapshot::stack_id stac
 
 // Why blocks of `source` have no stack, in one sentence for the line that sets them apart:
 // the snapshot recorded no stacks at all; or Python frames only, which the threads that run no
-// Python (autograd's backward, the communication library's) do not have; or else no frames
+// Python (above all autograd's backward threads) do not have; or else no frames
 // were recorded for them.
 std::string why_unstacked(const snapshot::snapshot& source);
 
