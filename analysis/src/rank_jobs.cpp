@@ -215,25 +215,40 @@ std::optional<std::string> why_not_one_job(const snapshot::snapshot& a,
     return std::nullopt;
 }
 
-std::vector<std::string> allocation_stacks(const snapshot::snapshot& source) {
-    std::vector<std::string> texts;
+std::vector<uint64_t> stack_fingerprints(const snapshot::snapshot& source) {
+    std::vector<uint64_t> hashes;
     for (snapshot::stack_id id = 1; id < source.stacks().size(); ++id) {
-        texts.push_back(stack_text(source, id));
+        // FNV-1a: the same text gives the same hash in every snapshot.
+        uint64_t hash = 0xcbf29ce484222325ull;
+        for (const char c : stack_text(source, id)) {
+            hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+        }
+        hashes.push_back(hash);
     }
-    std::sort(texts.begin(), texts.end());
-    texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
-    return texts;
+    std::sort(hashes.begin(), hashes.end());
+    hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+    return hashes;
 }
 
-std::optional<double> shared_stack_fraction(const std::vector<std::string>& a,
-                                            const std::vector<std::string>& b) {
+std::optional<double> shared_stack_fraction(const std::vector<uint64_t>& a,
+                                            const std::vector<uint64_t>& b) {
     if (a.empty() || b.empty()) {
         return std::nullopt;
     }
-    std::vector<std::string> both;
-    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
-    const size_t all = a.size() + b.size() - both.size();
-    return static_cast<double>(both.size()) / static_cast<double>(all);
+    size_t both = 0;
+    for (size_t i = 0, k = 0; i < a.size() && k < b.size();) {
+        if (a[i] == b[k]) {
+            ++both;
+            ++i;
+            ++k;
+        } else if (a[i] < b[k]) {
+            ++i;
+        } else {
+            ++k;
+        }
+    }
+    const size_t all = a.size() + b.size() - both;
+    return static_cast<double>(both) / static_cast<double>(all);
 }
 
 std::optional<std::string> why_not_in_job(const std::vector<job_file>& files,

@@ -282,9 +282,9 @@ std::string file_names(const job_report& job) {
 // The files split into jobs, each job's rows by rank; a warning for every job after the first.
 std::vector<job_report> jobs_of(std::vector<opened_file> files,
                                 std::vector<std::string>& warnings) {
-    std::vector<std::vector<std::string>> stacks;
+    std::vector<std::vector<uint64_t>> stacks;
     for (const opened_file& f : files) {
-        stacks.push_back(analysis::allocation_stacks(f.model.source()));
+        stacks.push_back(analysis::stack_fingerprints(f.model.source()));
     }
     std::vector<analysis::job_file> placed;
     for (size_t i = 0; i < files.size(); ++i) {

@@ -39,6 +39,13 @@ TEST(rank_in_file_name, names_the_rank_and_the_pattern_shared_by_a_jobs_ranks) {
     expect("", std::nullopt, "");
 }
 
+TEST(shared_stack_fraction, shared_over_all_and_nothing_without_stacks) {
+    EXPECT_EQ(shared_stack_fraction({1, 2, 3}, {2, 3, 4}), 0.5);
+    EXPECT_EQ(shared_stack_fraction({1, 2}, {1, 2}), 1.0);
+    EXPECT_EQ(shared_stack_fraction({1}, {2}), 0.0);
+    EXPECT_EQ(shared_stack_fraction({}, {2}), std::nullopt);
+}
+
 TEST(rank_in_path, finds_the_last_rank_number_not_inside_a_word) {
     EXPECT_EQ(rank_in_path("rank0.memtrail"), 0);
     EXPECT_EQ(rank_in_path("/runs/job7/trace_rank_12.pickle"), 12);
@@ -138,7 +145,7 @@ class real_jobs : public ::testing::Test {
             // Unpacked from tests/data at configure time: missing means the build is broken.
             ASSERT_TRUE(fs::exists(path)) << path << " is missing";
             snapshots_.push_back(snapshot::load_snapshot(path).snapshot);
-            stacks_.push_back(allocation_stacks(*snapshots_.back()));
+            stacks_.push_back(stack_fingerprints(*snapshots_.back()));
         }
     }
     // The four files, in their order, under `paths`.
@@ -150,7 +157,7 @@ class real_jobs : public ::testing::Test {
         return out;
     }
     static inline std::vector<std::shared_ptr<const snapshot::snapshot>> snapshots_;
-    static inline std::vector<std::vector<std::string>> stacks_;
+    static inline std::vector<std::vector<uint64_t>> stacks_;
 };
 
 TEST_F(real_jobs, files_of_two_jobs_are_two_jobs_by_their_names) {

@@ -615,7 +615,7 @@ TEST(rank_table, files_named_as_another_jobs_ranks_are_not_its_ranks) {
     const auto a0 = make_document(torch_document()->source, "run/a__rank0.pickle", progress);
     const auto a1 = make_document(torch_document()->source, "run/a__rank1.pickle", progress);
     const auto b1 = make_document(torch_document()->source, "run/b__rank1.pickle", progress);
-    EXPECT_FALSE(a0->allocation_stacks.empty());
+    EXPECT_FALSE(a0->stack_fingerprints.empty());
     const job_documents job = documents_of_job(a1, {a0, b1, a1});
     ASSERT_EQ(job.ranks.size(), 2u);
     EXPECT_EQ(job.ranks[0], a0) << "in opening order";

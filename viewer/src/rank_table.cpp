@@ -29,7 +29,7 @@ job_documents documents_of_job(const std::shared_ptr<const document>& shown,
     }
     std::vector<analysis::job_file> files;
     for (const auto& doc : all) {
-        files.push_back({path_of(*doc), doc->source.get(), &doc->allocation_stacks});
+        files.push_back({path_of(*doc), doc->source.get(), &doc->stack_fingerprints});
     }
     const std::vector<size_t> members = analysis::group_into_jobs(files).front().files;
     job_documents job;

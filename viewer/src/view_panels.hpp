@@ -374,12 +374,6 @@ struct view::panels {
         std::vector<curves> per_row;
         uint64_t y_max = 1;
         void rebuild(const std::vector<const device_document*>& devices, int width);
-        // The shown snapshot's job among the open ones, worked out again only when they change
-        // (grouping compares the snapshots' stacks).
-        std::vector<std::shared_ptr<const document>> job_for;  // the shown one, then the open
-        job_documents job;
-        const job_documents& job_of(const std::shared_ptr<const document>& shown,
-                                    const std::vector<std::shared_ptr<const document>>& open);
 
         // The phases of view::draw_ranks after its controls, in order.
         void draw_table(view& v, const std::vector<rank_row>& rows);

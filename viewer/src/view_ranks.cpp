@@ -126,21 +126,9 @@ void view::panels::ranks_state::rebuild(const std::vector<const device_document*
     cached = key{devices, width, by_time};
 }
 
-const job_documents& view::panels::ranks_state::job_of(
-    const std::shared_ptr<const document>& shown,
-    const std::vector<std::shared_ptr<const document>>& open) {
-    std::vector<std::shared_ptr<const document>> documents = {shown};
-    documents.insert(documents.end(), open.begin(), open.end());
-    if (documents != job_for) {
-        job = documents_of_job(shown, open);
-        job_for = std::move(documents);
-    }
-    return job;
-}
-
 void view::draw_ranks() {
     panels::ranks_state& r = panels_->ranks;
-    const job_documents& job = r.job_of(doc_, candidates_);
+    const job_documents job = documents_of_job(doc_, candidates_);
     const std::vector<rank_row> rows = rank_rows(job.ranks);
 
     ImGui::AlignTextToFramePadding();

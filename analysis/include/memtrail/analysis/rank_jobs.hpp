@@ -7,6 +7,7 @@
 // keeps its own files and rank numbers.
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,23 +51,24 @@ inline constexpr int64_t job_time_gap_ns = 3600'000'000'000;  // an hour
 std::optional<std::string> why_not_one_job(const snapshot::snapshot& a,
                                            const snapshot::snapshot& b);
 
-// The distinct stacks (as stack_text spells them) that a snapshot's allocations were made
-// under, in its traces and its segments; unrecorded (empty) stacks are left out.
-std::vector<std::string> allocation_stacks(const snapshot::snapshot& source);
+// The distinct stacks a snapshot recorded (its allocations', in its traces and segments), each
+// as a 64-bit hash of its stack_text, sorted: what the code it ran looks like, small and quick
+// to compare (the viewer compares every frame). Unrecorded (empty) stacks are left out.
+std::vector<uint64_t> stack_fingerprints(const snapshot::snapshot& source);
 
-// The share of the two snapshots' allocation stacks that both have (shared over all, 0..1);
-// nullopt when either has none, as then the stacks say nothing.
-std::optional<double> shared_stack_fraction(const std::vector<std::string>& a,
-                                            const std::vector<std::string>& b);
+// The share of the two snapshots' stacks that both have (shared over all, 0..1); nullopt when
+// either has none, as then the stacks say nothing.
+std::optional<double> shared_stack_fraction(const std::vector<uint64_t>& a,
+                                            const std::vector<uint64_t>& b);
 // Below this share, two snapshots run different code: they are not ranks of one job.
 inline constexpr double same_code_stack_fraction = 0.5;
 
-// One file to be placed in a job: its path as given, its snapshot and its allocation_stacks,
-// computed once by the caller (the viewer asks every frame).
+// One file to be placed in a job: its path as given, its snapshot and its stack_fingerprints,
+// computed once by the caller.
 struct job_file {
     std::string path;
     const snapshot::snapshot* source = nullptr;
-    const std::vector<std::string>* stacks = nullptr;
+    const std::vector<uint64_t>* stacks = nullptr;
 };
 
 // Why `files[file]` cannot be a rank of the job whose files are `members` (indexes into
