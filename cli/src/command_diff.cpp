@@ -214,8 +214,9 @@ command_spec diff_spec() {
     return {"diff",
             "BASE OTHER... [--at EVENT|peak|end] [-n N] [--depth D] [--device N] [--all-frames] "
             "[--json]",
-            "Compares snapshots (or the ranks of one job) with the first: totals, peaks and "
-            "the allocation stacks whose live bytes changed most.",
+            "Compares snapshots (or the ranks of one job) with the first: totals, peaks, the "
+            "categories each file holds at its own peak allocated, and the allocation stacks "
+            "whose live bytes changed most (blocks with no stack set apart, with the reason).",
             "",
             2,
             SIZE_MAX,
