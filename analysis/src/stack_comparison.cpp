@@ -24,6 +24,21 @@ std::string stack_text(const snapshot::snapshot& source, snapshot::stack_id stac
     return text;
 }
 
+std::string why_unstacked(const snapshot::snapshot& source) {
+    if (source.stacks().size() <= 1) {
+        return "this snapshot recorded no stacks";
+    }
+    const bool any_native = std::any_of(
+        source.frames().begin() + 1, source.frames().end(),
+        [](const snapshot::frame& f) { return f.kind == snapshot::frame_kind::native; });
+    if (!any_native) {
+        return "made on threads that run no Python, above all autograd's backward threads: the "
+               "snapshot recorded Python frames only (PyTorch records C++ frames too with "
+               "_record_memory_history(stacks=\"all\"))";
+    }
+    return "no frames were recorded for them";
+}
+
 int64_t matched_stack::change_from_first(size_t i) const {
     return static_cast<int64_t>(bytes[i]) - static_cast<int64_t>(bytes[0]);
 }

@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "memtrail/analysis/entry_tags.hpp"
+#include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/rules/statistics.hpp"
 #include "report_json.hpp"
@@ -154,7 +155,7 @@ void print_side_by_side(const std::vector<rank_report>& ranks) {
     table.print(std::cout);
     const size_t best = highest_peak(ranks);
     const auto& model = ranks[best].file.model;
-    std::cout << "\nrank " << best << " (" << ranks[best].file.path
+    std::cout << "\nrank " << best << " (" << analysis::file_name_of(ranks[best].file.path)
               << ") peaks highest: " << format_bytes(peak_bytes(model, analysis::series::reserved))
               << " reserved at " << position_label(model.peak_position(analysis::series::reserved))
               << "\n";

@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stack_comparison.hpp"
 #include "report_json.hpp"
@@ -154,7 +155,7 @@ int run_top(const parsed_arguments& args) {
     std::cout << "\n";
     table.print(std::cout);
     const auto& model = ranks[best].file.model;
-    std::cout << "\nrank " << best << " (" << ranks[best].file.path
+    std::cout << "\nrank " << best << " (" << analysis::file_name_of(ranks[best].file.path)
               << ") peaks highest: " << format_bytes(peak_bytes(model, analysis::series::reserved))
               << " reserved\n";
     return exit_ok;

@@ -34,6 +34,8 @@ void text_table::print(std::ostream& out, const std::string& indent) const {
             line +=
                 left_[c] ? cells[c] + (c + 1 == cells.size() ? "" : padding) : padding + cells[c];
         }
+        // An empty last cell leaves only the separator: no trailing blanks.
+        line.erase(line.find_last_not_of(' ') + 1);
         out << line << "\n";
     };
     if (std::any_of(header_.begin(), header_.end(), [](const auto& h) { return !h.empty(); })) {

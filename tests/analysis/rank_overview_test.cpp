@@ -1,5 +1,5 @@
 // A rank's overview (peaks and when, the end, counts of allocations, device allocations and
-// OOMs) on a trace whose every number is known, their totals, and the ranks that paths name.
+// OOMs) on a trace whose every number is known, and their totals.
 
 #include <gtest/gtest.h>
 
@@ -100,97 +100,6 @@ TEST(rank_totals, add_each_ranks_peaks_end_and_counts) {
     EXPECT_EQ(t.allocations, 4);
     EXPECT_EQ(t.device_allocations, 1);
     EXPECT_EQ(t.ooms, 1);
-}
-
-TEST(rank_in_path, finds_the_last_rank_number_not_inside_a_word) {
-    EXPECT_EQ(rank_in_path("rank0.memtrail"), 0);
-    EXPECT_EQ(rank_in_path("/runs/job7/trace_rank_12.pickle"), 12);
-    EXPECT_EQ(rank_in_path("RANK-3.pickle"), 3);
-    EXPECT_EQ(rank_in_path("run/rank1/snapshot.pickle"), 1);
-    EXPECT_EQ(rank_in_path("rank1/rank5.memtrail"), 5) << "the file's own name is the last";
-    EXPECT_EQ(rank_in_path("local_rank2.memtrail"), 2);
-    EXPECT_EQ(rank_in_path("/home/frank2/snapshot.pickle"), std::nullopt);
-    EXPECT_EQ(rank_in_path("ranks/snapshot.pickle"), std::nullopt);
-    EXPECT_EQ(rank_in_path("rank.memtrail"), std::nullopt);
-    EXPECT_EQ(rank_in_path("rank99999999999999.memtrail"), std::nullopt) << "too large";
-    EXPECT_EQ(rank_in_path(""), std::nullopt);
-}
-
-TEST(ranks_of_paths, names_when_all_name_distinct_ranks_else_positions) {
-    EXPECT_EQ(ranks_of_paths({"rank1.memtrail", "rank0.memtrail"}), (std::vector<int>{1, 0}));
-    EXPECT_EQ(ranks_of_paths({"a/rank3.pickle"}), (std::vector<int>{3}));
-    EXPECT_EQ(ranks_of_paths({"rank1.memtrail", "other.memtrail"}), (std::vector<int>{0, 1}));
-    EXPECT_EQ(ranks_of_paths({"rank1.memtrail", "x/rank1.memtrail"}), (std::vector<int>{0, 1}));
-    EXPECT_TRUE(ranks_of_paths({}).empty());
-}
-
-}  // namespace
-}  // namespace memtrail::analysis
-
-namespace memtrail::analysis {
-namespace {
-
-// One rank of a two-GPU job: rank `rank` on host node-`rank`, its trace from `start_ns`.
-snapshot::snapshot job_rank(int rank, int64_t start_ns) {
-    snapshot::snapshot s;
-    s.info.producer = "memtrail 0.1.0";
-    s.info.host = "node-" + std::to_string(rank);
-    s.info.pid = 1000 + rank;
-    s.info.devices = {{0, "NVIDIA H200", 150ull << 30, 9, 0, 132},
-                      {1, "NVIDIA H200", 150ull << 30, 9, 0, 132}};
-    s.settings.conf = "expandable_segments:True";
-    s.settings.expandable_segments = true;
-    auto& trace = s.trace_for(rank % 2);
-    for (int64_t i = 0; i < 3; ++i) {
-        snapshot::trace_entry e;
-        e.kind = snapshot::action::alloc;
-        e.time_ns = start_ns + i * 1'000'000'000;
-        trace.entries.push_back(e);
-    }
-    s.info.time_ns = start_ns + 10'000'000'000;
-    return s;
-}
-
-constexpr int64_t noon = 1'795'000'000'000'000'000;
-
-TEST(why_not_one_job, ranks_of_one_job_differ_only_in_rank_host_pid_and_a_little_time) {
-    const snapshot::snapshot rank0 = job_rank(0, noon);
-    EXPECT_EQ(why_not_one_job(rank0, job_rank(1, noon + 5'000'000'000)), std::nullopt);
-    snapshot::snapshot renumbered = job_rank(1, noon);
-    renumbered.info.devices[0].device = 3;  // each rank numbers what it sees
-    EXPECT_EQ(why_not_one_job(rank0, renumbered), std::nullopt);
-    snapshot::snapshot no_times = job_rank(1, 0);
-    no_times.info.time_ns = 0;
-    for (auto& e : no_times.trace_for(1).entries) {
-        e.time_ns = 0;
-    }
-    EXPECT_EQ(why_not_one_job(rank0, no_times), std::nullopt) << "no times: nothing to compare";
-}
-
-TEST(why_not_one_job, names_what_tells_two_jobs_apart) {
-    const snapshot::snapshot rank0 = job_rank(0, noon);
-    const auto reason = [&](snapshot::snapshot other) {
-        return why_not_one_job(rank0, other).value_or("one job");
-    };
-    snapshot::snapshot other = job_rank(1, noon);
-    other.info.producer = "torch pickle import";
-    EXPECT_NE(reason(other).find("written by"), std::string::npos) << reason(other);
-    other = job_rank(1, noon);
-    other.info.devices.pop_back();
-    EXPECT_NE(reason(other).find("other devices (2 against 1"), std::string::npos);
-    other = job_rank(1, noon);
-    other.info.devices[1].name = "NVIDIA H100";
-    EXPECT_NE(reason(other).find("other devices"), std::string::npos);
-    other = job_rank(1, noon);
-    other.settings.conf = "";
-    EXPECT_NE(reason(other).find("allocator settings"), std::string::npos);
-    other = job_rank(1, noon);
-    other.info.host = rank0.info.host;
-    other.info.pid = rank0.info.pid;
-    EXPECT_NE(reason(other).find("the same process"), std::string::npos);
-    other = job_rank(1, noon + job_time_gap_ns + 20'000'000'000);
-    EXPECT_NE(reason(other).find("minutes apart"), std::string::npos) << reason(other);
-    EXPECT_EQ(reason(job_rank(1, noon + job_time_gap_ns)), "one job") << "within the gap";
 }
 
 }  // namespace

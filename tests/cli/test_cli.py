@@ -4,6 +4,7 @@ computed here independently: straight from the PyTorch anchors' pickles (and the
 memory_stats() saved beside them), or by the reference allocator of make_test_snapshot.
 
 Environment: MEMTRAIL (the binary), MAKE_TEST_SNAPSHOT (the generator), MEMTRAIL_SHARED_DIR.
+`memtrail ranks` has its own file, test_ranks.py.
 Run one group with `python3 test_cli.py Usage`.
 """
 import collections
@@ -327,8 +328,10 @@ class Anchors(unittest.TestCase):
         self.assertEqual(report["files"][1]["totals"]["reserved"] -
                          report["files"][0]["totals"]["reserved"],
                          tb["reserved"] - ta["reserved"])
+        # Blocks with no stack are set apart from the stacks.
         delta = sum(s["delta_from_base"][0] for s in report["stacks"])
-        self.assertEqual(delta, tb["allocated"] - ta["allocated"])
+        unstacked = report["unstacked"]["bytes"]
+        self.assertEqual(delta + unstacked[1] - unstacked[0], tb["allocated"] - ta["allocated"])
 
     def test_oom_without_oom_says_so(self):
         code, out, _ = run("oom", anchors()[0])
@@ -613,95 +616,6 @@ class ReplayWhatif(unittest.TestCase):
         self.assertEqual(report["outcomes"][0]["num_alloc_retries"],
                          meta["stats"]["num_alloc_retries"])
         self.assertEqual(report["outcomes"][0]["num_ooms"], meta["stats"]["num_ooms"])
-
-
-class Ranks(unittest.TestCase):
-    """`memtrail ranks`: one row per rank with the numbers `summary` reports for each file."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        d = pathlib.Path(cls.tmp.name)
-        # Named out of order: the ranks come from the names, and rows are listed by rank.
-        cls.rank0, cls.rank1 = d / "job_rank0.mtrail", d / "job_rank1.mtrail"
-        subprocess.run([MAKE_TEST_SNAPSHOT, "oom", cls.rank1, d / "rank1.json"], check=True)
-        subprocess.run([MAKE_TEST_SNAPSHOT, "random", cls.rank0, d / "rank0.json"], check=True)
-        cls.expected = json.loads((d / "rank0.json").read_text())
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def check_against_summary(self, row, path):
-        summary = run_json("summary", path)["ranks"][0]
-        self.assertEqual(row["path"], str(path))
-        self.assertEqual(row["entries"], summary["entries"])
-        for curve in ["allocated", "reserved"]:
-            for key in ["bytes", "position", "label"]:
-                self.assertEqual(row["peak_" + curve][key], summary["peaks"][curve][key],
-                                 f"{path.name} peak {curve} {key}")
-        self.assertEqual(row["end_allocated"], summary["totals"]["allocated"])
-        self.assertEqual(row["end_reserved"], summary["totals"]["reserved"])
-        stats = summary["memory_stats"]
-        self.assertEqual(row["allocations"], stats["allocation.all.allocated"])
-        self.assertEqual(row["device_allocations"], stats["num_device_alloc"])
-        self.assertEqual(row["ooms"], stats["num_ooms"])
-
-    def test_ranks_from_names_match_summary_per_file(self):
-        report = run_json("ranks", self.rank1, self.rank0)
-        rows = report["ranks"]
-        self.assertEqual([r["rank"] for r in rows], [0, 1])
-        self.check_against_summary(rows[0], self.rank0)
-        self.check_against_summary(rows[1], self.rank1)
-        # And against the reference allocator's own numbers.
-        self.assertEqual(rows[0]["peak_allocated"]["bytes"], self.expected["peak_allocated"])
-        self.assertEqual(rows[0]["peak_reserved"]["bytes"], self.expected["peak_reserved"])
-        self.assertEqual(rows[1]["ooms"], 1)
-        for key in ["peak_allocated", "peak_reserved"]:
-            self.assertEqual(report["total"][key], sum(r[key]["bytes"] for r in rows))
-        for key in ["end_allocated", "end_reserved", "allocations", "device_allocations",
-                    "ooms"]:
-            self.assertEqual(report["total"][key], sum(r[key] for r in rows))
-        highest = max(rows, key=lambda r: r["peak_reserved"]["bytes"])
-        self.assertEqual(report["highest_peak"]["rank"], highest["rank"])
-        self.assertEqual(report["highest_peak"]["path"], highest["path"])
-
-    def test_anchors_are_ranks_by_position_with_pytorch_counters(self):
-        paths = anchors()
-        rows = run_json("ranks", *paths)["ranks"]
-        self.assertEqual([r["rank"] for r in rows], list(range(len(paths))))
-        for row, path in zip(rows, paths):
-            self.check_against_summary(row, path)
-            stats = saved_stats(path)
-            self.assertEqual(row["peak_allocated"]["bytes"], stats["allocated_bytes.all.peak"])
-            self.assertEqual(row["peak_reserved"]["bytes"], stats["reserved_bytes.all.peak"])
-            self.assertEqual(row["allocations"], stats["allocation.all.allocated"])
-            self.assertEqual(row["device_allocations"], stats["num_device_alloc"])
-            self.assertGreater(row["peak_allocated"]["since_first_entry_ns"], 0)
-
-    def test_text_has_a_row_per_rank_and_a_total(self):
-        code, out, err = run("ranks", self.rank0, self.rank1)
-        self.assertEqual(code, 0, err)
-        lines = out.splitlines()
-        self.assertIn("peak allocated", lines[0])
-        self.assertTrue(lines[1].split()[:2] == ["0", str(self.rank0)], lines[1])
-        self.assertTrue(lines[2].split()[:2] == ["1", str(self.rank1)], lines[2])
-        self.assertTrue(lines[3].startswith("total"), lines[3])
-        self.assertIn("peaks highest", out)
-        code, out, _ = run("ranks", self.rank0)
-        self.assertEqual(code, 0)
-        self.assertNotIn("total", out)
-
-    def test_a_bad_file_exits_2_naming_it(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            bad = pathlib.Path(tmp) / "rank2.pickle"
-            bad.write_text("not a snapshot")
-            for path in [bad, pathlib.Path(tmp) / "rank3.pickle"]:
-                code, out, err = run("ranks", self.rank0, path)
-                self.assertEqual(code, 2, path)
-                self.assertIn(str(path), err)
-                self.assertEqual(out, "")
-        self.assertEqual(run("ranks")[0], 2)
 
 
 class Frames(unittest.TestCase):

@@ -629,6 +629,23 @@ TEST(rank_table, only_snapshots_of_the_shown_ones_job_are_its_ranks) {
     EXPECT_EQ(alone.ranks[0], memtrail_document());
 }
 
+TEST(rank_table, files_named_as_another_jobs_ranks_are_not_its_ranks) {
+    // The same snapshot under three names: two name ranks of job "a", one of job "b". Their
+    // contents cannot tell them apart; their names can.
+    load_progress progress;
+    const auto a0 = make_document(torch_document()->source, "run/a__rank0.pickle", progress);
+    const auto a1 = make_document(torch_document()->source, "run/a__rank1.pickle", progress);
+    const auto b1 = make_document(torch_document()->source, "run/b__rank1.pickle", progress);
+    EXPECT_FALSE(a0->stack_fingerprints.empty());
+    const job_documents job = documents_of_job(a1, {a0, b1, a1});
+    ASSERT_EQ(job.ranks.size(), 2u);
+    EXPECT_EQ(job.ranks[0], a0) << "in opening order";
+    EXPECT_EQ(job.ranks[1], a1);
+    ASSERT_EQ(job.others.size(), 1u);
+    EXPECT_EQ(job.others[0].first, b1);
+    EXPECT_EQ(job.others[0].second, "named as another job (b__rank*.pickle, not a__rank*.pickle)");
+}
+
 TEST(workspace, the_ranks_view_shows_the_jobs_snapshots_and_a_click_picks_one) {
     headless_frame frame(width, height);
     ImGuiIO& io = ImGui::GetIO();

@@ -10,6 +10,7 @@
 #include "memtrail/analysis/entry_tags.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/oom_report.hpp"
+#include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/snapshot/load.hpp"
 #include "text_search.hpp"
 
@@ -225,12 +226,15 @@ std::shared_ptr<const document> build_document(std::shared_ptr<const snapshot::s
         }
         return text;
     });
+    std::future<std::vector<uint64_t>> stacks =
+        std::async(std::launch::async, [&source] { return analysis::stack_fingerprints(*source); });
     for (size_t i = 0; i < preview->models.size(); ++i) {
         doc->devices.push_back(index_device(*source, preview->models[i]));
         progress.fraction =
             0.6f + 0.4f * static_cast<float>(i + 1) / static_cast<float>(devices.size());
     }
     doc->frame_search_text = search_text.get();
+    doc->stack_fingerprints = stacks.get();
     progress.fraction = 1.0f;
     return doc;
 }

@@ -1,8 +1,9 @@
 // Ranks: the open snapshots that are ranks of this snapshot's distributed job, one file per rank
-// (analysis::why_not_one_job tells the others apart; a note names them and why). A table of each
-// rank's peaks and when, its end and its trace's counts (what `memtrail ranks` prints), and the
-// ranks' memory curves in one plot, one colour per rank. Clicking a rank makes its snapshot
-// the active tab, so the other views show that rank.
+// (analysis::group_into_jobs tells the others apart; a note names them and why). A table of each
+// rank's peaks and when, its end and its trace's counts (what `memtrail ranks` prints), the
+// categories that make the highest rank peak higher than the median rank, and the ranks' memory
+// curves in one plot, one colour per rank. Clicking a rank makes its snapshot the active tab, so
+// the other views show that rank.
 //
 // Index of this file:
 // [SECTION] cells
@@ -15,6 +16,7 @@
 #include <cstdio>
 
 #include "format.hpp"
+#include "memtrail/analysis/peak_comparison.hpp"
 #include "memtrail/analysis/timeline.hpp"
 #include "memtrail/viewer/rank_table.hpp"
 #include "palette.hpp"
@@ -53,6 +55,33 @@ void swatch(int rank) {
         ImVec2(at.x, at.y + 2), ImVec2(at.x + side - 4, at.y + side - 2), palette::for_rank(rank));
     ImGui::Dummy(ImVec2(side - 2, side));
     ImGui::SameLine();
+}
+
+// "rank 1 against rank 0 (the median rank: ...), each at its own peak allocated: activation
+// +852.88MiB, ...; optimizer_state and input equal", as `memtrail ranks` explains it; "" with
+// one rank, or while a rank's categories are still being worked out.
+std::string why_highest(const std::vector<rank_row>& rows, size_t highest) {
+    std::vector<uint64_t> reserved;
+    for (const rank_row& row : rows) {
+        reserved.push_back(row.device->overview.peak_reserved.bytes);
+    }
+    const size_t median = analysis::median_rank(reserved, highest);
+    if (median == highest) {
+        return "";
+    }
+    std::vector<analysis::category_breakdown> breakdowns;
+    for (const size_t i : {median, highest}) {
+        const device_document& d = *rows[i].device;
+        if (!d.categories) {
+            return "";
+        }
+        breakdowns.push_back(analysis::categories_at(
+            d.model, *d.categories, d.model.peak_position(analysis::series::allocated)));
+    }
+    return "rank " + std::to_string(rows[highest].rank) + " against rank " +
+           std::to_string(rows[median].rank) + " (" + analysis::median_rank_meaning(rows.size()) +
+           "), each at its own peak allocated: " +
+           analysis::category_changes_text(analysis::compare_categories(breakdowns), 0, 1);
 }
 
 // The trace's extent on the plot's x axis: positions, or nanoseconds since its first entry.
@@ -206,12 +235,17 @@ void view::panels::ranks_state::draw_table(view& v, const std::vector<rank_row>&
         }
         ImGui::EndTable();
     }
-    const rank_row& best = rows[highest_reserved_peak(rows)];
+    const size_t highest = highest_reserved_peak(rows);
+    const rank_row& best = rows[highest];
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::text_dim),
                        "rank %d (%s) peaks highest: %s reserved at %s", best.rank,
                        best.doc->name.c_str(),
                        format_bytes(best.device->overview.peak_reserved.bytes).c_str(),
                        when(best.device->overview, best.device->overview.peak_reserved).c_str());
+    const std::string why = why_highest(rows, highest);
+    if (!why.empty()) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::text_dim), "%s", why.c_str());
+    }
 }
 
 //-------------------------------------------------------------------------------------------------

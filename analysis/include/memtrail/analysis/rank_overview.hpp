@@ -1,14 +1,12 @@
 #pragma once
 // One rank's snapshot at a glance, for setting the ranks of a distributed job side by side
 // (`memtrail ranks`, the viewer's Ranks view): its peaks and when they happened, where its trace
-// ended, and how many allocations, device allocations and OOMs the trace holds. And which rank a
-// file is, as far as its path tells: snapshots carry no rank of their own.
+// ended, and how many allocations, device allocations and OOMs the trace holds. Which job and
+// rank a file is: rank_jobs.hpp.
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "memtrail/analysis/device_model.hpp"
@@ -54,24 +52,5 @@ struct rank_totals {
     int64_t ooms = 0;
 };
 void add_to(rank_totals& totals, const rank_overview& rank);
-
-// The rank a path names: the number in its last "rank<N>" (also "rank_N", "rank-N", "RANK.N"),
-// where "rank" does not continue a word ("frank2" names none); the directories count too, as in
-// run/rank1/snapshot.pickle. nullopt when the path names none.
-std::optional<int> rank_in_path(std::string_view path);
-
-// Why snapshots `a` and `b` cannot be two ranks of one distributed job, from what snapshots hold
-// (no job id): written by another producer (tool and version), on other devices (their count,
-// names and memory, compared without their numbers, which differ by rank), under other allocator
-// settings, by the same process (same host and pid: two moments of one rank), or at times more
-// than job_time_gap apart (the spans from each one's first trace entry to when it was taken, as
-// ranks of one job run together). nullopt when nothing tells them apart.
-inline constexpr int64_t job_time_gap_ns = 3600'000'000'000;  // an hour
-std::optional<std::string> why_not_one_job(const snapshot::snapshot& a,
-                                           const snapshot::snapshot& b);
-
-// Ranks of files opened together: what their paths name when each names one and no two name the
-// same, else their positions 0, 1, 2, ...
-std::vector<int> ranks_of_paths(const std::vector<std::string>& paths);
 
 }  // namespace memtrail::analysis

@@ -26,6 +26,12 @@ uint64_t total_bytes(const std::vector<stack_bytes>& stacks);
 // What stacks are matched by: their frame labels, outermost first, one a line.
 std::string stack_text(const snapshot::snapshot& source, snapshot::stack_id stack);
 
+// Why blocks of `source` have no stack, in one sentence for the line that sets them apart:
+// the snapshot recorded no stacks at all; or Python frames only, which the threads that run no
+// Python (above all autograd's backward threads) do not have; or else no frames
+// were recorded for them.
+std::string why_unstacked(const snapshot::snapshot& source);
+
 // One stack (by its text) in each snapshot.
 struct matched_stack {
     std::vector<uint64_t> bytes;  // per snapshot; 0 where the snapshot has no such stack

@@ -64,6 +64,8 @@ struct document {
     const device_document& main_device() const;
     // frame_search_text[f] is analysis::frame_label of frame f, lowercased for search.
     std::vector<std::string> frame_search_text;
+    // analysis::stack_fingerprints: the code it ran, to tell which open snapshots are one job's.
+    std::vector<uint64_t> stack_fingerprints;
 };
 
 // The first picture of a file still loading: its device models (each one's memory curves over

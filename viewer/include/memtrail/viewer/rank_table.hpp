@@ -18,8 +18,10 @@ struct rank_row {
     const device_document* device = nullptr;  // doc's main_device(): what the row reports
 };
 
-// The open documents split by whether they can be ranks of `shown`'s job (shown among them,
-// always), as analysis::why_not_one_job tells against `shown`; the others with the reason.
+// The open documents split by whether they are ranks of `shown`'s job (shown among them,
+// always), as analysis::group_into_jobs groups them with `shown` first (names, producer,
+// devices, settings, process, times and the code their stacks show); the others with the
+// reason.
 struct job_documents {
     std::vector<std::shared_ptr<const document>> ranks;  // in opening order
     std::vector<std::pair<std::shared_ptr<const document>, std::string>> others;
