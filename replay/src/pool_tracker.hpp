@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -31,12 +32,16 @@ inline final_pool_map final_pools_of(const snapshot::snapshot& input, int device
 // lands in an existing segment went to that segment's pool; one that made a new segment went to
 // the pool the final snapshot puts that segment in when it lasts, else to the first pool that
 // had no cached block for it, trying the pool this stream last allocated to, the default pools,
-// the live private pools, then a new one.
+// the live private pools, then a new one. A segment that an OOM left cached (held_private) was
+// in a private pool: the default pools are no candidate for it, and before any private pool is
+// live it goes to the pool of the next lasting private segment made on its stream (the pool
+// being captured there).
 class pool_tracker {
   public:
-    pool_tracker(const trace_plan& plan, const final_pool_map& final_pools,
-                 device_allocator& allocator)
+    pool_tracker(const trace_plan& plan, const std::vector<snapshot::trace_entry>& entries,
+                 const final_pool_map& final_pools, device_allocator& allocator)
         : plan_(plan),
+          entries_(entries),
           final_pools_(final_pools),
           allocator_(allocator),
           creator_pool_(plan.steps.size(), pool_id{}) {}
@@ -129,12 +134,15 @@ class pool_tracker {
                 return it->second;
             }
         }
+        const bool private_only = plan_.held_private[creator] != 0;
         std::vector<pool_id> candidates;
         const pool_id last = last_on_stream(e.stream);
         if (!last.is_default() && !released_.count(last)) {
             candidates.push_back(last);
         }
-        candidates.push_back(pool_id{});
+        if (!private_only) {
+            candidates.push_back(pool_id{});
+        }
         for (auto p = recent_.rbegin(); p != recent_.rend(); ++p) {
             if (std::find(candidates.begin(), candidates.end(), *p) == candidates.end()) {
                 candidates.push_back(*p);
@@ -145,12 +153,32 @@ class pool_tracker {
                 return p;
             }
         }
+        if (private_only) {
+            if (const auto upcoming = next_private_pool_on(creator, e.stream)) {
+                return *upcoming;
+            }
+        }
         // A pool of its own, named apart from PyTorch's ids (its segments never last).
         return pool_id{0, first_invented_pool + invented_++};
     }
 
+    // The final pool of the first private segment made on `stream` after `creator` that lasts.
+    std::optional<pool_id> next_private_pool_on(size_t creator, stream_handle stream) const {
+        for (size_t i = creator + 1; i < entries_.size(); ++i) {
+            if (entries_[i].stream != stream || !plan_.lasting_segment[i]) {
+                continue;
+            }
+            const auto it = final_pools_.find(plan_.lasting_segment[i]);
+            if (it != final_pools_.end() && !it->second.is_default()) {
+                return it->second;
+            }
+        }
+        return std::nullopt;
+    }
+
     static constexpr uint64_t first_invented_pool = 1ull << 48;
     const trace_plan& plan_;
+    const std::vector<snapshot::trace_entry>& entries_;
     const final_pool_map& final_pools_;
     device_allocator& allocator_;
     std::vector<pool_id> creator_pool_;

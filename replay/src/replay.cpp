@@ -104,7 +104,7 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
     }
     trace_collector collector(options.device);
     allocator.set_observer(&collector);
-    detail::pool_tracker pools(plan, final_pools, allocator);
+    detail::pool_tracker pools(plan, entries, final_pools, allocator);
 
     replay_result result;
     // Trace address -> replayed address of live allocations (they differ in what-if runs).

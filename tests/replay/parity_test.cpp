@@ -33,6 +33,16 @@ std::vector<fs::path> recorded_traces() {
     return found;
 }
 
+// A rank's trace is on its own device (rank 1 recorded device 1).
+int device_with_trace(const snapshot::snapshot& original) {
+    for (const auto& trace : original.traces) {
+        if (!trace.entries.empty()) {
+            return trace.device;
+        }
+    }
+    return 0;
+}
+
 class Parity : public ::testing::TestWithParam<fs::path> {};
 
 TEST_P(Parity, ReplayMatchesPyTorchExactly) {
@@ -41,11 +51,13 @@ TEST_P(Parity, ReplayMatchesPyTorchExactly) {
     const snapshot::snapshot original = snapshot::read_torch_pickle(trace);
     replay_options options;
     options.config = allocator_config::parse(meta.conf);
+    options.device = device_with_trace(original);
     options.device_memory = meta.device_total;
     options.memory_fraction = meta.fraction;
     options.expected_stats = &meta.stats;
     const replay_result result = replay_trace(original, options);
-    const parity_report report = compare_with_original(original, result, &meta.stats);
+    const parity_report report =
+        compare_with_original(original, result, &meta.stats, options.device);
     EXPECT_TRUE(report.trace_equal) << report.first_difference;
     EXPECT_TRUE(report.segments_equal) << report.first_difference;
     EXPECT_TRUE(report.stats_equal) << report.first_difference;
