@@ -11,6 +11,17 @@ std::string pool_name(segment_pool pool) {
     return "(" + std::to_string(pool.first) + ", " + std::to_string(pool.second) + ")";
 }
 
+std::string pool_owner(segment_pool pool) {
+    if (pool.is_default()) {
+        return "default";
+    }
+    if (pool.second == 0) {
+        return "a CUDA graph's own pool (capture " + std::to_string(pool.first) + ")";
+    }
+    return "a MemPool or a pool shared by CUDA graphs (torch.cuda.MemPool, graph_pool_handle, "
+           "torch.compile)";
+}
+
 segment_pools::segment_pools(const snapshot::snapshot& source, int device) {
     for (const snapshot::segment& seg : source.segments) {
         if (seg.device != device) {
@@ -18,6 +29,10 @@ segment_pools::segment_pools(const snapshot::snapshot& source, int device) {
         }
         const segment_pool pool{seg.pool_id_first, seg.pool_id_second};
         by_address_[seg.address] = {seg.total_size, pool};
+        const auto [on_stream, first] = by_stream_.try_emplace(seg.stream, pool);
+        if (!first && on_stream->second != pool) {
+            on_stream->second = std::nullopt;
+        }
         if (!pool.is_default()) {
             private_pools_.push_back(pool);
         }
@@ -45,6 +60,14 @@ std::optional<segment_pool> segment_pools::pool_holding(uint64_t address) const 
         return std::nullopt;
     }
     return it->second.pool;
+}
+
+std::optional<segment_pool> segment_pools::pool_of_stream(uint64_t stream) const {
+    const auto it = by_stream_.find(stream);
+    if (it == by_stream_.end() || !it->second || it->second->is_default()) {
+        return std::nullopt;
+    }
+    return it->second;
 }
 
 bool pool_filter::accepts(std::optional<segment_pool> candidate) const {

@@ -78,6 +78,18 @@ class pool_tracker {
         }
     }
 
+    // Releases every private pool still held, as deleting its CUDA graph or MemPool does: its
+    // cached segments go back at the next empty_cache or OOM.
+    void release_held_pools() {
+        for (const pool_id& pool : created_) {
+            if (!released_.count(pool) && allocator_.pool_use_count(pool) > 0) {
+                allocator_.release_pool(pool);
+                released_.insert(pool);
+                std::erase(recent_, pool);
+            }
+        }
+    }
+
     // The private pools a release run gives back, when it gives back nothing else.
     std::vector<pool_id> only_pools_freed_at(size_t step) const {
         std::vector<pool_id> pools;

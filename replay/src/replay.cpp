@@ -138,6 +138,9 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
     for (size_t i = 0; i < entries.size(); ++i) {
         const auto& e = entries[i];
         const bool flip = flipped[i] != 0;
+        if (i == options.release_private_pools_before) {
+            pools.release_held_pools();
+        }
         try {
             switch (plan.steps[i]) {
                 case detail::step_kind::allocate:

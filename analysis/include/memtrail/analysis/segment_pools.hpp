@@ -24,6 +24,10 @@ struct segment_pool {
 
 // "(0, 1)"; "default" for (0, 0).
 std::string pool_name(segment_pool pool);
+// Who makes a pool of that id in PyTorch, for people: (n, 0) is a CUDA graph's own pool (captured
+// without a pool given), (0, n) one a user made (torch.cuda.MemPool, or graph_pool_handle()
+// shared by graphs, as torch.compile's CUDA graph trees do); "default" for (0, 0).
+std::string pool_owner(segment_pool pool);
 
 class segment_pools {
   public:
@@ -36,6 +40,10 @@ class segment_pools {
     std::optional<segment_pool> pool_of(uint64_t address, uint64_t total_size) const;
     // The pool of the snapshot's segment that holds `address`, nullopt when none does.
     std::optional<segment_pool> pool_holding(uint64_t address) const;
+    // The private pool of a segment the snapshot no longer holds, inferred from its stream:
+    // every segment the snapshot holds on that stream is in that one private pool (a capture
+    // stream). nullopt when the stream says nothing.
+    std::optional<segment_pool> pool_of_stream(uint64_t stream) const;
     // The private pools holding segments, in order (the default pools left out).
     const std::vector<segment_pool>& private_pools() const { return private_pools_; }
 
@@ -45,6 +53,7 @@ class segment_pools {
         segment_pool pool;
     };
     std::map<uint64_t, known_segment> by_address_;
+    std::map<uint64_t, std::optional<segment_pool>> by_stream_;  // nullopt: mixed or default
     std::vector<segment_pool> private_pools_;
 };
 
