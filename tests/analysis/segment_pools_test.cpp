@@ -53,6 +53,34 @@ TEST(segment_pools, private_pools_are_listed_once_in_order) {
     EXPECT_EQ(pool_name({3, 0}), "(3, 0)");
 }
 
+TEST(segment_pools, owners_follow_pytorchs_ids) {
+    EXPECT_EQ(pool_owner({0, 0}), "default");
+    EXPECT_EQ(pool_owner({3, 0}), "a CUDA graph's own pool (capture 3)");
+    EXPECT_NE(pool_owner({0, 2}).find("MemPool"), std::string::npos);
+}
+
+TEST(segment_pools, a_stream_whose_segments_are_all_in_one_private_pool_names_it) {
+    snapshot::snapshot snap;
+    auto add = [&](uint64_t address, uint64_t stream, segment_pool pool) {
+        snapshot::segment& seg = snap.segments.emplace_back();
+        seg.address = address;
+        seg.total_size = 1 << 20;
+        seg.stream = stream;
+        seg.pool_id_first = pool.first;
+        seg.pool_id_second = pool.second;
+    };
+    add(1 << 20, 5, {1, 0});
+    add(2 << 20, 5, {1, 0});
+    add(3 << 20, 6, {2, 0});
+    add(4 << 20, 6, {0, 0});
+    add(5 << 20, 0, {0, 0});
+    const segment_pools pools(snap, 0);
+    EXPECT_EQ(pools.pool_of_stream(5), (segment_pool{1, 0}));
+    EXPECT_EQ(pools.pool_of_stream(6), std::nullopt);  // mixed with the default pools
+    EXPECT_EQ(pools.pool_of_stream(0), std::nullopt);
+    EXPECT_EQ(pools.pool_of_stream(7), std::nullopt);  // never seen
+}
+
 TEST(pool_filter, unknown_pools_pass_only_when_every_pool_is_shown) {
     using kind = pool_filter::kind;
     const pool_filter all{kind::all, {}};
