@@ -106,16 +106,12 @@ bool wholly_free(const snapshot::segment& seg) {
 std::optional<oom_private_pool> private_pool_of(const snapshot::segment& seg,
                                                 const segment_pools& pools) {
     oom_private_pool found;
-    if (const auto known = pools.pool_of(seg.address, seg.total_size)) {
-        if (known->is_default()) {
-            return std::nullopt;
-        }
-        found.pool = known;
-    } else if (const auto by_stream = pools.pool_of_stream(seg.stream)) {
-        found.pool = by_stream;
-        found.inferred = true;
-    } else if (!seg.is_expandable && wholly_free(seg)) {
-        found.inferred = true;
+    const auto resolved = pools.resolve(seg);
+    if (resolved && !resolved->pool.is_default()) {
+        found.pool = resolved->pool;
+        found.inferred = resolved->inferred;
+    } else if ((!resolved || resolved->inferred) && !seg.is_expandable && wholly_free(seg)) {
+        found.inferred = true;  // its stream's other segments in the default pools say nothing
     } else {
         return std::nullopt;
     }

@@ -11,6 +11,13 @@ std::string pool_name(segment_pool pool) {
     return "(" + std::to_string(pool.first) + ", " + std::to_string(pool.second) + ")";
 }
 
+std::string pool_kind(segment_pool pool) {
+    if (pool.is_default()) {
+        return "default";
+    }
+    return pool.second == 0 ? "CUDA graph" : "MemPool";
+}
+
 std::string pool_owner(segment_pool pool) {
     if (pool.is_default()) {
         return "default";
@@ -64,10 +71,20 @@ std::optional<segment_pool> segment_pools::pool_holding(uint64_t address) const 
 
 std::optional<segment_pool> segment_pools::pool_of_stream(uint64_t stream) const {
     const auto it = by_stream_.find(stream);
-    if (it == by_stream_.end() || !it->second || it->second->is_default()) {
+    if (it == by_stream_.end() || !it->second) {
         return std::nullopt;
     }
     return it->second;
+}
+
+std::optional<resolved_pool> segment_pools::resolve(const snapshot::segment& seg) const {
+    if (const auto known = pool_of(seg.address, seg.total_size)) {
+        return resolved_pool{*known, false};
+    }
+    if (const auto by_stream = pool_of_stream(seg.stream)) {
+        return resolved_pool{*by_stream, true};
+    }
+    return std::nullopt;
 }
 
 bool pool_filter::accepts(std::optional<segment_pool> candidate) const {

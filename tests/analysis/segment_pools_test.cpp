@@ -77,8 +77,17 @@ TEST(segment_pools, a_stream_whose_segments_are_all_in_one_private_pool_names_it
     const segment_pools pools(snap, 0);
     EXPECT_EQ(pools.pool_of_stream(5), (segment_pool{1, 0}));
     EXPECT_EQ(pools.pool_of_stream(6), std::nullopt);  // mixed with the default pools
-    EXPECT_EQ(pools.pool_of_stream(0), std::nullopt);
+    EXPECT_EQ(pools.pool_of_stream(0), (segment_pool{0, 0}));
     EXPECT_EQ(pools.pool_of_stream(7), std::nullopt);  // never seen
+    snapshot::segment gone;  // given back before the snapshot, on the capture stream
+    gone.address = 9 << 20;
+    gone.total_size = 1 << 20;
+    gone.stream = 5;
+    const auto resolved = pools.resolve(gone);
+    ASSERT_TRUE(resolved);
+    EXPECT_EQ(resolved->pool, (segment_pool{1, 0}));
+    EXPECT_TRUE(resolved->inferred);
+    EXPECT_FALSE(pools.resolve(snap.segments[0])->inferred);
 }
 
 TEST(pool_filter, unknown_pools_pass_only_when_every_pool_is_shown) {

@@ -129,6 +129,25 @@ class GraphPool(unittest.TestCase):
         self.assertIn("private pool (1, 0), a CUDA graph's own pool (capture 1)", out)
 
 
+class Segments(unittest.TestCase):
+    def test_the_graphs_segments_are_in_its_pool_with_short_stream_names(self):
+        path = TRACES / "oom_graph_pool.pickle"
+        report = json.loads(run("segments", path, "--at", "61", "--json"))
+        in_pool = [s for s in report["segments"] if s["private_pool"] == "(1, 0)"]
+        # The graph's four segments: 256 MiB cached and free, 256 + 32 MiB live, 2 MiB small.
+        self.assertEqual(sorted(s["size"] for s in in_pool),
+                         [2 << 20, 32 << 20, 256 << 20, 256 << 20])
+        self.assertEqual({s["stream"] for s in in_pool}, {2})
+        self.assertEqual(sum(not s["private_pool_inferred"] for s in in_pool), 1)
+        self.assertTrue(all("CUDA graph" in s["private_pool_owner"] for s in in_pool))
+        out = run("segments", path, "--at", "61")
+        self.assertIn("(1, 0) CUDA graph ~", out)
+        self.assertIn("(1, 0): a CUDA graph's own pool (capture 1), 4 segments, 546MiB", out)
+        handle = str(in_pool[0]["stream_handle"])
+        self.assertNotIn(handle, out)
+        self.assertIn(f"stream 2 ({handle})", run("segments", path, "--raw-streams"))
+
+
 class KnownVerdicts(unittest.TestCase):
     def test_memory_held_by_another_process_is_never_capacity(self):
         for conf in ("default", "expandable_segments-True"):
