@@ -15,22 +15,18 @@ stream_names::stream_names(const snapshot::snapshot& source, int device) {
     }
 }
 
-size_t stream_names::number(uint64_t handle) {
+size_t stream_names::number(uint64_t handle) const {
     if (handle == 0) {
         return 0;
     }
-    const auto [it, added] = numbers_.try_emplace(handle, next_);
-    if (added) {
-        ++next_;
-    }
-    return it->second;
+    return numbers_.try_emplace(handle, numbers_.size() + 1).first->second;
 }
 
-std::string stream_names::name(uint64_t handle) {
+std::string stream_names::name(uint64_t handle) const {
     return "stream " + std::to_string(number(handle));
 }
 
-std::string stream_names::name_with_handle(uint64_t handle) {
+std::string stream_names::name_with_handle(uint64_t handle) const {
     return name(handle) + " (" + std::to_string(handle) + ")";
 }
 

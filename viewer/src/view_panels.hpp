@@ -216,6 +216,7 @@ struct view::panels {
         struct row {
             const snapshot::segment* segment = nullptr;
             std::optional<analysis::segment_pool> pool;  // nullopt: unknown
+            bool pool_inferred = false;  // from the segment's stream, the snapshot lacking it
         };
         std::vector<row> rows;
 

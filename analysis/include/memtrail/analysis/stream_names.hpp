@@ -20,15 +20,15 @@ class stream_names {
 
     // 0 for the default stream, 1, 2... for the others; a stream never seen gets the next number
     // on first use here, so every handle keeps one number.
-    size_t number(uint64_t handle);
+    size_t number(uint64_t handle) const;
     // "stream 0", "stream 2".
-    std::string name(uint64_t handle);
+    std::string name(uint64_t handle) const;
     // "stream 2 (477141664)": the short name with the raw handle.
-    std::string name_with_handle(uint64_t handle);
+    std::string name_with_handle(uint64_t handle) const;
 
   private:
-    std::map<uint64_t, size_t> numbers_;
-    size_t next_ = 1;
+    // Numbered on first use, also through const access (a stream the source did not show).
+    mutable std::map<uint64_t, size_t> numbers_;
 };
 
 }  // namespace memtrail::analysis
