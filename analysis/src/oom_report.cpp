@@ -121,10 +121,9 @@ std::optional<oom_private_pool> private_pool_of(const snapshot::segment& seg,
 
 void add_private_segment(oom_report& report, const snapshot::segment& seg,
                          const oom_private_pool& pool) {
-    auto it = std::find_if(report.private_pools.begin(), report.private_pools.end(),
-                           [&](const oom_private_pool& p) {
-                               return p.pool == pool.pool && p.stream == pool.stream;
-                           });
+    auto it = std::find_if(
+        report.private_pools.begin(), report.private_pools.end(),
+        [&](const oom_private_pool& p) { return p.pool == pool.pool && p.stream == pool.stream; });
     if (it == report.private_pools.end()) {
         it = report.private_pools.insert(report.private_pools.end(), pool);
     }
@@ -302,10 +301,9 @@ oom_report analyze_oom(const device_model& model, size_t entry, const oom_option
         report.holders.resize(max_blockers);
     }
 
-    std::stable_sort(report.private_pools.begin(), report.private_pools.end(),
-                     [](const oom_private_pool& a, const oom_private_pool& b) {
-                         return a.free > b.free;
-                     });
+    std::stable_sort(
+        report.private_pools.begin(), report.private_pools.end(),
+        [](const oom_private_pool& a, const oom_private_pool& b) { return a.free > b.free; });
     detail::verdict_inputs inputs;
     inputs.releasable_after_sync = releasable_after_sync;
     inputs.peak_reserved = peak_reserved_of(model, entry, report.totals.reserved);

@@ -21,8 +21,7 @@ void set_device_total(oom_report& r, const verdict_inputs& in) {
     } else {
         r.total_source = device_total_source::at_least;
     }
-    r.assumed_device_total =
-        r.device_total ? r.device_total : r.totals.reserved + r.device_free;
+    r.assumed_device_total = r.device_total ? r.device_total : r.totals.reserved + r.device_free;
     if (r.device_total) {
         const uint64_t accounted = r.device_free + r.totals.reserved;
         r.outside = r.device_total > accounted ? r.device_total - accounted : 0;
@@ -51,8 +50,9 @@ void set_cap(oom_report& r, const verdict_inputs& in, bool pending) {
         return;
     }
     if (in.fraction > 0.0) {
-        r.unknowns.push_back("the memory fraction needs the device's total to be a cap in "
-                             "bytes: give --device-memory");
+        r.unknowns.push_back(
+            "the memory fraction needs the device's total to be a cap in "
+            "bytes: give --device-memory");
     }
     if (pending || r.device_free < r.segment_size) {
         return;
@@ -117,9 +117,8 @@ std::string device_full_text(oom_report& r) {
     }
     if (!r.outside_known && r.assumed_device_total <= far_below_any_gpu) {
         r.verdict = oom_verdict::outside_allocator;
-        return "This allocator held " + format_bytes(reserved) +
-               " and the device reported " + format_bytes(r.device_free) + " free, " +
-               format_bytes(r.assumed_device_total) +
+        return "This allocator held " + format_bytes(reserved) + " and the device reported " +
+               format_bytes(r.device_free) + " free, " + format_bytes(r.assumed_device_total) +
                " in all: far below the memory of any data-centre GPU (16 GiB and more), so "
                "the rest of the device was held outside this allocator (other processes, NCCL, "
                "cuBLAS workspaces, the CUDA context). Give --device-memory to measure it.";
@@ -174,25 +173,23 @@ void decide_verdict(oom_report& r, const verdict_inputs& in) {
                         "], which serve only allocations made to them and are given back only "
                         "once their owner releases them; given back, they would have made room "
                         "for the " +
-                        format_bytes(r.segment_size) + " segment this request needed." +
-                        under_cap +
+                        format_bytes(r.segment_size) + " segment this request needed." + under_cap +
                         " Delete the graph or MemPool once it is no longer needed, or share one "
                         "pool between graphs.";
     } else if (r.usable_free >= r.requested) {
         r.verdict = oom_verdict::fragmentation;
-        r.explanation = format_bytes(r.usable_free) +
-                        " was cached free in this pool and stream, enough for " + asked +
-                        " had it been in one piece, but it was cut into " +
-                        std::to_string(r.totals.free_blocks) + " free blocks, the largest " +
-                        format_bytes(r.totals.largest_free) +
-                        ", inside segments still in use." + under_cap;
+        r.explanation =
+            format_bytes(r.usable_free) + " was cached free in this pool and stream, enough for " +
+            asked + " had it been in one piece, but it was cut into " +
+            std::to_string(r.totals.free_blocks) + " free blocks, the largest " +
+            format_bytes(r.totals.largest_free) + ", inside segments still in use." + under_cap;
     } else if (r.cap.binding) {
         r.verdict = oom_verdict::memory_cap;
         r.secondary.reset();
         r.explanation = "The device still had " + format_bytes(r.device_free) +
                         " free, enough for the " + format_bytes(r.segment_size) +
-                        " segment this request needed, but the allocator was " +
-                        cap_text(r.cap) + " and held " + format_bytes(r.totals.reserved) +
+                        " segment this request needed, but the allocator was " + cap_text(r.cap) +
+                        " and held " + format_bytes(r.totals.reserved) +
                         ". Raise or remove the cap, or reduce what is live.";
     } else {
         r.explanation = device_full_text(r);

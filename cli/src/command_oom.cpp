@@ -72,11 +72,10 @@ void print_private_pools(const analysis::oom_report& r, stream_labels& streams) 
     for (const auto& p : r.private_pools) {
         std::cout << "    "
                   << wrap_text(pool_label(p) + ", " + streams(p.stream) + ": " +
-                                   format_bytes(p.reserved) + " in " +
-                                   std::to_string(p.segments) + " segments, " +
-                                   format_bytes(p.allocated) + " in use, " +
-                                   format_bytes(p.free) + " free, " +
-                                   format_bytes(p.releasable) + " releasable",
+                                   format_bytes(p.reserved) + " in " + std::to_string(p.segments) +
+                                   " segments, " + format_bytes(p.allocated) + " in use, " +
+                                   format_bytes(p.free) + " free, " + format_bytes(p.releasable) +
+                                   " releasable",
                                86, "      ");
     }
 }
@@ -155,8 +154,7 @@ void print_report(const analysis::oom_report& r, const snapshot::snapshot& sourc
             }
         }
     }
-    std::cout << "\n  verdict: " << verdict_line(r) << "\n  "
-              << wrap_text(r.explanation, 88, "  ");
+    std::cout << "\n  verdict: " << verdict_line(r) << "\n  " << wrap_text(r.explanation, 88, "  ");
     for (const auto& unknown : r.unknowns) {
         std::cout << "  unknown: " << wrap_text(unknown, 86, "    ");
     }
@@ -164,13 +162,11 @@ void print_report(const analysis::oom_report& r, const snapshot::snapshot& sourc
 
 // What the what-if replays assumed about the device and the cap.
 std::string replay_assumptions(const analysis::oom_report& r) {
-    std::string text = "on a device of " + format_bytes(r.assumed_device_total) +
-                       (r.total_source == analysis::device_total_source::at_least
-                            ? " (the least it can have: reserved + free)"
-                            : " (" +
-                                  std::string(
-                                      analysis::device_total_source_name(r.total_source)) +
-                                  ")");
+    std::string text =
+        "on a device of " + format_bytes(r.assumed_device_total) +
+        (r.total_source == analysis::device_total_source::at_least
+             ? " (the least it can have: reserved + free)"
+             : " (" + std::string(analysis::device_total_source_name(r.total_source)) + ")");
     if (r.cap.recorded) {
         text += " under the cap of " + format_bytes(r.cap.lower);
     } else if (r.cap.binding) {
@@ -193,11 +189,11 @@ void print_remedies(const analysis::oom_report& r, const replay::oom_remedies& f
     for (const auto& remedy : found.remedies) {
         any_setting = any_setting || (remedy.avoids && remedy.allocator_setting);
         any_change = any_change || (remedy.avoids && !remedy.allocator_setting);
-        std::cout << "    " << wrap_text("with " + remedy.description + " this OOM " +
-                                              (remedy.avoids ? "does not happen" : "still happens") +
-                                              " (peak reserved " +
-                                              format_bytes(remedy.peak_reserved) + ")",
-                                          84, "      ");
+        std::cout << "    "
+                  << wrap_text("with " + remedy.description + " this OOM " +
+                                   (remedy.avoids ? "does not happen" : "still happens") +
+                                   " (peak reserved " + format_bytes(remedy.peak_reserved) + ")",
+                               84, "      ");
     }
     if (!any_setting) {
         std::cout << "    no allocator setting avoids it" << (r.cap.binding ? " under the cap" : "")
@@ -223,8 +219,7 @@ void write_remedies(json_writer& json, const replay::oom_remedies& found) {
     json.end_array().end_object();
 }
 
-void write_private_pools(json_writer& json, const analysis::oom_report& r,
-                         stream_labels& streams) {
+void write_private_pools(json_writer& json, const analysis::oom_report& r, stream_labels& streams) {
     json.key("private_pools").begin_array();
     for (const auto& p : r.private_pools) {
         json.begin_object();
@@ -337,10 +332,7 @@ void write_report(json_writer& json, const analysis::oom_report& r,
     } else {
         json.key("secondary").null();
     }
-    json
-        .field("explanation", r.explanation)
-        .key("unknown")
-        .begin_array();
+    json.field("explanation", r.explanation).key("unknown").begin_array();
     for (const auto& unknown : r.unknowns) {
         json.value(unknown);
     }
@@ -350,37 +342,36 @@ void write_report(json_writer& json, const analysis::oom_report& r,
 }  // namespace
 
 command_spec oom_spec() {
-    return {"oom",
-            "FILE [--entry N] [--blockers N] [--depth D] [--device N] [--device-memory BYTES] "
-            "[--memory-fraction F] [--raw-streams] [--no-remedies] [--all-frames] [--json]",
-            "For each out-of-memory entry in the trace: what was asked and from where, what the "
-            "device and the cache had, the largest free block per pool and stream, the live "
-            "blocks that pinned partly free segments, the private pools and their owners, a "
-            "primary cause and where true a secondary one (capacity, memory cap, outside this "
-            "allocator, fragmentation, pending cross-stream frees, private pools) and the "
-            "remedies that avoid it, each checked by replaying the trace under it.",
-            "Exits 0 also when the trace has no OOM (it says so). A PyTorch pickle records "
-            "neither the device's total memory nor the memory fraction: the report assumes at "
-            "least what the allocator held plus what the device had free, and infers the cap "
-            "from the trace (the failed request bounds it from above, the most ever reserved "
-            "from below), and says so; --device-memory and --memory-fraction settle both. "
-            "Streams are `stream 0` (the default) and `stream 1`, `stream 2`... in order of "
-            "first use; --raw-streams adds their handles (--json has both).\n",
-            1,
-            1,
-            {device_option(),
-             all_frames_option(),
-             {"--entry", "", "N", "only the oom entry with this trace index", false},
-             {"--blockers", "", "N", "blockers and largest holders to list (default 5)", false},
-             {"--depth", "", "D", "frames to print per stack (default 8)", false},
-             {"--device-memory", "", "BYTES",
-              "the device's total memory, when the snapshot does not record it", false},
-             {"--memory-fraction", "", "F",
-              "the per-process memory fraction the program set (needs the device's total)",
-              false},
-             {"--raw-streams", "", "", "show each stream's raw handle beside its short name",
-              false},
-             {"--no-remedies", "", "", "skip the what-if replays that check remedies", false}}};
+    return {
+        "oom",
+        "FILE [--entry N] [--blockers N] [--depth D] [--device N] [--device-memory BYTES] "
+        "[--memory-fraction F] [--raw-streams] [--no-remedies] [--all-frames] [--json]",
+        "For each out-of-memory entry in the trace: what was asked and from where, what the "
+        "device and the cache had, the largest free block per pool and stream, the live "
+        "blocks that pinned partly free segments, the private pools and their owners, a "
+        "primary cause and where true a secondary one (capacity, memory cap, outside this "
+        "allocator, fragmentation, pending cross-stream frees, private pools) and the "
+        "remedies that avoid it, each checked by replaying the trace under it.",
+        "Exits 0 also when the trace has no OOM (it says so). A PyTorch pickle records "
+        "neither the device's total memory nor the memory fraction: the report assumes at "
+        "least what the allocator held plus what the device had free, and infers the cap "
+        "from the trace (the failed request bounds it from above, the most ever reserved "
+        "from below), and says so; --device-memory and --memory-fraction settle both. "
+        "Streams are `stream 0` (the default) and `stream 1`, `stream 2`... in order of "
+        "first use; --raw-streams adds their handles (--json has both).\n",
+        1,
+        1,
+        {device_option(),
+         all_frames_option(),
+         {"--entry", "", "N", "only the oom entry with this trace index", false},
+         {"--blockers", "", "N", "blockers and largest holders to list (default 5)", false},
+         {"--depth", "", "D", "frames to print per stack (default 8)", false},
+         {"--device-memory", "", "BYTES",
+          "the device's total memory, when the snapshot does not record it", false},
+         {"--memory-fraction", "", "F",
+          "the per-process memory fraction the program set (needs the device's total)", false},
+         {"--raw-streams", "", "", "show each stream's raw handle beside its short name", false},
+         {"--no-remedies", "", "", "skip the what-if replays that check remedies", false}}};
 }
 
 int run_oom(const parsed_arguments& args) {

@@ -87,21 +87,22 @@ void print_private_pools(const analysis::memory_state& state,
 }  // namespace
 
 command_spec segments_spec() {
-    return {"segments",
-            "FILE [--at EVENT|peak|end] [--device N] [--raw-streams] [--json]",
-            "Every segment (device allocation) with its stream and private pool, what callers "
-            "hold in it, what waits for other streams, what is free and in how large a piece; "
-            "then the private pools with their owners, and the totals.",
-            "In the usage bar '#' is allocated, '+' pending free (waiting for other streams), "
-            "'.' free. Streams are `stream 0` (the default) and `stream 1`, `stream 2`... in "
-            "order of first use; --raw-streams adds their handles (--json has both). The private "
-            "pool is '-' for the default pools, '(1, 0) CUDA graph' for a graph's own pool, "
-            "'(0, 1) MemPool' for a torch.cuda.MemPool or a pool shared by graphs.\n",
-            1,
-            1,
-            {at_option(), device_option(),
-             {"--raw-streams", "", "", "show each stream's raw handle beside its short name",
-              false}}};
+    return {
+        "segments",
+        "FILE [--at EVENT|peak|end] [--device N] [--raw-streams] [--json]",
+        "Every segment (device allocation) with its stream and private pool, what callers "
+        "hold in it, what waits for other streams, what is free and in how large a piece; "
+        "then the private pools with their owners, and the totals.",
+        "In the usage bar '#' is allocated, '+' pending free (waiting for other streams), "
+        "'.' free. Streams are `stream 0` (the default) and `stream 1`, `stream 2`... in "
+        "order of first use; --raw-streams adds their handles (--json has both). The private "
+        "pool is '-' for the default pools, '(1, 0) CUDA graph' for a graph's own pool, "
+        "'(0, 1) MemPool' for a torch.cuda.MemPool or a pool shared by graphs.\n",
+        1,
+        1,
+        {at_option(),
+         device_option(),
+         {"--raw-streams", "", "", "show each stream's raw handle beside its short name", false}}};
 }
 
 int run_segments(const parsed_arguments& args) {
@@ -132,8 +133,7 @@ int run_segments(const parsed_arguments& args) {
             } else {
                 json.key("private_pool").null();
             }
-            json
-                .field("pool", s.is_large ? "large" : "small")
+            json.field("pool", s.is_large ? "large" : "small")
                 .field("expandable", s.is_expandable)
                 .field("allocated", s.allocated)
                 .field("pending_free", s.pending_free)
@@ -160,9 +160,9 @@ int run_segments(const parsed_arguments& args) {
             {hex_address(s.address), format_bytes(s.total_size),
              raw_streams ? streams.name_with_handle(s.stream) : streams.name(s.stream),
              std::string(s.is_large ? "large" : "small") + (s.is_expandable ? " exp" : ""),
-             private_pool_cell(pools.resolve(state.segments[i])),
-             format_bytes(s.allocated), format_bytes(s.pending_free), format_bytes(s.free),
-             format_bytes(s.largest_free), std::to_string(s.blocks), percent(s.fragmentation()),
+             private_pool_cell(pools.resolve(state.segments[i])), format_bytes(s.allocated),
+             format_bytes(s.pending_free), format_bytes(s.free), format_bytes(s.largest_free),
+             std::to_string(s.blocks), percent(s.fragmentation()),
              usage_bar(state.segments[i], 24)});
     }
     table.print(std::cout);

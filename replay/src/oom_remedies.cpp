@@ -54,9 +54,10 @@ oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
     };
     std::vector<candidate> candidates;
     if (options.try_releasing_private_pools) {
-        candidates.push_back({"the private pools released (their CUDA graphs or MemPools "
-                              "deleted) before it",
-                              "", fraction, true});
+        candidates.push_back(
+            {"the private pools released (their CUDA graphs or MemPools "
+             "deleted) before it",
+             "", fraction, true});
     }
     if (!original.expandable_segments) {
         candidates.push_back({"expandable_segments:True", "expandable_segments:True", fraction});

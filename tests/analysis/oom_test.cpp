@@ -123,7 +123,9 @@ TEST(oom, memory_really_in_use_is_capacity_and_its_holders_are_named) {
     EXPECT_EQ(report.holders[1].stack, snapshot::no_id);
     EXPECT_EQ(report.holders[2].bytes, 20 * mib);
     EXPECT_EQ(report.holders[2].stack, stacks[1]);
-    EXPECT_EQ(analyze_oom(model, oom_entries(model)[0], analysis::oom_options{.max_blockers = 1}).holders.size(), 1u);
+    EXPECT_EQ(analyze_oom(model, oom_entries(model)[0], analysis::oom_options{.max_blockers = 1})
+                  .holders.size(),
+              1u);
     EXPECT_THROW(analyze_oom(model, 0), std::invalid_argument);
 
     // Without the device's total, 88 MiB held and free is far below any GPU's memory: the rest
@@ -183,9 +185,9 @@ TEST(oom, holes_under_a_cap_are_fragmentation_first_and_the_cap_second) {
     EXPECT_EQ(report.assumed_device_total, 96 * mib + (70ull << 30));
 
     // A fraction given with the total makes the cap exact.
-    const oom_report given = analyze_oom(
-        model, oom_entries(model)[0],
-        oom_options{.device_total = 1ull << 30, .memory_fraction = 100.0 / 1024.0});
+    const oom_report given =
+        analyze_oom(model, oom_entries(model)[0],
+                    oom_options{.device_total = 1ull << 30, .memory_fraction = 100.0 / 1024.0});
     EXPECT_TRUE(given.cap.recorded);
     EXPECT_EQ(given.cap.lower, 100 * mib);
     EXPECT_EQ(given.verdict, oom_verdict::fragmentation);

@@ -99,8 +99,8 @@ void private_pools_table(const analysis::oom_report& r, const analysis::stream_n
     ImGui::TextUnformatted(
         "Private pools: they serve only their owner; releasing one (deleting its CUDA graph or "
         "MemPool) gives back its wholly free segments");
-    const ImGuiTableFlags flags = ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg |
-                                  ImGuiTableFlags_BordersInnerV;
+    const ImGuiTableFlags flags =
+        ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV;
     if (ImGui::BeginTable("##private_pools", 6, flags)) {
         for (const char* name : {"pool", "owner", "stream", "reserved", "free", "releasable"}) {
             ImGui::TableSetupColumn(name);
@@ -109,10 +109,9 @@ void private_pools_table(const analysis::oom_report& r, const analysis::stream_n
         for (const analysis::oom_private_pool& p : r.private_pools) {
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(p.pool ? (analysis::pool_name(*p.pool) +
-                                             (p.inferred ? " ~" : ""))
-                                                .c_str()
-                                          : "unnamed");
+            ImGui::TextUnformatted(
+                p.pool ? (analysis::pool_name(*p.pool) + (p.inferred ? " ~" : "")).c_str()
+                       : "unnamed");
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(p.pool ? analysis::pool_owner(*p.pool).c_str()
                                           : "a private pool an OOM left cached");

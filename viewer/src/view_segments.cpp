@@ -191,11 +191,11 @@ void view::panels::segments_state::draw_row(view& v, const row& r, uint64_t larg
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     ImGui::AlignTextToFramePadding();
-    const std::string pool_label =
-        r.pool && !r.pool->is_default()
-            ? "  pool " + analysis::pool_name(*r.pool) + " " + analysis::pool_kind(*r.pool) +
-                  (r.pool_inferred ? "~" : "")
-            : std::string();
+    const std::string pool_label = r.pool && !r.pool->is_default()
+                                       ? "  pool " + analysis::pool_name(*r.pool) + " " +
+                                             analysis::pool_kind(*r.pool) +
+                                             (r.pool_inferred ? "~" : "")
+                                       : std::string();
     ImGui::Text("%s %s  %s  %s%s%s", format_address(seg.address).c_str(),
                 seg.is_large ? "large" : "small", format_bytes(seg.total_size).c_str(),
                 v.dev().stream_names.name(seg.stream).c_str(), pool_label.c_str(),
@@ -358,12 +358,11 @@ void view::panels::segments_state::block_tooltip(view& v, const row& r, float ba
         ImGui::Text("requested %s, rounding waste %s", format_bytes(b.requested_size).c_str(),
                     format_bytes(b.size - std::min(b.size, b.requested_size)).c_str());
     }
-    ImGui::TextDisabled("segment %s  %s of %s allocated, %s, %s pool",
-                        format_address(seg.address).c_str(),
-                        format_bytes(seg.allocated_size).c_str(),
-                        format_bytes(seg.total_size).c_str(),
-                        v.dev().stream_names.name_with_handle(seg.stream).c_str(),
-                        seg.is_large ? "large" : "small");
+    ImGui::TextDisabled(
+        "segment %s  %s of %s allocated, %s, %s pool", format_address(seg.address).c_str(),
+        format_bytes(seg.allocated_size).c_str(), format_bytes(seg.total_size).c_str(),
+        v.dev().stream_names.name_with_handle(seg.stream).c_str(),
+        seg.is_large ? "large" : "small");
     const std::string pool_text =
         !r.pool ? std::string("pool unknown (the snapshot no longer holds the segment)")
         : r.pool->is_default()

@@ -86,9 +86,9 @@ struct oom_private_pool {
     uint64_t stream = 0;
     size_t segments = 0;
     uint64_t reserved = 0;
-    uint64_t allocated = 0;    // live and pending blocks
-    uint64_t free = 0;         // cached free blocks
-    uint64_t releasable = 0;   // segments wholly free: what releasing the pool gives back
+    uint64_t allocated = 0;   // live and pending blocks
+    uint64_t free = 0;        // cached free blocks
+    uint64_t releasable = 0;  // segments wholly free: what releasing the pool gives back
 };
 
 struct oom_report {
@@ -111,7 +111,7 @@ struct oom_report {
     bool outside_known = false;
     oom_cap cap;
     uint64_t private_pool_free = 0;  // cached free bytes in private pools' segments
-    uint64_t private_pool_releasable = 0;      // wholly free private-pool segments
+    uint64_t private_pool_releasable = 0;         // wholly free private-pool segments
     std::vector<oom_private_pool> private_pools;  // the most cached free first
     uint64_t usable_free = 0;  // cached free bytes the request could use (its pool and stream)
     memory_totals totals;      // allocated, reserved, pending, free inside segments
@@ -121,7 +121,7 @@ struct oom_report {
     std::vector<oom_holder> holders;       // the most bytes first, at most max_blockers
     oom_verdict verdict = oom_verdict::capacity;  // the primary cause
     std::optional<oom_verdict> secondary;         // a second cause, where one held as well
-    std::string explanation;  // one paragraph saying why the verdicts, with their numbers
+    std::string explanation;            // one paragraph saying why the verdicts, with their numbers
     std::vector<std::string> unknowns;  // what the snapshot does not say that the verdict needed
 };
 
