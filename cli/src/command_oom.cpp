@@ -185,23 +185,55 @@ void print_remedies(const analysis::oom_report& r, const replay::oom_remedies& f
               << wrap_text("remedies, each checked by replaying the trace under it " +
                                replay_assumptions(r) + ":",
                            88, "    ");
-    bool any_setting = false, any_change = false;
+    bool any_setting = false, release_avoids = false, no_cap_avoids = false;
     for (const auto& remedy : found.remedies) {
-        any_setting = any_setting || (remedy.avoids && remedy.allocator_setting);
-        any_change = any_change || (remedy.avoids && !remedy.allocator_setting);
+        any_setting =
+            any_setting || (remedy.avoids && remedy.kind == replay::remedy_kind::allocator_setting);
+        release_avoids =
+            release_avoids ||
+            (remedy.avoids && remedy.kind == replay::remedy_kind::release_private_pools);
+        no_cap_avoids =
+            no_cap_avoids || (remedy.avoids && remedy.kind == replay::remedy_kind::no_memory_cap);
         std::cout << "    "
                   << wrap_text("with " + remedy.description + " this OOM " +
                                    (remedy.avoids ? "does not happen" : "still happens") +
                                    " (peak reserved " + format_bytes(remedy.peak_reserved) + ")",
                                84, "      ");
     }
-    if (!any_setting) {
-        std::cout << "    no allocator setting avoids it" << (r.cap.binding ? " under the cap" : "")
-                  << (any_change ? "; the change above that does is the remedy\n"
-                      : r.verdict == analysis::oom_verdict::outside_allocator
-                          ? ": free what others hold on the device, or reduce the memory in use\n"
-                          : ": reduce the memory in use\n");
+    if (any_setting) {
+        return;
     }
+    std::string what_does;
+    if (release_avoids) {
+        what_does = "release the private pools above (delete the graphs or MemPools)";
+    } else if (no_cap_avoids) {
+        what_does = "raise the cap to at least " +
+                    format_bytes(r.totals.reserved + r.segment_size) +
+                    " (what the request needed)" +
+                    (r.verdict == analysis::oom_verdict::fragmentation
+                         ? ", or free the live blocks that pin the free pieces (the blockers)"
+                         : ", or reduce the memory in use");
+    } else if (r.verdict == analysis::oom_verdict::outside_allocator) {
+        what_does = "free what others hold on the device, or reduce the memory in use";
+    } else {
+        what_does = "reduce the memory in use";
+    }
+    std::cout << "    "
+              << wrap_text(std::string("no allocator setting avoids it") +
+                               (r.cap.binding ? " under the cap" : "") + ": " + what_does,
+                           86, "      ");
+}
+
+std::string_view remedy_kind_key(replay::remedy_kind kind) {
+    switch (kind) {
+        case replay::remedy_kind::allocator_setting:
+            return "allocator_setting";
+        case replay::remedy_kind::no_memory_cap:
+            return "no_memory_cap";
+        case replay::remedy_kind::release_private_pools:
+            return "release_private_pools";
+    }
+    return "unknown";
 }
 
 void write_remedies(json_writer& json, const replay::oom_remedies& found) {
@@ -210,7 +242,7 @@ void write_remedies(json_writer& json, const replay::oom_remedies& found) {
     for (const auto& remedy : found.remedies) {
         json.begin_object()
             .field("setting", remedy.description)
-            .field("allocator_setting", remedy.allocator_setting)
+            .field("kind", remedy_kind_key(remedy.kind))
             .field("avoids", found.baseline_reproduces && remedy.avoids)
             .field("peak_reserved", remedy.peak_reserved)
             .field("peak_allocated", remedy.peak_allocated)

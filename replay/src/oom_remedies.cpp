@@ -50,14 +50,13 @@ oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
         std::string description;
         std::string extra_setting;  // appended to the original settings
         double memory_fraction;
-        bool release_pools = false;
+        remedy_kind kind = remedy_kind::allocator_setting;
     };
     std::vector<candidate> candidates;
     if (options.try_releasing_private_pools) {
         candidates.push_back(
-            {"the private pools released (their CUDA graphs or MemPools "
-             "deleted) before it",
-             "", fraction, true});
+            {"the private pools released (their CUDA graphs or MemPools deleted) before it", "",
+             fraction, remedy_kind::release_private_pools});
     }
     if (!original.expandable_segments) {
         candidates.push_back({"expandable_segments:True", "expandable_segments:True", fraction});
@@ -66,7 +65,7 @@ oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
         candidates.push_back({"max_split_size_mb:128", "max_split_size_mb:128", fraction});
     }
     if (fraction > 0.0) {
-        candidates.push_back({"no memory cap", "", 0.0});
+        candidates.push_back({"no memory cap", "", 0.0, remedy_kind::no_memory_cap});
         if (original.garbage_collection_threshold == 0.0) {
             candidates.push_back(
                 {"garbage_collection_threshold:0.6", "garbage_collection_threshold:0.6", fraction});
@@ -77,11 +76,11 @@ oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
         if (!c.extra_setting.empty()) {
             conf += (conf.empty() ? "" : ",") + c.extra_setting;
         }
-        const replay_result result =
-            run(allocator_config::parse(conf), c.memory_fraction, c.release_pools);
+        const replay_result result = run(allocator_config::parse(conf), c.memory_fraction,
+                                         c.kind == remedy_kind::release_private_pools);
         oom_remedy& remedy = out.remedies.emplace_back();
         remedy.description = c.description;
-        remedy.allocator_setting = !c.extra_setting.empty();
+        remedy.kind = c.kind;
         remedy.first_oom_entry = result.first_oom_entry;
         // It must not trade this OOM for an earlier one the original did not have.
         const bool new_failure_before =

@@ -109,7 +109,8 @@ class GraphPool(unittest.TestCase):
             self.assertEqual(pools[0]["releasable"], 256 << 20)
             self.assertTrue(oom["remedies"]["checked"], args)
             self.assertTrue(remedy(oom, "the private pools released")["avoids"], args)
-            self.assertFalse(remedy(oom, "the private pools released")["allocator_setting"])
+            self.assertEqual(remedy(oom, "the private pools released")["kind"],
+                             "release_private_pools")
             self.assertTrue(remedy(oom, "no memory cap")["avoids"], args)
 
     def test_streams_have_short_names_and_raw_handles_on_demand(self):

@@ -1,6 +1,7 @@
-// Remedies for a real OOM proven by replay (PyTorch 2.11 on an H200, tests/data/traces/jobs.tar.gz):
-// a live CUDA graph's pool held a cached 256 MiB segment when a 256 MiB request failed under a
-// 4 GiB cap. Releasing the graph's pool avoids the OOM; no allocator setting does.
+// Remedies for a real OOM proven by replay (PyTorch 2.11 on an H200,
+// tests/data/traces/jobs.tar.gz): a live CUDA graph's pool held a cached 256 MiB segment when a 256
+// MiB request failed under a 4 GiB cap. Releasing the graph's pool avoids the OOM; no allocator
+// setting does.
 
 #include <gtest/gtest.h>
 
@@ -17,10 +18,9 @@ namespace {
 constexpr size_t failed_entry = 61;
 
 const oom_remedy& find(const oom_remedies& found, const std::string& starts_with) {
-    const auto it = std::find_if(found.remedies.begin(), found.remedies.end(),
-                                 [&](const oom_remedy& r) {
-                                     return r.description.rfind(starts_with, 0) == 0;
-                                 });
+    const auto it =
+        std::find_if(found.remedies.begin(), found.remedies.end(),
+                     [&](const oom_remedy& r) { return r.description.rfind(starts_with, 0) == 0; });
     EXPECT_NE(it, found.remedies.end()) << starts_with;
     return *it;
 }
@@ -37,7 +37,7 @@ TEST(oom_remedies, releasing_a_held_graph_pool_avoids_the_oom_under_its_cap) {
     EXPECT_TRUE(found.baseline_reproduces);
     const oom_remedy& released = find(found, "the private pools released");
     EXPECT_TRUE(released.avoids);
-    EXPECT_FALSE(released.allocator_setting);
+    EXPECT_EQ(released.kind, remedy_kind::release_private_pools);
     EXPECT_FALSE(find(found, "expandable_segments:True").avoids);
     EXPECT_FALSE(find(found, "max_split_size_mb:128").avoids);
     EXPECT_TRUE(find(found, "no memory cap").avoids);

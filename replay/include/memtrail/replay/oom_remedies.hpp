@@ -13,12 +13,14 @@
 
 namespace memtrail::replay {
 
+// What a remedy changes: an allocator setting (PYTORCH_CUDA_ALLOC_CONF) or the program (its
+// memory cap, its CUDA graphs and MemPools).
+enum class remedy_kind { allocator_setting, no_memory_cap, release_private_pools };
+
 struct oom_remedy {
     std::string description;  // "expandable_segments:True", "without the memory cap", ...
     bool avoids = false;      // the failed allocation succeeds and nothing fails before it
-    // An allocator setting (PYTORCH_CUDA_ALLOC_CONF), not a change to the program (removing the
-    // cap, releasing the private pools).
-    bool allocator_setting = true;
+    remedy_kind kind = remedy_kind::allocator_setting;
     std::optional<size_t> first_oom_entry;  // where the replay under it failed first, if it did
     uint64_t peak_reserved = 0;
     uint64_t peak_allocated = 0;
