@@ -109,6 +109,7 @@ std::optional<oom_private_pool> private_pool_of(const snapshot::segment& seg,
     const auto resolved = pools.resolve(seg);
     if (resolved && !resolved->pool.is_default()) {
         found.pool = resolved->pool;
+        found.owner = pools.owner(resolved->pool);
         found.inferred = resolved->inferred;
     } else if ((!resolved || resolved->inferred) && !seg.is_expandable && wholly_free(seg)) {
         found.inferred = true;  // its stream's other segments in the default pools say nothing

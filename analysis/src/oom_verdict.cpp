@@ -86,7 +86,7 @@ std::string pools_text(const oom_report& r) {
             continue;
         }
         text += text.empty() ? "" : "; ";
-        text += p.pool ? pool_name(*p.pool) + ", " + pool_owner(*p.pool)
+        text += p.pool ? pool_name(*p.pool) + ", " + p.owner
                        : std::string("a private pool the snapshot does not name");
         text += ": " + format_bytes(p.releasable);
     }

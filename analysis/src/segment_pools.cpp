@@ -1,6 +1,7 @@
 #include "memtrail/analysis/segment_pools.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 namespace memtrail::analysis {
 
@@ -10,6 +11,25 @@ std::string pool_name(segment_pool pool) {
     }
     return "(" + std::to_string(pool.first) + ", " + std::to_string(pool.second) + ")";
 }
+
+namespace {
+
+// torch.compile(mode="reduce-overhead") records its CUDA graphs through this file.
+bool through_cudagraph_trees(const snapshot::snapshot& source, snapshot::stack_id stack) {
+    if (stack == snapshot::no_id) {
+        return false;
+    }
+    for (const snapshot::frame_id f : source.stack_at(stack)) {
+        const snapshot::string_id file = source.frame_at(f).filename;
+        if (file != snapshot::no_id &&
+            source.string_at(file).find("_inductor/cudagraph_trees.py") != std::string_view::npos) {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
 
 std::string pool_kind(segment_pool pool) {
     if (pool.is_default()) {
@@ -47,6 +67,32 @@ segment_pools::segment_pools(const snapshot::snapshot& source, int device) {
     std::sort(private_pools_.begin(), private_pools_.end());
     private_pools_.erase(std::unique(private_pools_.begin(), private_pools_.end()),
                          private_pools_.end());
+    // The owner from the stacks of the allocations made in the pools' segments.
+    if (private_pools_.empty()) {
+        return;
+    }
+    const snapshot::device_trace* trace = source.find_trace(device);
+    for (size_t i = 0; trace && i < trace->entries.size(); ++i) {
+        const snapshot::trace_entry& e = trace->entries[i];
+        if (e.kind != snapshot::action::alloc) {
+            continue;
+        }
+        const auto pool = pool_holding(e.address);
+        if (pool && !pool->is_default() &&
+            std::find(compiled_graph_pools_.begin(), compiled_graph_pools_.end(), *pool) ==
+                compiled_graph_pools_.end() &&
+            through_cudagraph_trees(source, e.stack)) {
+            compiled_graph_pools_.push_back(*pool);
+        }
+    }
+}
+
+std::string segment_pools::owner(segment_pool pool) const {
+    if (std::find(compiled_graph_pools_.begin(), compiled_graph_pools_.end(), pool) !=
+        compiled_graph_pools_.end()) {
+        return "torch.compile's CUDA graph trees (mode=\"reduce-overhead\")";
+    }
+    return pool_owner(pool);
 }
 
 std::optional<segment_pool> segment_pools::pool_of(uint64_t address, uint64_t total_size) const {

@@ -59,7 +59,7 @@ std::string pool_label(const analysis::oom_private_pool& p) {
     if (!p.pool) {
         return "a private pool the snapshot does not name (an OOM left it cached)";
     }
-    return "private pool " + analysis::pool_name(*p.pool) + ", " + analysis::pool_owner(*p.pool) +
+    return "private pool " + analysis::pool_name(*p.pool) + ", " + p.owner +
            (p.inferred ? ", inferred in part from its stream" : "");
 }
 
@@ -256,8 +256,7 @@ void write_private_pools(json_writer& json, const analysis::oom_report& r, strea
     for (const auto& p : r.private_pools) {
         json.begin_object();
         if (p.pool) {
-            json.field("pool", analysis::pool_name(*p.pool))
-                .field("owner", analysis::pool_owner(*p.pool));
+            json.field("pool", analysis::pool_name(*p.pool)).field("owner", p.owner);
         } else {
             json.key("pool").null().key("owner").null();
         }

@@ -72,7 +72,7 @@ void print_private_pools(const analysis::memory_state& state,
     }
     std::cout << "\nprivate pools (they serve only their owner's allocations):\n";
     for (const auto& [pool, usage] : found) {
-        std::cout << "  " << analysis::pool_name(pool) << ": " << analysis::pool_owner(pool) << ", "
+        std::cout << "  " << analysis::pool_name(pool) << ": " << pools.owner(pool) << ", "
                   << usage.first << " segments, " << format_bytes(usage.second) << "\n";
     }
     if (any_inferred) {
@@ -128,7 +128,7 @@ int run_segments(const parsed_arguments& args) {
                 .field("stream_handle", s.stream);
             if (const auto resolved = pools.resolve(state.segments[i])) {
                 json.field("private_pool", analysis::pool_name(resolved->pool))
-                    .field("private_pool_owner", analysis::pool_owner(resolved->pool))
+                    .field("private_pool_owner", pools.owner(resolved->pool))
                     .field("private_pool_inferred", resolved->inferred);
             } else {
                 json.key("private_pool").null();

@@ -59,6 +59,28 @@ TEST(segment_pools, owners_follow_pytorchs_ids) {
     EXPECT_NE(pool_owner({0, 2}).find("MemPool"), std::string::npos);
 }
 
+TEST(segment_pools, a_pool_filled_through_cudagraph_trees_is_torch_compiles) {
+    snapshot::snapshot snap;
+    snapshot::frame f;
+    f.function = snap.intern_string("run");
+    f.filename = snap.intern_string("/venv/torch/_inductor/cudagraph_trees.py");
+    const snapshot::stack_id compiled = snap.intern_stack({snap.intern_frame(f)});
+    for (const uint64_t second : {1, 2}) {
+        snapshot::segment& seg = snap.segments.emplace_back();
+        seg.address = second << 20;
+        seg.total_size = 1 << 20;
+        seg.pool_id_second = second;
+        snapshot::trace_entry& e = snap.trace_for(0).entries.emplace_back();
+        e.kind = snapshot::action::alloc;
+        e.address = seg.address;
+        e.size = 512;
+        e.stack = second == 1 ? compiled : snapshot::no_id;
+    }
+    const segment_pools pools(snap, 0);
+    EXPECT_EQ(pools.owner({0, 1}), "torch.compile's CUDA graph trees (mode=\"reduce-overhead\")");
+    EXPECT_EQ(pools.owner({0, 2}), pool_owner({0, 2}));
+}
+
 TEST(segment_pools, a_stream_whose_segments_are_all_in_one_private_pool_names_it) {
     snapshot::snapshot snap;
     auto add = [&](uint64_t address, uint64_t stream, segment_pool pool) {

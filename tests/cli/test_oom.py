@@ -149,6 +149,11 @@ class Segments(unittest.TestCase):
         self.assertIn(f"stream 2 ({handle})", run("segments", path, "--raw-streams"))
 
 
+    def test_torch_compiles_pool_is_named_as_such(self):
+        out = run("segments", TRACES / "compile_reduce_overhead__default.pickle")
+        self.assertIn('(0, 1): torch.compile\'s CUDA graph trees (mode="reduce-overhead")', out)
+
+
 class KnownVerdicts(unittest.TestCase):
     def test_memory_held_by_another_process_is_never_capacity(self):
         for conf in ("default", "expandable_segments-True"):

@@ -113,8 +113,7 @@ void private_pools_table(const analysis::oom_report& r, const analysis::stream_n
                 p.pool ? (analysis::pool_name(*p.pool) + (p.inferred ? " ~" : "")).c_str()
                        : "unnamed");
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(p.pool ? analysis::pool_owner(*p.pool).c_str()
-                                          : "a private pool an OOM left cached");
+            ImGui::TextUnformatted(p.pool ? p.owner.c_str() : "a private pool an OOM left cached");
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(streams.name(p.stream).c_str());
             ImGui::TableNextColumn();

@@ -368,7 +368,7 @@ void view::panels::segments_state::block_tooltip(view& v, const row& r, float ba
         : r.pool->is_default()
             ? std::string("default pools")
             : "private pool " + analysis::pool_name(*r.pool) + ": " +
-                  analysis::pool_owner(*r.pool) +
+                  v.panels_->pools.of(v).owner(*r.pool) +
                   (r.pool_inferred ? " (inferred from the segment's stream)" : "");
     ImGui::TextDisabled("%s", pool_text.c_str());
     if (changes && active && changes->is_new_block(b.address)) {

@@ -80,6 +80,7 @@ struct oom_cap {
 // allocates; releasing the pool (deleting the graph or MemPool) gives its free segments back.
 struct oom_private_pool {
     std::optional<segment_pool> pool;  // nullopt: a private pool that the snapshot does not name
+    std::string owner;                 // who holds it, for people (segment_pools::owner)
     // Some of its segments' pool is inferred (from their stream, or an OOM left them cached):
     // the snapshot names only the pools of the segments still there at its end.
     bool inferred = false;

@@ -57,6 +57,9 @@ class segment_pools {
     // The pool of `seg` of a reconstructed state: the snapshot's own when it still holds the
     // segment, else its stream's (pool_of_stream); nullopt when neither says.
     std::optional<resolved_pool> resolve(const snapshot::segment& seg) const;
+    // Who holds `pool`, for people: pool_owner's words, or torch.compile's CUDA graph trees when
+    // the allocations in its segments came through them.
+    std::string owner(segment_pool pool) const;
     // The private pools holding segments, in order (the default pools left out).
     const std::vector<segment_pool>& private_pools() const { return private_pools_; }
 
@@ -68,6 +71,7 @@ class segment_pools {
     std::map<uint64_t, known_segment> by_address_;
     std::map<uint64_t, std::optional<segment_pool>> by_stream_;  // nullopt: mixed or default
     std::vector<segment_pool> private_pools_;
+    std::vector<segment_pool> compiled_graph_pools_;  // torch.compile's (cudagraph_trees.py)
 };
 
 // A choice of pools to show: all of them, the default pools only, or one private pool.
