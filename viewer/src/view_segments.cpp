@@ -19,7 +19,7 @@ namespace memtrail::viewer {
 namespace {
 
 constexpr float row_height = 20.0f;
-constexpr float label_width = 300.0f;
+constexpr float base_label_width = 300.0f;
 
 // What fills a pixel column made of blocks narrower than a pixel.
 struct column_fill {
@@ -169,8 +169,19 @@ void view::draw_segments() {
     const analysis::allocation_lifetime* selected =
         allocation_ ? &model().lifetimes()[*allocation_] : nullptr;
 
+    // Room for the longest private pool's label after the stream, when there are any.
+    panel.label_width = base_label_width;
+    for (const analysis::segment_pool& pool : pools.private_pools()) {
+        panel.label_width =
+            std::max(panel.label_width,
+                     base_label_width + ImGui::CalcTextSize(("  pool " + analysis::pool_name(pool) +
+                                                             " " + analysis::pool_kind(pool) + "~")
+                                                                .c_str())
+                                            .x);
+    }
     ImGui::BeginChild("##segment_rows");
-    const float bar_width = std::max(32.0f, ImGui::GetContentRegionAvail().x - label_width - 8);
+    const float bar_width =
+        std::max(32.0f, ImGui::GetContentRegionAvail().x - panel.label_width - 8);
     ImGuiListClipper clipper;
     clipper.Begin(static_cast<int>(panel.rows.size()));
     while (clipper.Step()) {
