@@ -513,9 +513,9 @@ TEST(every_view, segments_and_timeline_show_private_pools) {
 }
 
 // A real OOM (PyTorch 2.11): a live CUDA graph's pool held a free 256 MiB segment when a 256 MiB
-// request failed under a cap. The OOM and Segments views name the pool with its owner and the
-// streams by their short names, never by their raw handles.
-TEST(every_view, the_oom_and_segments_views_name_a_graphs_pool_and_short_streams) {
+// request failed under a cap. The OOM and Segments views name the pool with its owner, and they
+// and the events name the streams by their short names, never by their raw handles.
+TEST(every_view, the_oom_segments_and_events_views_name_a_graphs_pool_and_short_streams) {
     const auto doc = load(std::string(MEMTRAIL_UNPACKED_TRACES) + "/oom_graph_pool.pickle");
     ASSERT_TRUE(doc);
     headless_frame frame(width, height);
@@ -543,6 +543,11 @@ TEST(every_view, the_oom_and_segments_views_name_a_graphs_pool_and_short_streams
     };
     EXPECT_EQ(count("pool (1, 0) CUDA graph"), 4u) << text;
     EXPECT_EQ(count("pool (1, 0) CUDA graph~"), 3u) << text;
+
+    v.show(view_kind::events);
+    text = settled_text(frame, v);
+    EXPECT_NE(text.find("stream 1"), std::string::npos) << text;
+    EXPECT_EQ(text.find("474931344"), std::string::npos) << text;
     EXPECT_EQ(text.find("477141664"), std::string::npos) << text;
 }
 
