@@ -174,6 +174,14 @@ class KnownVerdicts(unittest.TestCase):
                 self.assertTrue(oom["remedies"]["checked"], args)
                 self.assertTrue(remedy(oom, "no memory cap")["avoids"], args)
 
+    def test_filling_the_device_is_capacity_and_holes_are_fragmentation(self):
+        # Two fills of the device, then 1 GiB asked with 19.5 GiB free in 0.5 GiB pieces; under
+        # expandable_segments:True that request succeeds.
+        ooms = oom_json("oom_fragmentation__default")
+        self.assertEqual([o["verdict"] for o in ooms], ["capacity", "capacity", "fragmentation"])
+        self.assertTrue(remedy(ooms[2], "expandable_segments")["avoids"])
+        self.assertEqual(len(oom_json("oom_fragmentation__expandable_segments-True")), 2)
+
     def test_a_fraction_without_the_devices_total_is_refused(self):
         result = subprocess.run([MEMTRAIL, "oom", TRACES / "oom_graph_pool.pickle",
                                  "--memory-fraction", "0.5"], capture_output=True, text=True)
