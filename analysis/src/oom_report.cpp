@@ -4,8 +4,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "memtrail/analysis/size_text.hpp"
 #include "memtrail/rules/size_rules.hpp"
+#include "oom_verdict.hpp"
 
 namespace memtrail::analysis {
 namespace {
@@ -74,95 +74,69 @@ double recorded_fraction(const snapshot::allocator_settings& settings) {
     }
 }
 
-// The cause, checked in the order that explains the most: a free that only waits on other
-// streams, the allocator's own cap, memory cached where the request could not use it (private
-// pools, or in pieces: a setting fixes those), memory other users hold, and last this
-// process's own live memory.
-void decide_verdict(oom_report& r, uint64_t releasable_after_sync,
-                    const snapshot::allocator_settings& settings) {
-    const std::string asked = format_bytes(r.requested);
-    const uint64_t reserved = r.totals.reserved;
-    if (r.device_total) {
-        const uint64_t accounted = r.device_free + reserved;
-        r.outside = r.device_total > accounted ? r.device_total - accounted : 0;
-        r.outside_known = true;
-    } else {
-        r.unknowns.push_back(
-            "the device's total memory (a PyTorch snapshot does not record it; give "
-            "--device-memory): memory held outside this allocator cannot be measured");
+// The most the trace ever reserved: what it held at `entry` plus the largest rise above that
+// the trace's segment entries show, before or after it.
+uint64_t peak_reserved_of(const device_model& model, size_t entry, uint64_t reserved_at_entry) {
+    int64_t running = 0, peak = 0, at_entry = 0;
+    for (size_t i = 0; i < model.event_count(); ++i) {
+        const snapshot::trace_entry& e = model.entry(i);
+        if (e.kind == snapshot::action::segment_alloc || e.kind == snapshot::action::segment_map) {
+            running += static_cast<int64_t>(e.size);
+        } else if (e.kind == snapshot::action::segment_free ||
+                   e.kind == snapshot::action::segment_unmap) {
+            running -= static_cast<int64_t>(e.size);
+        }
+        peak = std::max(peak, running);
+        if (i == entry) {
+            at_entry = running;
+        }
     }
-    const double fraction = recorded_fraction(settings);
-    if (fraction > 0.0 && r.device_total) {
-        r.allowed = static_cast<uint64_t>(fraction * static_cast<double>(r.device_total));
-    }
-    const bool pending_blocker =
-        std::any_of(r.blockers.begin(), r.blockers.end(),
-                    [](const oom_blocker& b) { return b.only_pending_frees(); });
-    const bool over_cap = r.allowed && reserved + r.segment_size > r.allowed;
-    const bool device_had_room = r.device_free >= r.segment_size;
+    const int64_t rise = std::max<int64_t>(peak - at_entry, 0);
+    return reserved_at_entry + static_cast<uint64_t>(rise);
+}
 
-    if (pending_blocker ||
-        (r.device_free < r.requested && r.device_free + releasable_after_sync >= r.requested)) {
-        r.verdict = oom_verdict::pending_cross_stream_frees;
-        r.explanation = "The " + asked +
-                        " request would have fit if blocks already freed had not still been in "
-                        "use by other streams (" +
-                        format_bytes(r.totals.pending_free) +
-                        " pending). Synchronize the streams that use them, or call record_stream "
-                        "less.";
-    } else if (over_cap || device_had_room) {
-        r.verdict = oom_verdict::memory_cap;
-        r.cap_inferred = !over_cap;
-        r.explanation =
-            "The device still had " + format_bytes(r.device_free) + " free, enough for the " +
-            format_bytes(r.segment_size) + " segment this request needed, but the allocator " +
-            (over_cap ? "was capped at " + format_bytes(r.allowed) +
-                            " (the per-process memory "
-                            "fraction) and held " +
-                            format_bytes(reserved)
-                      : "refused on a limit of its own (most likely "
-                        "torch.cuda.set_per_process_memory_fraction; the snapshot does not "
-                        "record it) while holding " +
-                            format_bytes(reserved)) +
-            ". Raise or remove the cap, or reduce what is live.";
-    } else if (r.private_pool_free >= r.requested && r.usable_free < r.requested) {
-        r.verdict = oom_verdict::private_pools;
-        r.explanation = format_bytes(r.private_pool_free) +
-                        " was cached free in private pools (CUDA graphs, torch.cuda.MemPool), "
-                        "which serve only allocations made to them, and would have covered the " +
-                        asked +
-                        " request. Release graphs or pools no longer needed, or share "
-                        "one pool between graphs.";
-    } else if (r.usable_free >= r.requested) {
-        r.verdict = oom_verdict::fragmentation;
-        r.explanation = format_bytes(r.usable_free) +
-                        " was cached free in this pool and stream, enough for " + asked +
-                        " had it been in one piece, but it was cut into " +
-                        std::to_string(r.totals.free_blocks) + " free blocks, the largest " +
-                        format_bytes(r.totals.largest_free) +
-                        ", inside segments still in use (the device had " +
-                        format_bytes(r.device_free) + " free).";
-    } else if (r.outside_known && r.outside + r.device_free >= r.segment_size &&
-               r.outside >= reserved) {
-        r.verdict = oom_verdict::outside_allocator;
-        r.explanation =
-            format_bytes(r.outside) + " of the device's " + format_bytes(r.device_total) +
-            " were held outside this allocator (other processes, NCCL, cuBLAS workspaces, the "
-            "CUDA context) against " +
-            format_bytes(reserved) + " reserved by it; the device had " +
-            format_bytes(r.device_free) + " free for a " + format_bytes(r.segment_size) +
-            " segment. Find who holds that memory (nvidia-smi), or run with less beside it.";
+bool wholly_free(const snapshot::segment& seg) {
+    return std::all_of(seg.blocks.begin(), seg.blocks.end(),
+                       [](const snapshot::block& b) { return b.state == block_state::inactive; });
+}
+
+// The private pool of a segment at the OOM: the snapshot's own, else its stream's; a segment
+// the OOM left wholly cached was in a private pool still held (an OOM gives back every other
+// cached segment), even when nothing says which.
+std::optional<oom_private_pool> private_pool_of(const snapshot::segment& seg,
+                                                const segment_pools& pools) {
+    oom_private_pool found;
+    const auto resolved = pools.resolve(seg);
+    if (resolved && !resolved->pool.is_default()) {
+        found.pool = resolved->pool;
+        found.owner = pools.owner(resolved->pool);
+        found.inferred = resolved->inferred;
+    } else if ((!resolved || resolved->inferred) && !seg.is_expandable && wholly_free(seg)) {
+        found.inferred = true;  // its stream's other segments in the default pools say nothing
     } else {
-        r.verdict = oom_verdict::capacity;
-        r.explanation =
-            "Live allocations of this process hold " + format_bytes(r.totals.allocated) + " of " +
-            format_bytes(reserved) + " reserved; the device had " + format_bytes(r.device_free) +
-            " free and the cache " + format_bytes(r.totals.free) +
-            (r.outside_known
-                 ? ", and " + format_bytes(r.outside) + " was held outside this allocator"
-                 : "") +
-            ": the memory is really in use. Reduce what is live at this point (batch "
-            "size, activations, cached tensors).";
+        return std::nullopt;
+    }
+    found.stream = seg.stream;
+    return found;
+}
+
+void add_private_segment(oom_report& report, const snapshot::segment& seg,
+                         const oom_private_pool& pool) {
+    auto it = std::find_if(
+        report.private_pools.begin(), report.private_pools.end(),
+        [&](const oom_private_pool& p) { return p.pool == pool.pool && p.stream == pool.stream; });
+    if (it == report.private_pools.end()) {
+        it = report.private_pools.insert(report.private_pools.end(), pool);
+    }
+    it->inferred = it->inferred || pool.inferred;
+    ++it->segments;
+    it->reserved += seg.total_size;
+    for (const auto& blk : seg.blocks) {
+        (blk.state == block_state::inactive ? it->free : it->allocated) += blk.size;
+    }
+    if (wholly_free(seg)) {
+        it->releasable += seg.total_size;
+        report.private_pool_releasable += seg.total_size;
     }
 }
 
@@ -188,6 +162,18 @@ std::string_view verdict_name(oom_verdict verdict) {
             return "outside this allocator";
         case oom_verdict::private_pools:
             return "private pools";
+    }
+    return "unknown";
+}
+
+std::string_view device_total_source_name(device_total_source source) {
+    switch (source) {
+        case device_total_source::snapshot:
+            return "snapshot";
+        case device_total_source::option:
+            return "--device-memory";
+        case device_total_source::at_least:
+            return "at least reserved + free";
     }
     return "unknown";
 }
@@ -243,20 +229,11 @@ oom_report analyze_oom(const device_model& model, size_t entry, const oom_option
             report.device_total = properties.total_memory;
         }
     }
-    if (options.device_total) {
-        report.device_total = options.device_total;
-    }
     report.segment_size = size_rules::segment_size_for(report.requested);
     report.totals = totals_of(state);
     report.fragmentation = report.totals.fragmentation();
 
-    // Private pools are known by the final snapshot's segments that were already there.
-    std::map<uint64_t, bool> private_segment;
-    for (const auto& seg : model.source().segments) {
-        if (seg.device == model.device()) {
-            private_segment[seg.address] = seg.pool_id_first != 0 || seg.pool_id_second != 0;
-        }
-    }
+    const segment_pools known_pools(model.source(), model.device());
     std::map<std::pair<bool, uint64_t>, free_space> pools;
     uint64_t releasable_after_sync = 0;  // segments holding only pending and free blocks
     std::map<snapshot::stack_id, oom_holder> holders;
@@ -276,13 +253,15 @@ oom_report analyze_oom(const device_model& model, size_t entry, const oom_option
         if (all_pending_or_free(seg)) {
             releasable_after_sync += seg.total_size;
         }
-        const auto known = private_segment.find(seg.address);
-        const bool in_private_pool = known != private_segment.end() && known->second;
+        const auto private_pool = private_pool_of(seg, known_pools);
+        if (private_pool) {
+            add_private_segment(report, seg, *private_pool);
+        }
         for (const auto& blk : seg.blocks) {
             if (blk.state != block_state::inactive) {
                 continue;
             }
-            if (in_private_pool) {
+            if (private_pool) {
                 report.private_pool_free += blk.size;
             } else if (seg.is_large == report.is_large && seg.stream == report.stream) {
                 report.usable_free += blk.size;
@@ -323,7 +302,16 @@ oom_report analyze_oom(const device_model& model, size_t entry, const oom_option
         report.holders.resize(max_blockers);
     }
 
-    decide_verdict(report, releasable_after_sync, model.source().settings);
+    std::stable_sort(
+        report.private_pools.begin(), report.private_pools.end(),
+        [](const oom_private_pool& a, const oom_private_pool& b) { return a.free > b.free; });
+    detail::verdict_inputs inputs;
+    inputs.releasable_after_sync = releasable_after_sync;
+    inputs.peak_reserved = peak_reserved_of(model, entry, report.totals.reserved);
+    inputs.fraction = options.memory_fraction > 0.0 ? options.memory_fraction
+                                                    : recorded_fraction(model.source().settings);
+    inputs.given_device_total = options.device_total;
+    detail::decide_verdict(report, inputs);
     return report;
 }
 

@@ -6,6 +6,7 @@
 #include "common.hpp"
 #include "memtrail/analysis/oom_report.hpp"
 #include "memtrail/analysis/size_text.hpp"
+#include "memtrail/analysis/stream_names.hpp"
 #include "memtrail/replay/oom_remedies.hpp"
 #include "report_json.hpp"
 #include "text_table.hpp"
@@ -15,9 +16,82 @@ namespace {
 
 using analysis::format_bytes;
 
-void print_report(const analysis::oom_report& r, const snapshot::snapshot& source, size_t depth) {
+// Streams as `stream 0` (the default), `stream 1`...; with --raw-streams their handles too.
+struct stream_labels {
+    analysis::stream_names names;
+    bool raw = false;
+    std::string operator()(uint64_t handle) {
+        return raw ? names.name_with_handle(handle) : names.name(handle);
+    }
+};
+
+std::string device_total_row(const analysis::oom_report& r) {
+    return r.total_source == analysis::device_total_source::at_least
+               ? "at least " + format_bytes(r.assumed_device_total)
+               : format_bytes(r.assumed_device_total);
+}
+
+std::string device_total_note(const analysis::oom_report& r) {
+    switch (r.total_source) {
+        case analysis::device_total_source::snapshot:
+            return "as the snapshot records it";
+        case analysis::device_total_source::option:
+            return "as --device-memory gives it";
+        case analysis::device_total_source::at_least:
+            return "unknown: reserved + device free assumed (--device-memory settles it)";
+    }
+    return "";
+}
+
+void add_cap_row(text_table& table, const analysis::oom_report& r) {
+    const analysis::oom_cap& cap = r.cap;
+    if (cap.recorded) {
+        table.add_row({"memory cap", format_bytes(cap.lower),
+                       "a memory fraction of " + std::to_string(cap.fraction) +
+                           (cap.binding ? ", reached" : "")});
+    } else if (cap.binding) {
+        table.add_row({"memory cap", format_bytes(cap.lower) + " to " + format_bytes(cap.upper),
+                       "inferred from the trace (--memory-fraction settles it)"});
+    }
+}
+
+std::string pool_label(const analysis::oom_private_pool& p) {
+    if (!p.pool) {
+        return "a private pool the snapshot does not name (an OOM left it cached)";
+    }
+    return "private pool " + analysis::pool_name(*p.pool) + ", " + p.owner +
+           (p.inferred ? ", inferred in part from its stream" : "");
+}
+
+void print_private_pools(const analysis::oom_report& r, stream_labels& streams) {
+    if (r.private_pools.empty()) {
+        return;
+    }
+    std::cout << "\n  private pools (they serve only their owner; releasing one gives back its "
+                 "wholly free segments):\n";
+    for (const auto& p : r.private_pools) {
+        std::cout << "    "
+                  << wrap_text(pool_label(p) + ", " + streams(p.stream) + ": " +
+                                   format_bytes(p.reserved) + " in " + std::to_string(p.segments) +
+                                   " segments, " + format_bytes(p.allocated) + " in use, " +
+                                   format_bytes(p.free) + " free, " + format_bytes(p.releasable) +
+                                   " releasable",
+                               86, "      ");
+    }
+}
+
+std::string verdict_line(const analysis::oom_report& r) {
+    std::string line(analysis::verdict_name(r.verdict));
+    if (r.secondary) {
+        line += " (secondary: " + std::string(analysis::verdict_name(*r.secondary)) + ")";
+    }
+    return line;
+}
+
+void print_report(const analysis::oom_report& r, const snapshot::snapshot& source, size_t depth,
+                  stream_labels& streams) {
     std::cout << "OOM at entry " << r.entry << ": " << format_bytes(r.requested) << " ("
-              << r.requested << " bytes) on stream " << r.stream << ", "
+              << r.requested << " bytes) on " << streams(r.stream) << ", "
               << (r.is_large ? "large" : "small") << " pool\n";
     for (const auto& line : stack_lines(source, r.stack, depth)) {
         std::cout << "    " << line << "\n";
@@ -25,8 +99,8 @@ void print_report(const analysis::oom_report& r, const snapshot::snapshot& sourc
     std::cout << "\n";
     text_table table({"<", "", "<"});
     table.add_row({"device free", format_bytes(r.device_free), "as the device reported it"});
-    table.add_row(
-        {"device total", r.device_total == 0 ? "unknown" : format_bytes(r.device_total), ""});
+    table.add_row({"device total", device_total_row(r), device_total_note(r)});
+    add_cap_row(table, r);
     table.add_row({"reserved", format_bytes(r.totals.reserved),
                    std::to_string(r.totals.segments) + " segments"});
     table.add_row({"allocated", format_bytes(r.totals.allocated),
@@ -42,11 +116,12 @@ void print_report(const analysis::oom_report& r, const snapshot::snapshot& sourc
     std::cout << "\n  largest free block per pool and stream:\n";
     text_table pools({"<pool", "stream", "largest free", "free", "blocks", "pending free"});
     for (const auto& p : r.free_by_pool) {
-        pools.add_row({p.is_large ? "large" : "small", std::to_string(p.stream),
+        pools.add_row({p.is_large ? "large" : "small", streams(p.stream),
                        format_bytes(p.largest_free), format_bytes(p.free),
                        std::to_string(p.free_blocks), format_bytes(p.pending_free)});
     }
     pools.print(std::cout, "    ");
+    print_private_pools(r, streams);
 
     if (!r.blockers.empty()) {
         std::cout << "\n  blockers: live blocks whose release would have opened "
@@ -79,30 +154,86 @@ void print_report(const analysis::oom_report& r, const snapshot::snapshot& sourc
             }
         }
     }
-    std::cout << "\n  verdict: " << analysis::verdict_name(r.verdict) << "\n  "
-              << wrap_text(r.explanation, 88, "  ");
+    std::cout << "\n  verdict: " << verdict_line(r) << "\n  " << wrap_text(r.explanation, 88, "  ");
     for (const auto& unknown : r.unknowns) {
         std::cout << "  unknown: " << wrap_text(unknown, 86, "    ");
     }
 }
 
-void print_remedies(const replay::oom_remedies& found) {
+// What the what-if replays assumed about the device and the cap.
+std::string replay_assumptions(const analysis::oom_report& r) {
+    std::string text =
+        "on a device of " + format_bytes(r.assumed_device_total) +
+        (r.total_source == analysis::device_total_source::at_least
+             ? " (the least it can have: reserved + free)"
+             : " (" + std::string(analysis::device_total_source_name(r.total_source)) + ")");
+    if (r.cap.recorded) {
+        text += " under the cap of " + format_bytes(r.cap.lower);
+    } else if (r.cap.binding) {
+        text += " under the least cap the trace allows, " + format_bytes(r.cap.lower);
+    }
+    return text;
+}
+
+void print_remedies(const analysis::oom_report& r, const replay::oom_remedies& found) {
     if (!found.baseline_reproduces) {
         std::cout << "  remedies: not checked: replaying the trace under its own settings did not "
                      "fail at this entry, so a what-if replay proves nothing here\n";
         return;
     }
-    std::cout << "  remedies, each checked by replaying the trace under it:\n";
-    bool any = false;
+    std::cout << "  "
+              << wrap_text("remedies, each checked by replaying the trace under it " +
+                               replay_assumptions(r) + ":",
+                           88, "    ");
+    bool any_setting = false, release_avoids = false, no_cap_avoids = false;
     for (const auto& remedy : found.remedies) {
-        any = any || remedy.avoids;
-        std::cout << "    with " << remedy.description << " this OOM "
-                  << (remedy.avoids ? "does not happen" : "still happens") << " (peak reserved "
-                  << format_bytes(remedy.peak_reserved) << ")\n";
+        any_setting =
+            any_setting || (remedy.avoids && remedy.kind == replay::remedy_kind::allocator_setting);
+        release_avoids =
+            release_avoids ||
+            (remedy.avoids && remedy.kind == replay::remedy_kind::release_private_pools);
+        no_cap_avoids =
+            no_cap_avoids || (remedy.avoids && remedy.kind == replay::remedy_kind::no_memory_cap);
+        std::cout << "    "
+                  << wrap_text("with " + remedy.description + " this OOM " +
+                                   (remedy.avoids ? "does not happen" : "still happens") +
+                                   " (peak reserved " + format_bytes(remedy.peak_reserved) + ")",
+                               84, "      ");
     }
-    if (!any) {
-        std::cout << "    no allocator setting avoids it: reduce the memory in use\n";
+    if (any_setting) {
+        return;
     }
+    std::string what_does;
+    if (release_avoids) {
+        what_does = "release the private pools above (delete the graphs or MemPools)";
+    } else if (no_cap_avoids) {
+        what_does = "raise the cap to at least " +
+                    format_bytes(r.totals.reserved + r.segment_size) +
+                    " (what the request needed)" +
+                    (r.verdict == analysis::oom_verdict::fragmentation
+                         ? ", or free the live blocks that pin the free pieces (the blockers)"
+                         : ", or reduce the memory in use");
+    } else if (r.verdict == analysis::oom_verdict::outside_allocator) {
+        what_does = "free what others hold on the device, or reduce the memory in use";
+    } else {
+        what_does = "reduce the memory in use";
+    }
+    std::cout << "    "
+              << wrap_text(std::string("no allocator setting avoids it") +
+                               (r.cap.binding ? " under the cap" : "") + ": " + what_does,
+                           86, "      ");
+}
+
+std::string_view remedy_kind_key(replay::remedy_kind kind) {
+    switch (kind) {
+        case replay::remedy_kind::allocator_setting:
+            return "allocator_setting";
+        case replay::remedy_kind::no_memory_cap:
+            return "no_memory_cap";
+        case replay::remedy_kind::release_private_pools:
+            return "release_private_pools";
+    }
+    return "unknown";
 }
 
 void write_remedies(json_writer& json, const replay::oom_remedies& found) {
@@ -111,6 +242,7 @@ void write_remedies(json_writer& json, const replay::oom_remedies& found) {
     for (const auto& remedy : found.remedies) {
         json.begin_object()
             .field("setting", remedy.description)
+            .field("kind", remedy_kind_key(remedy.kind))
             .field("avoids", found.baseline_reproduces && remedy.avoids)
             .field("peak_reserved", remedy.peak_reserved)
             .field("peak_allocated", remedy.peak_allocated)
@@ -119,24 +251,64 @@ void write_remedies(json_writer& json, const replay::oom_remedies& found) {
     json.end_array().end_object();
 }
 
+void write_private_pools(json_writer& json, const analysis::oom_report& r, stream_labels& streams) {
+    json.key("private_pools").begin_array();
+    for (const auto& p : r.private_pools) {
+        json.begin_object();
+        if (p.pool) {
+            json.field("pool", analysis::pool_name(*p.pool)).field("owner", p.owner);
+        } else {
+            json.key("pool").null().key("owner").null();
+        }
+        json.field("inferred", p.inferred)
+            .field("stream", static_cast<uint64_t>(streams.names.number(p.stream)))
+            .field("stream_handle", p.stream)
+            .field("segments", static_cast<uint64_t>(p.segments))
+            .field("reserved", p.reserved)
+            .field("allocated", p.allocated)
+            .field("free", p.free)
+            .field("releasable", p.releasable)
+            .end_object();
+    }
+    json.end_array();
+}
+
+void write_cap(json_writer& json, const analysis::oom_cap& cap) {
+    json.key("cap").begin_object().field("binding", cap.binding).field("recorded", cap.recorded);
+    if (cap.recorded) {
+        json.field("fraction", cap.fraction).field("bytes", cap.lower);
+    } else if (cap.binding) {
+        json.field("at_least", cap.lower).field("below", cap.upper);
+    }
+    json.end_object();
+}
+
 void write_report(json_writer& json, const analysis::oom_report& r,
-                  const snapshot::snapshot& source) {
+                  const snapshot::snapshot& source, stream_labels& streams) {
     json.begin_object()
         .field("entry", static_cast<uint64_t>(r.entry))
         .field("time_ns", r.time_ns)
         .field("requested", r.requested)
-        .field("stream", r.stream)
+        .field("stream", static_cast<uint64_t>(streams.names.number(r.stream)))
+        .field("stream_handle", r.stream)
         .field("pool", r.is_large ? "large" : "small");
     json.key("stack");
     write_stack(json, source, r.stack);
     json.field("device_free", r.device_free).field("device_total", r.device_total);
+    json.key("device_total_assumed")
+        .begin_object()
+        .field("bytes", r.assumed_device_total)
+        .field("source", analysis::device_total_source_name(r.total_source))
+        .field("at_least", r.total_source == analysis::device_total_source::at_least)
+        .end_object();
     json.key("totals");
     write_totals(json, r.totals);
     json.field("fragmentation", r.fragmentation).key("free_by_pool").begin_array();
     for (const auto& p : r.free_by_pool) {
         json.begin_object()
             .field("pool", p.is_large ? "large" : "small")
-            .field("stream", p.stream)
+            .field("stream", static_cast<uint64_t>(streams.names.number(p.stream)))
+            .field("stream_handle", p.stream)
             .field("largest_free", p.largest_free)
             .field("free", p.free)
             .field("free_blocks", static_cast<uint64_t>(p.free_blocks))
@@ -176,18 +348,22 @@ void write_report(json_writer& json, const analysis::oom_report& r,
     json.end_array()
         .field("segment_size", r.segment_size)
         .field("private_pool_free", r.private_pool_free)
+        .field("private_pool_releasable", r.private_pool_releasable)
         .field("usable_free", r.usable_free);
+    write_private_pools(json, r, streams);
+    write_cap(json, r.cap);
     if (r.outside_known) {
         json.field("outside", r.outside);
     }
-    if (r.allowed) {
-        json.field("allowed", r.allowed);
-    }
     json.field("verdict", analysis::verdict_key(r.verdict))
-        .field("verdict_text", analysis::verdict_name(r.verdict))
-        .field("explanation", r.explanation)
-        .key("unknown")
-        .begin_array();
+        .field("verdict_text", analysis::verdict_name(r.verdict));
+    if (r.secondary) {
+        json.field("secondary", analysis::verdict_key(*r.secondary))
+            .field("secondary_text", analysis::verdict_name(*r.secondary));
+    } else {
+        json.key("secondary").null();
+    }
+    json.field("explanation", r.explanation).key("unknown").begin_array();
     for (const auto& unknown : r.unknowns) {
         json.value(unknown);
     }
@@ -197,27 +373,36 @@ void write_report(json_writer& json, const analysis::oom_report& r,
 }  // namespace
 
 command_spec oom_spec() {
-    return {"oom",
-            "FILE [--entry N] [--blockers N] [--depth D] [--device N] [--device-memory BYTES] "
-            "[--no-remedies] [--all-frames] [--json]",
-            "For each out-of-memory entry in the trace: what was asked and from where, what the "
-            "device and the cache had, the largest free block per pool and stream, the live "
-            "blocks that pinned partly free segments, a verdict (capacity, memory cap, outside "
-            "this allocator, fragmentation, pending cross-stream frees, private pools) and the "
-            "remedies that avoid it, each checked by replaying the trace under it.",
-            "Exits 0 also when the trace has no OOM (it says so). A PyTorch pickle does not "
-            "record the device's total memory: give --device-memory to measure what was held "
-            "outside this allocator.\n",
-            1,
-            1,
-            {device_option(),
-             all_frames_option(),
-             {"--entry", "", "N", "only the oom entry with this trace index", false},
-             {"--blockers", "", "N", "blockers and largest holders to list (default 5)", false},
-             {"--depth", "", "D", "frames to print per stack (default 8)", false},
-             {"--device-memory", "", "BYTES",
-              "the device's total memory, when the snapshot does not record it", false},
-             {"--no-remedies", "", "", "skip the what-if replays that check remedies", false}}};
+    return {
+        "oom",
+        "FILE [--entry N] [--blockers N] [--depth D] [--device N] [--device-memory BYTES] "
+        "[--memory-fraction F] [--raw-streams] [--no-remedies] [--all-frames] [--json]",
+        "For each out-of-memory entry in the trace: what was asked and from where, what the "
+        "device and the cache had, the largest free block per pool and stream, the live "
+        "blocks that pinned partly free segments, the private pools and their owners, a "
+        "primary cause and where true a secondary one (capacity, memory cap, outside this "
+        "allocator, fragmentation, pending cross-stream frees, private pools) and the "
+        "remedies that avoid it, each checked by replaying the trace under it.",
+        "Exits 0 also when the trace has no OOM (it says so). A PyTorch pickle records "
+        "neither the device's total memory nor the memory fraction: the report assumes at "
+        "least what the allocator held plus what the device had free, and infers the cap "
+        "from the trace (the failed request bounds it from above, the most ever reserved "
+        "from below), and says so; --device-memory and --memory-fraction settle both. "
+        "Streams are `stream 0` (the default) and `stream 1`, `stream 2`... in order of "
+        "first use; --raw-streams adds their handles (--json has both).\n",
+        1,
+        1,
+        {device_option(),
+         all_frames_option(),
+         {"--entry", "", "N", "only the oom entry with this trace index", false},
+         {"--blockers", "", "N", "blockers and largest holders to list (default 5)", false},
+         {"--depth", "", "D", "frames to print per stack (default 8)", false},
+         {"--device-memory", "", "BYTES",
+          "the device's total memory, when the snapshot does not record it", false},
+         {"--memory-fraction", "", "F",
+          "the per-process memory fraction the program set (needs the device's total)", false},
+         {"--raw-streams", "", "", "show each stream's raw handle beside its short name", false},
+         {"--no-remedies", "", "", "skip the what-if replays that check remedies", false}}};
 }
 
 int run_oom(const parsed_arguments& args) {
@@ -228,6 +413,17 @@ int run_oom(const parsed_arguments& args) {
     if (const auto total = args.value("--device-memory")) {
         options.device_total = parse_size_option("--device-memory", *total);
     }
+    if (const auto fraction = args.value("--memory-fraction")) {
+        options.memory_fraction = parse_fraction_option("--memory-fraction", *fraction);
+        if (!(options.memory_fraction > 0.0) ||
+            (!options.device_total && file.model.source().info.devices.empty())) {
+            throw usage_error(
+                "--memory-fraction: give a fraction above 0, and the device's total with "
+                "--device-memory when the snapshot does not record it (a PyTorch pickle)");
+        }
+    }
+    stream_labels streams{analysis::stream_names(file.model.source(), file.model.device()),
+                          args.has("--raw-streams")};
     const size_t depth =
         args.value("--depth") ? parse_count_option("--depth", *args.value("--depth")) : 8;
     std::vector<size_t> entries = analysis::oom_entries(file.model);
@@ -242,12 +438,13 @@ int run_oom(const parsed_arguments& args) {
     auto remedies_for = [&](const analysis::oom_report& r) {
         replay::oom_remedy_options remedy;
         remedy.device = file.model.device();
-        remedy.device_memory = r.device_total;
-        if (r.verdict == analysis::oom_verdict::memory_cap) {
-            // Refuse what the original refused: the cap lies between what was reserved and
-            // what the request would have added.
-            remedy.inferred_cap_bytes = r.allowed ? r.allowed : r.totals.reserved;
+        remedy.device_memory = r.assumed_device_total;
+        if (r.cap.recorded) {
+            remedy.memory_fraction = r.cap.fraction;
+        } else if (r.cap.binding) {
+            remedy.cap_bytes = r.cap.lower;
         }
+        remedy.try_releasing_private_pools = r.private_pool_releasable > 0;
         return replay::try_oom_remedies(source, r.entry, remedy);
     };
     const bool remedies = !args.has("--no-remedies");
@@ -257,7 +454,7 @@ int run_oom(const parsed_arguments& args) {
         json.key("ooms").begin_array();
         for (const size_t entry : entries) {
             const analysis::oom_report r = analysis::analyze_oom(file.model, entry, options);
-            write_report(json, r, source);
+            write_report(json, r, source, streams);
             if (remedies) {
                 write_remedies(json, remedies_for(r));
             }
@@ -275,9 +472,9 @@ int run_oom(const parsed_arguments& args) {
               << (entries.size() == 1 ? " OOM" : " OOMs") << "\n\n";
     for (const size_t entry : entries) {
         const analysis::oom_report r = analysis::analyze_oom(file.model, entry, options);
-        print_report(r, source, depth);
+        print_report(r, source, depth, streams);
         if (remedies) {
-            print_remedies(remedies_for(r));
+            print_remedies(r, remedies_for(r));
         }
         std::cout << "\n";
     }

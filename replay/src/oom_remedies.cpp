@@ -23,16 +23,21 @@ oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
         }
     }
     double fraction = options.memory_fraction;
-    if (fraction == 0.0 && options.inferred_cap_bytes && total) {
-        fraction = static_cast<double>(options.inferred_cap_bytes) / static_cast<double>(total);
+    if (fraction == 0.0 && options.cap_bytes && total) {
+        // Half a byte above, so that the allocator's truncation gives the cap itself.
+        fraction = (static_cast<double>(options.cap_bytes) + 0.5) / static_cast<double>(total);
     }
-    auto run = [&](const allocator_config& config, double memory_fraction) {
+    auto run = [&](const allocator_config& config, double memory_fraction,
+                   bool release_pools = false) {
         replay_options o;
         o.config = config;
         o.device = options.device;
         o.device_memory = total;
         o.memory_fraction = memory_fraction;
         o.reuse_trace_addresses = false;
+        if (release_pools) {
+            o.release_private_pools_before = entry;
+        }
         return replay_trace(input, o);
     };
 
@@ -45,8 +50,14 @@ oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
         std::string description;
         std::string extra_setting;  // appended to the original settings
         double memory_fraction;
+        remedy_kind kind = remedy_kind::allocator_setting;
     };
     std::vector<candidate> candidates;
+    if (options.try_releasing_private_pools) {
+        candidates.push_back(
+            {"the private pools released (their CUDA graphs or MemPools deleted) before it", "",
+             fraction, remedy_kind::release_private_pools});
+    }
     if (!original.expandable_segments) {
         candidates.push_back({"expandable_segments:True", "expandable_segments:True", fraction});
     }
@@ -54,7 +65,7 @@ oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
         candidates.push_back({"max_split_size_mb:128", "max_split_size_mb:128", fraction});
     }
     if (fraction > 0.0) {
-        candidates.push_back({"no memory cap", "", 0.0});
+        candidates.push_back({"no memory cap", "", 0.0, remedy_kind::no_memory_cap});
         if (original.garbage_collection_threshold == 0.0) {
             candidates.push_back(
                 {"garbage_collection_threshold:0.6", "garbage_collection_threshold:0.6", fraction});
@@ -65,9 +76,11 @@ oom_remedies try_oom_remedies(const snapshot::snapshot& input, size_t entry,
         if (!c.extra_setting.empty()) {
             conf += (conf.empty() ? "" : ",") + c.extra_setting;
         }
-        const replay_result result = run(allocator_config::parse(conf), c.memory_fraction);
+        const replay_result result = run(allocator_config::parse(conf), c.memory_fraction,
+                                         c.kind == remedy_kind::release_private_pools);
         oom_remedy& remedy = out.remedies.emplace_back();
         remedy.description = c.description;
+        remedy.kind = c.kind;
         remedy.first_oom_entry = result.first_oom_entry;
         // It must not trade this OOM for an earlier one the original did not have.
         const bool new_failure_before =

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -32,13 +33,18 @@ inline final_pool_map final_pools_of(const snapshot::snapshot& input, int device
 // the pool the final snapshot puts that segment in when it lasts, to the private pool a later
 // run empties when that run is read so (trace_plan::private_part_start), else to the first pool
 // that had no cached block for it, trying the pool this stream last allocated to, the default
-// pools, the live private pools, then a new one.
+// pools, the live private pools, then a new one. A segment that an OOM left cached
+// (held_private) was in a private pool: the default pools are no candidate for it, and before
+// any private pool is live it goes to the pool of the next lasting private segment made on its
+// stream (the pool being captured there).
 class pool_tracker {
   public:
     // `readings` holds each step's reading (1 = the second one, see trace_plan.hpp).
-    pool_tracker(const trace_plan& plan, const final_pool_map& final_pools,
-                 const std::vector<uint8_t>& readings, device_allocator& allocator)
+    pool_tracker(const trace_plan& plan, const std::vector<snapshot::trace_entry>& entries,
+                 const final_pool_map& final_pools, const std::vector<uint8_t>& readings,
+                 device_allocator& allocator)
         : plan_(plan),
+          entries_(entries),
           final_pools_(final_pools),
           readings_(readings),
           allocator_(allocator),
@@ -77,6 +83,18 @@ class pool_tracker {
             const pool_id pool = creator_pool_[creator];
             if (!pool.is_default() && !released_.count(pool) &&
                 allocator_.pool_use_count(pool) > 0) {
+                allocator_.release_pool(pool);
+                released_.insert(pool);
+                std::erase(recent_, pool);
+            }
+        }
+    }
+
+    // Releases every private pool still held, as deleting its CUDA graph or MemPool does: its
+    // cached segments go back at the next empty_cache or OOM.
+    void release_held_pools() {
+        for (const pool_id& pool : created_) {
+            if (!released_.count(pool) && allocator_.pool_use_count(pool) > 0) {
                 allocator_.release_pool(pool);
                 released_.insert(pool);
                 std::erase(recent_, pool);
@@ -149,12 +167,15 @@ class pool_tracker {
             }
             return pool->second;
         }
+        const bool private_only = plan_.held_private[creator] != 0;
         std::vector<pool_id> candidates;
         const pool_id last = last_on_stream(e.stream);
         if (!last.is_default() && !released_.count(last)) {
             candidates.push_back(last);
         }
-        candidates.push_back(pool_id{});
+        if (!private_only) {
+            candidates.push_back(pool_id{});
+        }
         for (auto p = recent_.rbegin(); p != recent_.rend(); ++p) {
             if (std::find(candidates.begin(), candidates.end(), *p) == candidates.end()) {
                 candidates.push_back(*p);
@@ -165,14 +186,34 @@ class pool_tracker {
                 return p;
             }
         }
+        if (private_only) {
+            if (const auto upcoming = next_private_pool_on(creator, e.stream)) {
+                return *upcoming;
+            }
+        }
         return invented_pool();
     }
 
     // A pool of its own, named apart from PyTorch's ids (its segments never last).
     pool_id invented_pool() { return pool_id{0, first_invented_pool + invented_++}; }
 
+    // The final pool of the first private segment made on `stream` after `creator` that lasts.
+    std::optional<pool_id> next_private_pool_on(size_t creator, stream_handle stream) const {
+        for (size_t i = creator + 1; i < entries_.size(); ++i) {
+            if (entries_[i].stream != stream || !plan_.lasting_segment[i]) {
+                continue;
+            }
+            const auto it = final_pools_.find(plan_.lasting_segment[i]);
+            if (it != final_pools_.end() && !it->second.is_default()) {
+                return it->second;
+            }
+        }
+        return std::nullopt;
+    }
+
     static constexpr uint64_t first_invented_pool = 1ull << 48;
     const trace_plan& plan_;
+    const std::vector<snapshot::trace_entry>& entries_;
     const final_pool_map& final_pools_;
     const std::vector<uint8_t>& readings_;
     device_allocator& allocator_;

@@ -93,7 +93,7 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
     }
     trace_collector collector(options.device);
     allocator.set_observer(&collector);
-    detail::pool_tracker pools(plan, final_pools, flipped, allocator);
+    detail::pool_tracker pools(plan, entries, final_pools, flipped, allocator);
 
     replay_result result;
     // Trace address -> replayed address of live allocations (they differ in what-if runs).
@@ -127,6 +127,9 @@ replay_result run_once(const std::vector<snapshot::trace_entry>& entries,
     for (size_t i = 0; i < entries.size(); ++i) {
         const auto& e = entries[i];
         const bool flip = flipped[i] != 0;
+        if (i == options.release_private_pools_before) {
+            pools.release_held_pools();
+        }
         try {
             switch (plan.steps[i]) {
                 case detail::step_kind::allocate:

@@ -48,6 +48,8 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
     plan.lasting_segment.assign(n, 0);
     plan.reservation_end.assign(n, 0);
     plan.reserved_at.assign(n, 0);
+    plan.held_private.assign(n, 0);
+    std::unordered_map<size_t, size_t> live_blocks;  // creator -> its allocations not yet freed
     // Live segments (start -> end, creator) and expandable reservations (base -> creator).
     std::map<device_address, std::pair<device_address, size_t>> segments;
     std::map<device_address, size_t> reservation_creator;
@@ -76,11 +78,20 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                 plan.segment_creator[i] = creator_of(e.address);
                 plan.new_segment[i] =
                     plan.segment_creator[i] < n && plan.segment_creator[i] >= last_request;
+                ++live_blocks[plan.segment_creator[i]];
                 last_request = i;
                 break;
             case action::oom:
                 plan.steps[i] = step_kind::allocate_oom;
                 plan.reserved_at[i] = reserved_bytes;
+                // Segments made by segment_alloc only: an expandable segment's pages are
+                // unmapped by other rules.
+                for (const auto& [start, end_and_creator] : segments) {
+                    const size_t creator = end_and_creator.second;
+                    if (entries[creator].kind == action::segment_alloc && !live_blocks[creator]) {
+                        plan.held_private[creator] = 1;
+                    }
+                }
                 last_request = i;
                 break;
             case action::free_requested: {
@@ -94,6 +105,10 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                 break;
             }
             case action::free_completed: {
+                if (const size_t creator = creator_of(e.address);
+                    creator < n && live_blocks[creator] > 0) {
+                    --live_blocks[creator];
+                }
                 if (auto it = awaiting.find(e.address); it != awaiting.end()) {
                     plan.completion[it->second] = i;
                     awaiting.erase(it);

@@ -59,6 +59,10 @@ struct trace_plan {
     // For creators whose segment lasts to the end: its address (to find its pool in the final
     // segments).
     std::vector<device_address> lasting_segment;
+    // For creators of segments that sat wholly free through an OOM that did not release them:
+    // an OOM returns every cached segment of the default pools and of private pools no longer
+    // held, so such a segment belonged to a private pool that a graph or MemPool still held.
+    std::vector<uint8_t> held_private;
     // For creators that reserved an expandable segment: the end of the reservation.
     std::vector<device_address> reservation_end;
     // For oom entries: the bytes the original held on the device at that moment (segments and

@@ -107,8 +107,12 @@ TEST(oom, memory_really_in_use_is_capacity_and_its_holders_are_named) {
     snap->trace_for(0).entries.push_back(oom);
     allocator.finish();
     const device_model model = device_model::build(snap, 0);
-    const oom_report report = analyze_oom(model, oom_entries(model)[0]);
+    // 86 MiB reserved and 2 MiB free: the whole device, as --device-memory says.
+    const oom_report report =
+        analyze_oom(model, oom_entries(model)[0], oom_options{.device_total = 88 * mib});
     EXPECT_EQ(report.verdict, oom_verdict::capacity);
+    EXPECT_FALSE(report.secondary);
+    EXPECT_EQ(report.total_source, device_total_source::option);
     EXPECT_TRUE(report.blockers.empty());
     // Largest first: 36 MiB in three blocks, 30 MiB without a stack, 20 MiB in one block.
     ASSERT_EQ(report.holders.size(), 3u);
@@ -119,9 +123,127 @@ TEST(oom, memory_really_in_use_is_capacity_and_its_holders_are_named) {
     EXPECT_EQ(report.holders[1].stack, snapshot::no_id);
     EXPECT_EQ(report.holders[2].bytes, 20 * mib);
     EXPECT_EQ(report.holders[2].stack, stacks[1]);
-    EXPECT_EQ(analyze_oom(model, oom_entries(model)[0], analysis::oom_options{.max_blockers = 1}).holders.size(), 1u);
-    EXPECT_EQ(report.device_total, 0u);
+    EXPECT_EQ(analyze_oom(model, oom_entries(model)[0], analysis::oom_options{.max_blockers = 1})
+                  .holders.size(),
+              1u);
     EXPECT_THROW(analyze_oom(model, 0), std::invalid_argument);
+
+    // Without the device's total, 88 MiB held and free is far below any GPU's memory: the rest
+    // of the device was held by others, never "capacity".
+    const oom_report unknown_total = analyze_oom(model, oom_entries(model)[0]);
+    EXPECT_EQ(unknown_total.device_total, 0u);
+    EXPECT_EQ(unknown_total.verdict, oom_verdict::outside_allocator);
+    EXPECT_EQ(unknown_total.total_source, device_total_source::at_least);
+    EXPECT_EQ(unknown_total.assumed_device_total, 88 * mib);
+    EXPECT_NE(unknown_total.explanation.find("--device-memory"), std::string::npos);
+}
+
+// 4 segments of 24 MiB, each half live: 48 MiB free in 12 MiB holes. A 16 MiB request then fails
+// with the device nearly empty: the allocator refused it on a cap the snapshot does not record.
+std::shared_ptr<snapshot::snapshot> holes_under_a_cap(uint64_t freed_before = 0) {
+    auto snap = std::make_shared<snapshot::snapshot>();
+    const auto stacks = testing::make_stacks(*snap, 1);
+    testing::reference_allocator allocator(*snap);
+    if (freed_before) {
+        allocator.free(allocator.allocate(freed_before, 0, stacks[0]), false);
+        allocator.empty_cache();
+    }
+    std::vector<uint64_t> whole;
+    for (int i = 0; i < 4; ++i) {
+        whole.push_back(allocator.allocate(24 * mib, 0, stacks[0]));
+    }
+    for (uint64_t a : whole) {
+        allocator.free(a, false);
+    }
+    for (int i = 0; i < 8; ++i) {
+        const uint64_t a = allocator.allocate(12 * mib, 0, stacks[0]);
+        if (i % 2) {
+            allocator.free(a, false);
+        }
+    }
+    snapshot::trace_entry oom;
+    oom.kind = snapshot::action::oom;
+    oom.address = 70ull << 30;
+    oom.size = 16 * mib;
+    snap->trace_for(0).entries.push_back(oom);
+    allocator.finish();
+    return snap;
+}
+
+TEST(oom, holes_under_a_cap_are_fragmentation_first_and_the_cap_second) {
+    const device_model model = device_model::build(holes_under_a_cap(), 0);
+    const oom_report report = analyze_oom(model, oom_entries(model)[0]);
+    EXPECT_EQ(report.verdict, oom_verdict::fragmentation);
+    ASSERT_TRUE(report.secondary);
+    EXPECT_EQ(*report.secondary, oom_verdict::memory_cap);
+    // The cap: at least the 96 MiB ever reserved, below 96 + 16 MiB.
+    EXPECT_TRUE(report.cap.binding);
+    EXPECT_FALSE(report.cap.recorded);
+    EXPECT_EQ(report.cap.lower, 96 * mib);
+    EXPECT_EQ(report.cap.upper, 112 * mib);
+    EXPECT_EQ(report.usable_free, 48 * mib);
+    EXPECT_EQ(report.assumed_device_total, 96 * mib + (70ull << 30));
+
+    // A fraction given with the total makes the cap exact.
+    const oom_report given =
+        analyze_oom(model, oom_entries(model)[0],
+                    oom_options{.device_total = 1ull << 30, .memory_fraction = 100.0 / 1024.0});
+    EXPECT_TRUE(given.cap.recorded);
+    EXPECT_EQ(given.cap.lower, 100 * mib);
+    EXPECT_EQ(given.verdict, oom_verdict::fragmentation);
+    EXPECT_EQ(*given.secondary, oom_verdict::memory_cap);
+}
+
+TEST(oom, more_reserved_earlier_than_at_the_oom_raises_the_inferred_cap) {
+    // 104 MiB reserved and given back before: the cap is at least that, still below 112 MiB.
+    const device_model model = device_model::build(holes_under_a_cap(104 * mib), 0);
+    const oom_report report = analyze_oom(model, oom_entries(model)[0]);
+    EXPECT_EQ(report.cap.lower, 104 * mib);
+    EXPECT_EQ(report.cap.upper, 112 * mib);
+}
+
+TEST(oom, a_graph_pool_holding_a_free_segment_is_named_with_its_owner) {
+    // A capture stream (9) holds a free 64 MiB segment and a live 32 MiB one; the snapshot's
+    // final segments name only the live one's pool, (1, 0). A 64 MiB request on stream 0 fails
+    // under a cap: releasing the graph's pool would have made room.
+    auto snap = std::make_shared<snapshot::snapshot>();
+    const auto stacks = testing::make_stacks(*snap, 1);
+    testing::reference_allocator allocator(*snap);
+    const uint64_t live = allocator.allocate(32 * mib, 9, stacks[0]);
+    const uint64_t cached = allocator.allocate(64 * mib, 9, stacks[0]);
+    allocator.free(cached, false);
+    allocator.allocate(64 * mib, 0, stacks[0]);
+    snapshot::trace_entry oom;
+    oom.kind = snapshot::action::oom;
+    oom.address = 70ull << 30;
+    oom.size = 64 * mib;
+    snap->trace_for(0).entries.push_back(oom);
+    snapshot::trace_entry released;  // deleting the graph gave the cached segment back
+    released.kind = snapshot::action::segment_free;
+    released.address = cached;
+    released.size = 64 * mib;
+    released.stream = 9;
+    snap->trace_for(0).entries.push_back(released);
+    allocator.finish();
+    for (auto& seg : snap->segments) {
+        if (seg.address == live) {
+            seg.pool_id_first = 1;
+        }
+    }
+    std::erase_if(snap->segments,
+                  [&](const snapshot::segment& seg) { return seg.address == cached; });
+    const device_model model = device_model::build(snap, 0);
+    const oom_report report = analyze_oom(model, oom_entries(model)[0]);
+    EXPECT_EQ(report.verdict, oom_verdict::private_pools);
+    EXPECT_EQ(*report.secondary, oom_verdict::memory_cap);
+    ASSERT_EQ(report.private_pools.size(), 1u);
+    const oom_private_pool& pool = report.private_pools[0];
+    ASSERT_TRUE(pool.pool);
+    EXPECT_EQ(*pool.pool, (segment_pool{1, 0}));
+    EXPECT_TRUE(pool.inferred);
+    EXPECT_EQ(pool.releasable, 64 * mib);
+    EXPECT_EQ(pool.segments, 2u);
+    EXPECT_NE(report.explanation.find("a CUDA graph's own pool (capture 1)"), std::string::npos);
 }
 
 TEST(segment_summary, per_segment_usage_and_totals) {

@@ -53,6 +53,65 @@ TEST(segment_pools, private_pools_are_listed_once_in_order) {
     EXPECT_EQ(pool_name({3, 0}), "(3, 0)");
 }
 
+TEST(segment_pools, owners_follow_pytorchs_ids) {
+    EXPECT_EQ(pool_owner({0, 0}), "default");
+    EXPECT_EQ(pool_owner({3, 0}), "a CUDA graph's own pool (capture 3)");
+    EXPECT_NE(pool_owner({0, 2}).find("MemPool"), std::string::npos);
+}
+
+TEST(segment_pools, a_pool_filled_through_cudagraph_trees_is_torch_compiles) {
+    snapshot::snapshot snap;
+    snapshot::frame f;
+    f.function = snap.intern_string("run");
+    f.filename = snap.intern_string("/venv/torch/_inductor/cudagraph_trees.py");
+    const snapshot::stack_id compiled = snap.intern_stack({snap.intern_frame(f)});
+    for (const uint64_t second : {1, 2}) {
+        snapshot::segment& seg = snap.segments.emplace_back();
+        seg.address = second << 20;
+        seg.total_size = 1 << 20;
+        seg.pool_id_second = second;
+        snapshot::trace_entry& e = snap.trace_for(0).entries.emplace_back();
+        e.kind = snapshot::action::alloc;
+        e.address = seg.address;
+        e.size = 512;
+        e.stack = second == 1 ? compiled : snapshot::no_id;
+    }
+    const segment_pools pools(snap, 0);
+    EXPECT_EQ(pools.owner({0, 1}), "torch.compile's CUDA graph trees (mode=\"reduce-overhead\")");
+    EXPECT_EQ(pools.owner({0, 2}), pool_owner({0, 2}));
+}
+
+TEST(segment_pools, a_stream_whose_segments_are_all_in_one_private_pool_names_it) {
+    snapshot::snapshot snap;
+    auto add = [&](uint64_t address, uint64_t stream, segment_pool pool) {
+        snapshot::segment& seg = snap.segments.emplace_back();
+        seg.address = address;
+        seg.total_size = 1 << 20;
+        seg.stream = stream;
+        seg.pool_id_first = pool.first;
+        seg.pool_id_second = pool.second;
+    };
+    add(1 << 20, 5, {1, 0});
+    add(2 << 20, 5, {1, 0});
+    add(3 << 20, 6, {2, 0});
+    add(4 << 20, 6, {0, 0});
+    add(5 << 20, 0, {0, 0});
+    const segment_pools pools(snap, 0);
+    EXPECT_EQ(pools.pool_of_stream(5), (segment_pool{1, 0}));
+    EXPECT_EQ(pools.pool_of_stream(6), std::nullopt);  // mixed with the default pools
+    EXPECT_EQ(pools.pool_of_stream(0), (segment_pool{0, 0}));
+    EXPECT_EQ(pools.pool_of_stream(7), std::nullopt);  // never seen
+    snapshot::segment gone;  // given back before the snapshot, on the capture stream
+    gone.address = 9 << 20;
+    gone.total_size = 1 << 20;
+    gone.stream = 5;
+    const auto resolved = pools.resolve(gone);
+    ASSERT_TRUE(resolved);
+    EXPECT_EQ(resolved->pool, (segment_pool{1, 0}));
+    EXPECT_TRUE(resolved->inferred);
+    EXPECT_FALSE(pools.resolve(snap.segments[0])->inferred);
+}
+
 TEST(pool_filter, unknown_pools_pass_only_when_every_pool_is_shown) {
     using kind = pool_filter::kind;
     const pool_filter all{kind::all, {}};

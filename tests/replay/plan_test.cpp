@@ -86,6 +86,22 @@ TEST(TracePlan, ARunGivingBackASmallSegmentBeforeALargeOneEmptiesAPrivatePool) {
     EXPECT_EQ(part_start({first, small_one, second}), 1u);  // the default pools', then a pool's
 }
 
+TEST(TracePlan, ASegmentAnOomLeftCachedWasInAHeldPrivatePool) {
+    // An OOM returns every cached segment it may; one left wholly free was a held pool's.
+    const std::vector<snapshot::trace_entry> trace = {
+        entry(action::segment_alloc, 0x1000, 2 << 20),  // 0 freed before the OOM: cached
+        entry(action::alloc, 0x1000),                   // 1
+        entry(action::free_requested, 0x1000),          // 2
+        entry(action::free_completed, 0x1000),          // 3
+        entry(action::segment_alloc, 0x9000, 2 << 20),  // 4 still in use at the OOM
+        entry(action::alloc, 0x9000),                   // 5
+        entry(action::oom, 0, 1 << 30),                 // 6
+    };
+    const trace_plan plan = plan_trace(trace, 80ull << 30);
+    EXPECT_EQ(plan.held_private[0], 1);
+    EXPECT_EQ(plan.held_private[4], 0);
+}
+
 TEST(TracePlan, NewExpandableSegmentsAreRecognisedByTheirFirstMap) {
     const uint64_t total = 80ull << 30;
     const std::vector<snapshot::trace_entry> trace = {

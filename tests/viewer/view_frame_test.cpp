@@ -390,7 +390,7 @@ TEST(document, memtrail_snapshot_has_annotations_streams_and_ooms) {
 
 TEST(document, pytorch_tags_are_lanes_beside_the_annotations) {
     // Compiled AdamW training recorded with compile_context=True and _set_memory_metadata.
-    const auto doc = load(std::string(MEMTRAIL_TEST_TRACES) + "/compile_tags.pickle");
+    const auto doc = load(std::string(MEMTRAIL_UNPACKED_TRACES) + "/compile_tags.pickle");
     const device_document& d = doc->devices.front();
     std::set<std::pair<range_source, std::string>> seen;
     for (const auto& lane : d.annotation_lanes) {
@@ -531,6 +531,45 @@ TEST(every_view, segments_and_timeline_show_private_pools) {
         EXPECT_GT(data.TotalVtxCount, 100) << view_kind_name(kind);
     }
     std::filesystem::remove(path);
+}
+
+// A real OOM (PyTorch 2.11): a live CUDA graph's pool held a free 256 MiB segment when a 256 MiB
+// request failed under a cap. The OOM and Segments views name the pool with its owner, and they
+// and the events name the streams by their short names, never by their raw handles.
+TEST(every_view, the_oom_segments_and_events_views_name_a_graphs_pool_and_short_streams) {
+    const auto doc = load(std::string(MEMTRAIL_UNPACKED_TRACES) + "/oom_graph_pool.pickle");
+    ASSERT_TRUE(doc);
+    headless_frame frame(width, height);
+    view v(doc);
+    ASSERT_TRUE(v.select_moment("62"));
+    v.show(view_kind::oom);
+    std::string text = settled_text(frame, v);
+    EXPECT_NE(text.find("Verdict: private pools (secondary: memory cap)"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("a CUDA graph's own pool (capture 1)"), std::string::npos) << text;
+    EXPECT_NE(text.find("on stream 0, large pool"), std::string::npos) << text;
+    EXPECT_NE(text.find("stream 2"), std::string::npos) << text;
+    EXPECT_NE(text.find("at least"), std::string::npos) << "the device size assumed: " << text;
+    EXPECT_EQ(text.find("477141664"), std::string::npos) << text;
+
+    v.show(view_kind::segments);
+    text = settled_text(frame, v);
+    // The graph's four segments; the final snapshot names the pool of one, the stream the rest.
+    const auto count = [&](std::string_view what) {
+        size_t n = 0;
+        for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+            ++n;
+        }
+        return n;
+    };
+    EXPECT_EQ(count("pool (1, 0) CUDA graph"), 4u) << text;
+    EXPECT_EQ(count("pool (1, 0) CUDA graph~"), 3u) << text;
+
+    v.show(view_kind::events);
+    text = settled_text(frame, v);
+    EXPECT_NE(text.find("stream 1"), std::string::npos) << text;
+    EXPECT_EQ(text.find("474931344"), std::string::npos) << text;
+    EXPECT_EQ(text.find("477141664"), std::string::npos) << text;
 }
 
 TEST(workspace, pytorchs_own_frames_are_hidden_until_the_view_menu_shows_them) {

@@ -84,7 +84,7 @@ std::vector<std::vector<annotation_range>> annotation_lanes_of(
 }
 
 device_document index_device(const snapshot::snapshot& source, analysis::device_model model) {
-    device_document d{model.device(), std::move(model), {}, {}, {}, {}, {}, {}, {}};
+    device_document d{model.device(), std::move(model), {}, {}, {}, {}, {}, {}, {}, {}};
     const analysis::device_model& m = d.model;
     // The categories take longest: they are found on another thread while the indices are built.
     std::future<analysis::category_map> categories =
@@ -102,6 +102,7 @@ device_document index_device(const snapshot::snapshot& source, analysis::device_
     std::sort(streams.begin(), streams.end());
     streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
     d.streams = std::move(streams);
+    d.stream_names = analysis::stream_names(source, d.device);
     d.oom_entries = analysis::oom_entries(m);
     d.annotation_lanes = annotation_lanes_of(source, m);
 

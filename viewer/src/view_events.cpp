@@ -3,7 +3,6 @@
 // stays short even on a trace of millions of entries; the selected row is the selected moment.
 
 #include <algorithm>
-#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -101,19 +100,17 @@ void view::panels::events_state::draw_filters(view& v) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(120);
     const auto& streams = v.dev().streams;
-    char stream_label[32] = "all streams";
-    if (stream >= 0 && static_cast<size_t>(stream) < streams.size()) {
-        std::snprintf(stream_label, sizeof stream_label, "stream %" PRIu64,
-                      streams[static_cast<size_t>(stream)]);
-    }
-    if (ImGui::BeginCombo("##stream", stream_label)) {
+    const analysis::stream_names& names = v.dev().stream_names;
+    const std::string stream_label = stream >= 0 && static_cast<size_t>(stream) < streams.size()
+                                         ? names.name(streams[static_cast<size_t>(stream)])
+                                         : std::string("all streams");
+    if (ImGui::BeginCombo("##stream", stream_label.c_str())) {
         if (ImGui::Selectable("all streams", stream < 0)) {
             stream = -1;
         }
         for (size_t i = 0; i < streams.size(); ++i) {
-            char label[32];
-            std::snprintf(label, sizeof label, "stream %" PRIu64, streams[i]);
-            if (ImGui::Selectable(label, stream == static_cast<int>(i))) {
+            if (ImGui::Selectable(names.name_with_handle(streams[i]).c_str(),
+                                  stream == static_cast<int>(i))) {
                 stream = static_cast<int>(i);
             }
         }
@@ -236,7 +233,7 @@ void view::panels::events_state::draw_table(view& v, size_t row_count, size_t se
                 ImGui::TextUnformatted(format_bytes(t.requested_size).c_str());
             }
             ImGui::TableNextColumn();
-            ImGui::Text("%" PRIu64, t.stream);
+            ImGui::TextUnformatted(v.dev().stream_names.name(t.stream).c_str());
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(format_entry_context(*v.doc_->source, t).c_str());
             ImGui::TableNextColumn();

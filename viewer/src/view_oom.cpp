@@ -3,7 +3,6 @@
 // block per pool and stream, fragmentation, and the live blocks that stood in the way.
 
 #include <algorithm>
-#include <cinttypes>
 #include <cstdio>
 
 #include "format.hpp"
@@ -71,15 +70,80 @@ void device_bar(const analysis::oom_report& r) {
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::oom), "[ ] the request");
 }
 
+std::string device_total_text(const analysis::oom_report& r) {
+    switch (r.total_source) {
+        case analysis::device_total_source::snapshot:
+            return format_bytes(r.assumed_device_total) + " (the snapshot's)";
+        case analysis::device_total_source::option:
+            return format_bytes(r.assumed_device_total) + " (given)";
+        case analysis::device_total_source::at_least:
+            return "at least " + format_bytes(r.assumed_device_total) +
+                   " (unknown: reserved + free)";
+    }
+    return "";
+}
+
+std::string cap_text(const analysis::oom_cap& cap) {
+    if (cap.recorded) {
+        return format_bytes(cap.lower) + (cap.binding ? ", reached" : "");
+    }
+    return format_bytes(cap.lower) + " to " + format_bytes(cap.upper) + " (inferred)";
+}
+
+// The private pools at the OOM: each with its owner and what releasing it would give back.
+void private_pools_table(const analysis::oom_report& r, const analysis::stream_names& streams) {
+    if (r.private_pools.empty()) {
+        return;
+    }
+    ImGui::Spacing();
+    ImGui::TextUnformatted(
+        "Private pools: they serve only their owner; releasing one (deleting its CUDA graph or "
+        "MemPool) gives back its wholly free segments");
+    const ImGuiTableFlags flags =
+        ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV;
+    if (ImGui::BeginTable("##private_pools", 6, flags)) {
+        for (const char* name : {"pool", "owner", "stream", "reserved", "free", "releasable"}) {
+            ImGui::TableSetupColumn(name);
+        }
+        ImGui::TableHeadersRow();
+        for (const analysis::oom_private_pool& p : r.private_pools) {
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(
+                p.pool ? (analysis::pool_name(*p.pool) + (p.inferred ? " ~" : "")).c_str()
+                       : "unnamed");
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(p.pool ? p.owner.c_str() : "a private pool an OOM left cached");
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(streams.name(p.stream).c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(format_bytes(p.reserved).c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(format_bytes(p.free).c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(format_bytes(p.releasable).c_str());
+        }
+        ImGui::EndTable();
+    }
+    if (std::any_of(r.private_pools.begin(), r.private_pools.end(),
+                    [](const analysis::oom_private_pool& p) { return p.inferred; })) {
+        ImGui::TextDisabled(
+            "~ some segments' pool inferred from their stream (the snapshot names the pools only "
+            "of the segments it still holds)");
+    }
+}
+
 // The report's numbers, and the free space of every pool and stream beside them.
-void report_tables(const analysis::oom_report& r) {
+void report_tables(const analysis::oom_report& r, const analysis::stream_names& streams) {
     const ImGuiTableFlags flags = ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg;
     ImGui::BeginGroup();
     if (ImGui::BeginTable("##numbers", 2, flags)) {
         name_value_row("asked (rounded)", format_bytes(r.requested));
         name_value_row("free on the device", format_bytes(r.device_free));
-        name_value_row("device total",
-                       r.device_total > 0 ? format_bytes(r.device_total) : std::string("unknown"));
+        name_value_row("device total", device_total_text(r));
+        if (r.cap.recorded || r.cap.binding) {
+            name_value_row("memory cap", cap_text(r.cap));
+        }
         name_value_row("reserved", format_bytes(r.totals.reserved));
         name_value_row("allocated", format_bytes(r.totals.allocated));
         name_value_row("pending free", format_bytes(r.totals.pending_free));
@@ -89,9 +153,6 @@ void report_tables(const analysis::oom_report& r) {
         name_value_row("free in private pools", format_bytes(r.private_pool_free));
         name_value_row("held outside the allocator",
                        r.outside_known ? format_bytes(r.outside) : std::string("unknown"));
-        if (r.allowed) {
-            name_value_row("allowed (memory fraction)", format_bytes(r.allowed));
-        }
         char fragmentation[32];
         std::snprintf(fragmentation, sizeof fragmentation, "%.1f%%", r.fragmentation * 100.0);
         name_value_row("fragmentation", fragmentation);
@@ -118,7 +179,7 @@ void report_tables(const analysis::oom_report& r) {
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(f.is_large ? "large" : "small");
             ImGui::TableNextColumn();
-            ImGui::Text("%" PRIu64 "%s", f.stream, usable ? " (the request's)" : "");
+            ImGui::Text("%s%s", streams.name(f.stream).c_str(), usable ? " (the request's)" : "");
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(format_bytes(f.free).c_str());
             ImGui::TableNextColumn();
@@ -131,6 +192,7 @@ void report_tables(const analysis::oom_report& r) {
         ImGui::EndTable();
     }
     ImGui::EndGroup();
+    private_pools_table(r, streams);
 }
 
 }  // namespace
@@ -150,17 +212,23 @@ void view::draw_oom() {
         o.shown = o.selected;
     }
     const analysis::oom_report& r = o.report;
+    const analysis::stream_names& streams = dev().stream_names;
 
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::oom),
-                       "Out of memory at event %s (%s): asked for %s on stream %" PRIu64
-                       ", %s pool",
+                       "Out of memory at event %s (%s): asked for %s on %s, %s pool",
                        format_count(r.entry).c_str(), axis_label(axis_of(r.entry + 1)).c_str(),
-                       format_bytes(r.requested).c_str(), r.stream, r.is_large ? "large" : "small");
+                       format_bytes(r.requested).c_str(), streams.name(r.stream).c_str(),
+                       r.is_large ? "large" : "small");
     ImGui::SameLine();
     if (ImGui::SmallButton("go to this moment")) {
         set_moment(r.entry + 1);
     }
-    ImGui::Text("Verdict: %s", analysis::verdict_name(r.verdict).data());
+    if (r.secondary) {
+        ImGui::Text("Verdict: %s (secondary: %s)", analysis::verdict_name(r.verdict).data(),
+                    analysis::verdict_name(*r.secondary).data());
+    } else {
+        ImGui::Text("Verdict: %s", analysis::verdict_name(r.verdict).data());
+    }
     ImGui::PushTextWrapPos(0);
     ImGui::TextDisabled("%s", r.explanation.c_str());
     for (const std::string& unknown : r.unknowns) {
@@ -175,7 +243,7 @@ void view::draw_oom() {
     ImGui::Spacing();
 
     ImGui::BeginChild("##oom_details");
-    report_tables(r);
+    report_tables(r, streams);
     o.draw_blockers_and_holders(*this);
     ImGui::Spacing();
     ImGui::TextUnformatted("Stack of the failed request");

@@ -195,6 +195,7 @@ struct view::panels {
     struct segments_state {
         bool color_by_stack = false;
         bool common_scale = false;
+        float label_width = 0;  // the rows' labels: wider when private pools are named
 
         // With a range selected the segments are drawn as at its end, with what the range
         // allocated and freed marked. They are computed in the background when the range or
@@ -216,6 +217,7 @@ struct view::panels {
         struct row {
             const snapshot::segment* segment = nullptr;
             std::optional<analysis::segment_pool> pool;  // nullopt: unknown
+            bool pool_inferred = false;  // from the segment's stream, the snapshot lacking it
         };
         std::vector<row> rows;
 

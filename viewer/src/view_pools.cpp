@@ -31,7 +31,8 @@ bool view::panels::pools_state::draw_filter(const view& v) {
             case kind::default_pools:
                 return std::string("default pools");
             case kind::one_private:
-                return "private pool " + analysis::pool_name(f.pool);
+                return "private pool " + analysis::pool_name(f.pool) + " (" +
+                       analysis::pool_kind(f.pool) + ")";
         }
         return std::string();
     };
@@ -54,8 +55,9 @@ bool view::panels::pools_state::draw_filter(const view& v) {
     if (ImGui::IsItemHovered()) {
         ImGui::SetTooltip(
             "Private pools hold the memory of CUDA graphs and torch.cuda.MemPool.\n"
-            "A segment's pool is known while the snapshot still holds it;\n"
-            "segments given back earlier show under \"all pools\" only.");
+            "A segment's pool is known while the snapshot still holds it; one given back\n"
+            "earlier takes the pool of its stream's other segments when they share one\n"
+            "(marked ~), and shows under \"all pools\" only otherwise.");
     }
     return changed;
 }

@@ -19,7 +19,7 @@ namespace memtrail::viewer {
 namespace {
 
 constexpr float row_height = 20.0f;
-constexpr float label_width = 300.0f;
+constexpr float base_label_width = 300.0f;
 
 // What fills a pixel column made of blocks narrower than a pixel.
 struct column_fill {
@@ -151,24 +151,37 @@ void view::draw_segments() {
                             changes->new_segments.size());
     }
 
-    // The rows the pool filter lets through, each with its pool (unknown when the snapshot no
-    // longer holds the segment).
+    // The rows the pool filter lets through, each with its pool (inferred from its stream when
+    // the snapshot no longer holds the segment, unknown when that says nothing either).
     const analysis::segment_pools& pools = panels_->pools.of(*this);
     const analysis::pool_filter& filter = panels_->pools.filter;
     panel.rows.clear();
     uint64_t largest_segment = 1;
     for (const snapshot::segment& s : state.segments) {
-        const std::optional<analysis::segment_pool> pool = pools.pool_of(s.address, s.total_size);
+        const std::optional<analysis::resolved_pool> resolved = pools.resolve(s);
+        const std::optional<analysis::segment_pool> pool =
+            resolved ? std::optional(resolved->pool) : std::nullopt;
         if (filter.accepts(pool)) {
-            panel.rows.push_back({&s, pool});
+            panel.rows.push_back({&s, pool, resolved && resolved->inferred});
             largest_segment = std::max(largest_segment, s.total_size);
         }
     }
     const analysis::allocation_lifetime* selected =
         allocation_ ? &model().lifetimes()[*allocation_] : nullptr;
 
+    // Room for the longest private pool's label after the stream, when there are any.
+    panel.label_width = base_label_width;
+    for (const analysis::segment_pool& pool : pools.private_pools()) {
+        panel.label_width =
+            std::max(panel.label_width,
+                     base_label_width + ImGui::CalcTextSize(("  pool " + analysis::pool_name(pool) +
+                                                             " " + analysis::pool_kind(pool) + "~")
+                                                                .c_str())
+                                            .x);
+    }
     ImGui::BeginChild("##segment_rows");
-    const float bar_width = std::max(32.0f, ImGui::GetContentRegionAvail().x - label_width - 8);
+    const float bar_width =
+        std::max(32.0f, ImGui::GetContentRegionAvail().x - panel.label_width - 8);
     ImGuiListClipper clipper;
     clipper.Begin(static_cast<int>(panel.rows.size()));
     while (clipper.Step()) {
@@ -189,12 +202,15 @@ void view::panels::segments_state::draw_row(view& v, const row& r, uint64_t larg
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     ImGui::AlignTextToFramePadding();
-    ImGui::Text(
-        "%s %s  %s  s%llu%s%s", format_address(seg.address).c_str(),
-        seg.is_large ? "large" : "small", format_bytes(seg.total_size).c_str(),
-        static_cast<unsigned long long>(seg.stream),
-        r.pool && !r.pool->is_default() ? ("  pool " + analysis::pool_name(*r.pool)).c_str() : "",
-        changes && changes->is_new_segment(seg.address) ? "  new" : "");
+    const std::string pool_label = r.pool && !r.pool->is_default()
+                                       ? "  pool " + analysis::pool_name(*r.pool) + " " +
+                                             analysis::pool_kind(*r.pool) +
+                                             (r.pool_inferred ? "~" : "")
+                                       : std::string();
+    ImGui::Text("%s %s  %s  %s%s%s", format_address(seg.address).c_str(),
+                seg.is_large ? "large" : "small", format_bytes(seg.total_size).c_str(),
+                v.dev().stream_names.name(seg.stream).c_str(), pool_label.c_str(),
+                changes && changes->is_new_segment(seg.address) ? "  new" : "");
     const float bar_x = origin.x + label_width;
     const float scale =
         bar_width / static_cast<float>(common_scale ? largest_segment : seg.total_size);
@@ -354,15 +370,18 @@ void view::panels::segments_state::block_tooltip(view& v, const row& r, float ba
                     format_bytes(b.size - std::min(b.size, b.requested_size)).c_str());
     }
     ImGui::TextDisabled(
-        "segment %s  %s of %s allocated, stream %llu, %s pool", format_address(seg.address).c_str(),
+        "segment %s  %s of %s allocated, %s, %s pool", format_address(seg.address).c_str(),
         format_bytes(seg.allocated_size).c_str(), format_bytes(seg.total_size).c_str(),
-        static_cast<unsigned long long>(seg.stream), seg.is_large ? "large" : "small");
-    ImGui::TextDisabled("%s", !r.pool ? "pool unknown (the snapshot no longer holds it)"
-                              : r.pool->is_default()
-                                  ? "default pools"
-                                  : ("private pool " + analysis::pool_name(*r.pool) +
-                                     " (a CUDA graph's or a torch.cuda.MemPool's)")
-                                        .c_str());
+        v.dev().stream_names.name_with_handle(seg.stream).c_str(),
+        seg.is_large ? "large" : "small");
+    const std::string pool_text =
+        !r.pool ? std::string("pool unknown (the snapshot no longer holds the segment)")
+        : r.pool->is_default()
+            ? std::string("default pools")
+            : "private pool " + analysis::pool_name(*r.pool) + ": " +
+                  v.panels_->pools.of(v).owner(*r.pool) +
+                  (r.pool_inferred ? " (inferred from the segment's stream)" : "");
+    ImGui::TextDisabled("%s", pool_text.c_str());
     if (changes && active && changes->is_new_block(b.address)) {
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::grown),
                            "allocated in the selected range");

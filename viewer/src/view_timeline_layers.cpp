@@ -372,9 +372,9 @@ void view::panels::timeline_state::layer_tooltip(view& v, const layer_hit& hit) 
         const auto& t = layers.segments;
         const auto& cell = t.columns[hit.column][hit.layer];
         const analysis::segment_life& seg = t.segments[cell.segment];
-        ImGui::Text("segment 0x%llx, %s pool, stream %llu",
-                    static_cast<unsigned long long>(seg.address), seg.is_large ? "large" : "small",
-                    static_cast<unsigned long long>(seg.stream));
+        ImGui::Text("segment 0x%llx, %s pool, %s", static_cast<unsigned long long>(seg.address),
+                    seg.is_large ? "large" : "small",
+                    v.dev().stream_names.name_with_handle(seg.stream).c_str());
         ImGui::Text("size %s: %s allocated, %s free", format_bytes(seg.size).c_str(),
                     format_bytes(cell.allocated).c_str(),
                     format_bytes(seg.size - std::min(seg.size, cell.allocated)).c_str());

@@ -4,12 +4,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/memory_state.hpp"
+#include "memtrail/analysis/segment_pools.hpp"
 
 namespace memtrail::analysis {
 
@@ -54,6 +56,42 @@ struct oom_holder {
     size_t blocks = 0;
 };
 
+// Where the device's total memory the report assumed came from.
+enum class device_total_source {
+    snapshot,  // the snapshot records it (memtrail's own snapshots)
+    option,    // the caller gave it (--device-memory)
+    at_least,  // unknown (a PyTorch pickle): at least what the allocator held and the device
+               // reported free at the OOM
+};
+std::string_view device_total_source_name(device_total_source source);
+
+// The allocator's own limit (torch.cuda.set_per_process_memory_fraction).
+struct oom_cap {
+    bool binding = false;   // the request failed on it, not on the device
+    bool recorded = false;  // from a fraction (the snapshot's or the caller's) and the total
+    double fraction = 0.0;  // when recorded
+    // Recorded: lower == the cap. Inferred: the cap lies in [lower, upper): the request failed
+    // with reserved + its segment (upper), and the most the trace ever reserved fitted (lower).
+    uint64_t lower = 0;
+    uint64_t upper = 0;
+};
+
+// Memory of one private pool at the OOM: cached there, it serves only what the pool's owner
+// allocates; releasing the pool (deleting the graph or MemPool) gives its free segments back.
+struct oom_private_pool {
+    std::optional<segment_pool> pool;  // nullopt: a private pool that the snapshot does not name
+    std::string owner;                 // who holds it, for people (segment_pools::owner)
+    // Some of its segments' pool is inferred (from their stream, or an OOM left them cached):
+    // the snapshot names only the pools of the segments still there at its end.
+    bool inferred = false;
+    uint64_t stream = 0;
+    size_t segments = 0;
+    uint64_t reserved = 0;
+    uint64_t allocated = 0;   // live and pending blocks
+    uint64_t free = 0;        // cached free blocks
+    uint64_t releasable = 0;  // segments wholly free: what releasing the pool gives back
+};
+
 struct oom_report {
     size_t entry = 0;  // index of the oom entry in the trace
     int device = 0;
@@ -64,28 +102,34 @@ struct oom_report {
     snapshot::stack_id stack = snapshot::no_id;
     uint64_t device_free = 0;   // what the device reported free (the entry's address field)
     uint64_t device_total = 0;  // from the snapshot header or the caller; 0 when unknown
+    // The total the report and its replays assume: device_total, or at least reserved + free.
+    uint64_t assumed_device_total = 0;
+    device_total_source total_source = device_total_source::at_least;
     uint64_t segment_size = 0;  // what the allocator asked the device for (the request's segment)
     // Held on the device outside this allocator: total - free - reserved (0 when the total is
     // unknown, see outside_known).
     uint64_t outside = 0;
     bool outside_known = false;
-    uint64_t allowed = 0;            // the allocator's cap, when the snapshot records a fraction
-    bool cap_inferred = false;       // memory_cap without a recorded fraction: the device had room
+    oom_cap cap;
     uint64_t private_pool_free = 0;  // cached free bytes in private pools' segments
+    uint64_t private_pool_releasable = 0;         // wholly free private-pool segments
+    std::vector<oom_private_pool> private_pools;  // the most cached free first
     uint64_t usable_free = 0;  // cached free bytes the request could use (its pool and stream)
     memory_totals totals;      // allocated, reserved, pending, free inside segments
     std::vector<free_space> free_by_pool;  // per pool and stream, largest free first
     double fragmentation = 0.0;            // 1 - largest free block / free bytes, over all segments
     std::vector<oom_blocker> blockers;     // cheapest first
     std::vector<oom_holder> holders;       // the most bytes first, at most max_blockers
-    oom_verdict verdict = oom_verdict::capacity;
-    std::string explanation;            // one paragraph saying why the verdict, with its numbers
+    oom_verdict verdict = oom_verdict::capacity;  // the primary cause
+    std::optional<oom_verdict> secondary;         // a second cause, where one held as well
+    std::string explanation;            // one paragraph saying why the verdicts, with their numbers
     std::vector<std::string> unknowns;  // what the snapshot does not say that the verdict needed
 };
 
 struct oom_options {
     size_t max_blockers = 10;   // limits the blockers and the holders
     uint64_t device_total = 0;  // the device's total memory when the snapshot lacks it (a pickle)
+    double memory_fraction = 0.0;  // the per-process fraction the program set, when known
 };
 
 // Indices of the oom entries in the model's trace.

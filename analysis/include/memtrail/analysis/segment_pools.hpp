@@ -24,6 +24,19 @@ struct segment_pool {
 
 // "(0, 1)"; "default" for (0, 0).
 std::string pool_name(segment_pool pool);
+// "CUDA graph" for (n, 0), "MemPool" for (0, n), "default": for narrow columns.
+std::string pool_kind(segment_pool pool);
+// Who makes a pool of that id in PyTorch, for people: (n, 0) is a CUDA graph's own pool (captured
+// without a pool given), (0, n) one a user made (torch.cuda.MemPool, or graph_pool_handle()
+// shared by graphs, as torch.compile's CUDA graph trees do); "default" for (0, 0).
+std::string pool_owner(segment_pool pool);
+
+// A segment's pool, and whether it is inferred (from the segment's stream) rather than named by
+// the snapshot.
+struct resolved_pool {
+    segment_pool pool;
+    bool inferred = false;
+};
 
 class segment_pools {
   public:
@@ -36,6 +49,17 @@ class segment_pools {
     std::optional<segment_pool> pool_of(uint64_t address, uint64_t total_size) const;
     // The pool of the snapshot's segment that holds `address`, nullopt when none does.
     std::optional<segment_pool> pool_holding(uint64_t address) const;
+    // The pool of a segment the snapshot no longer holds, inferred from its stream: every
+    // segment the snapshot holds on that stream is in that one pool (a capture stream's private
+    // pool, or the default pools). nullopt when the stream's segments are in several pools or
+    // the snapshot holds none on it.
+    std::optional<segment_pool> pool_of_stream(uint64_t stream) const;
+    // The pool of `seg` of a reconstructed state: the snapshot's own when it still holds the
+    // segment, else its stream's (pool_of_stream); nullopt when neither says.
+    std::optional<resolved_pool> resolve(const snapshot::segment& seg) const;
+    // Who holds `pool`, for people: pool_owner's words, or torch.compile's CUDA graph trees when
+    // the allocations in its segments came through them.
+    std::string owner(segment_pool pool) const;
     // The private pools holding segments, in order (the default pools left out).
     const std::vector<segment_pool>& private_pools() const { return private_pools_; }
 
@@ -45,7 +69,9 @@ class segment_pools {
         segment_pool pool;
     };
     std::map<uint64_t, known_segment> by_address_;
+    std::map<uint64_t, std::optional<segment_pool>> by_stream_;  // nullopt: mixed or default
     std::vector<segment_pool> private_pools_;
+    std::vector<segment_pool> compiled_graph_pools_;  // torch.compile's (cudagraph_trees.py)
 };
 
 // A choice of pools to show: all of them, the default pools only, or one private pool.

@@ -3,6 +3,7 @@
 // the simulated device, optionally under other settings, and compares the outcome with the
 // original: used by `memtrail replay` (parity with PyTorch) and `memtrail whatif`.
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -23,6 +24,9 @@ struct replay_options {
     // Take device addresses from the trace's segment_alloc / segment_map entries so the result
     // compares address by address. Off for what-if runs under other settings.
     bool reuse_trace_addresses = true;
+    // What-if: before the entry at this index, release every private pool still held (delete
+    // the CUDA graphs and MemPools); SIZE_MAX for never.
+    size_t release_private_pools_before = SIZE_MAX;
     // Stop at the first OOM (true) or skip the failed allocation and its free and go on.
     bool stop_at_oom = false;
     // The original's final memory_stats(), when known: a few steps of a trace have two

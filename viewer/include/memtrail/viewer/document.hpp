@@ -17,6 +17,7 @@
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/rank_overview.hpp"
+#include "memtrail/analysis/stream_names.hpp"
 #include "memtrail/snapshot/model.hpp"
 
 namespace memtrail::viewer {
@@ -42,6 +43,7 @@ struct device_document {
     // Annotation ranges in lanes; a lane's ranges do not overlap and are sorted by position.
     std::vector<std::vector<annotation_range>> annotation_lanes;
     std::vector<uint64_t> streams;  // streams seen in the trace, ascending
+    analysis::stream_names stream_names;  // "stream 0" (the default), "stream 1"... by first use
     // Lifetime indices sorted by (address, begin): finds the allocation at an address and moment.
     std::vector<uint32_t> lifetimes_by_address;
     // Peaks and when, the end, and the trace's counts, for the Ranks view.
