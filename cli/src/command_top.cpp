@@ -109,7 +109,7 @@ int run_top(const parsed_arguments& args) {
                   << ": " << format_bytes(r.total)
                   << (measure == analysis::live_measure::active ? " active" : " allocated")
                   << " from " << by_stack.size() << " stacks\n";
-        print_categories_line(r.file.model, r.at);
+        print_categories_line(model_with_every_frame(r.file), r.at);
         std::cout << "\n";
         for (size_t s = 0; s < std::min(count, by_stack.size()); ++s) {
             const auto& entry = by_stack[s];

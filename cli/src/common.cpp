@@ -96,7 +96,8 @@ void write_output(const std::string& path, output_content content,
 opened_file open_file(const std::string& path, const parsed_arguments& args,
                       analysis::frame_visibility frames) {
     snapshot::loaded_snapshot loaded = load_input(path);
-    loaded.snapshot = analysis::with_frame_visibility(std::move(loaded.snapshot), frames);
+    std::shared_ptr<const snapshot::snapshot> recorded = loaded.snapshot;
+    loaded.snapshot = analysis::with_frame_visibility(recorded, frames);
     const std::vector<int> devices = analysis::devices_of(*loaded.snapshot);
     int device = 0;
     if (const auto text = args.value("--device")) {
@@ -116,7 +117,13 @@ opened_file open_file(const std::string& path, const parsed_arguments& args,
     const progress_line progress("indexing " + input_name(path) + ", device " +
                                  std::to_string(device));
     return opened_file{input_name(path), loaded.kind,
-                       analysis::device_model::build(loaded.snapshot, device)};
+                       analysis::device_model::build(loaded.snapshot, device), std::move(recorded)};
+}
+
+analysis::device_model model_with_every_frame(const opened_file& file) {
+    return file.recorded.get() == &file.model.source()
+               ? file.model
+               : analysis::device_model::build(file.recorded, file.model.device());
 }
 
 std::string position_label(size_t position) {

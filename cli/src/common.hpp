@@ -53,7 +53,14 @@ struct opened_file {
     std::string path;
     snapshot::file_kind kind = snapshot::file_kind::memtrail;
     analysis::device_model model;
+    // The snapshot as loaded, every frame kept: what the categories read (the model's stacks are
+    // folded as `frames` said).
+    std::shared_ptr<const snapshot::snapshot> recorded;
 };
+
+// The model of `file` over its recorded stacks, for the categories: nn.Module._apply, the
+// optimizer and autograd, which folded stacks leave out, are their evidence.
+analysis::device_model model_with_every_frame(const opened_file& file);
 
 // Loads `path` and builds the model of --device (default: the first device with a trace, else
 // the first with segments, else 0), its stacks as `frames` says. Throws snapshot::load_error or
