@@ -96,8 +96,21 @@ std::string_view package_path(std::string_view file) {
             return file.substr(at + root.size());
         }
     }
+    // A checkout's torch/ is known by its subpackages, so that a user's own torch/ folder is not.
     const size_t torch = file.rfind("/torch/");
-    return torch == std::string_view::npos ? std::string_view{} : file.substr(torch + 1);
+    if (torch == std::string_view::npos) {
+        return {};
+    }
+    const std::string_view path = file.substr(torch + 1);
+    const size_t folder_end = path.find('/', 6);  // after "torch/"
+    const std::string_view head =
+        folder_end == std::string_view::npos ? path : path.substr(0, folder_end + 1);
+    const bool pytorch_file = contains_any(
+        head,
+        {"torch/nn/", "torch/optim/", "torch/autograd/", "torch/utils/", "torch/distributed/",
+         "torch/_dynamo/", "torch/_inductor/", "torch/cuda/", "torch/amp/", "torch/fx/",
+         "torch/_functorch/", "torch/_tensor.py", "torch/_compile.py", "torch/functional.py"});
+    return pytorch_file ? path : std::string_view{};
 }
 
 // The standard library's files: under lib/python3.X/ (site-packages excepted, above), or frozen.
