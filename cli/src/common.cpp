@@ -27,8 +27,8 @@ option_spec device_option() {
 
 option_spec all_frames_option() {
     return {"--all-frames", "", "",
-            "show every frame of the stacks, PyTorch's own (unwinder, caching allocator, "
-            "dispatcher) and the Python interpreter's C frames included",
+            "show every frame of the stacks (by default the innermost frame of interest and the "
+            "user's own, PyTorch's plumbing between them folded into one line)",
             false};
 }
 

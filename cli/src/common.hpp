@@ -26,8 +26,8 @@ option_spec at_option();
 option_spec device_option();
 // --all-frames, for the commands that print or export stacks.
 option_spec all_frames_option();
-// The frames their stacks show: every frame with --all-frames, else PyTorch's and the
-// interpreter's own frames hidden.
+// The frames their stacks show: every frame with --all-frames, else folded to the innermost frame
+// of interest and the user's own (analysis::with_frame_visibility).
 analysis::frame_visibility frames_shown(const parsed_arguments& args);
 
 // The path that stands for standard input (a snapshot read from it) and for standard output
