@@ -105,11 +105,11 @@ std::string_view package_path(std::string_view file) {
     const size_t folder_end = path.find('/', 6);  // after "torch/"
     const std::string_view head =
         folder_end == std::string_view::npos ? path : path.substr(0, folder_end + 1);
-    const bool pytorch_file = contains_any(
-        head,
-        {"torch/nn/", "torch/optim/", "torch/autograd/", "torch/utils/", "torch/distributed/",
-         "torch/_dynamo/", "torch/_inductor/", "torch/cuda/", "torch/amp/", "torch/fx/",
-         "torch/_functorch/", "torch/_tensor.py", "torch/_compile.py", "torch/functional.py"});
+    const bool pytorch_file =
+        contains_any(head, {"torch/nn/", "torch/optim/", "torch/autograd/", "torch/utils/",
+                            "torch/distributed/", "torch/_dynamo/", "torch/_inductor/",
+                            "torch/cuda/", "torch/amp/", "torch/fx/", "torch/_functorch/",
+                            "torch/_tensor.py", "torch/_compile.py", "torch/functional.py"});
     return pytorch_file ? path : std::string_view{};
 }
 
@@ -198,7 +198,7 @@ frame_role role_of(const snapshot::snapshot& source, snapshot::frame_id id) {
         return frame_role::plumbing;
     }
     return native_user_code(function, file, source.string_at(f.module)) ? frame_role::user
-                                                                         : frame_role::library;
+                                                                        : frame_role::library;
 }
 
 std::string frame_origin(const snapshot::snapshot& source, snapshot::frame_id id) {
@@ -232,4 +232,3 @@ std::string frame_origin(const snapshot::snapshot& source, snapshot::frame_id id
 }
 
 }  // namespace memtrail::analysis
-

@@ -144,12 +144,36 @@ struct run_lengths {
     uint32_t most = 0;
 };
 
+constexpr std::string_view run_prefix = "... ";
+
 std::string run_label(const run_lengths& lengths, const std::string& contents) {
     std::string count = std::to_string(lengths.least);
     if (lengths.most != lengths.least) {
         count += " to " + std::to_string(lengths.most);
     }
-    return "... " + count + (lengths.most == 1 ? " frame of " : " frames of ") + contents;
+    return std::string(run_prefix) + count + (lengths.most == 1 ? " frame of " : " frames of ") +
+           contents;
+}
+
+// The length at the front of `text` ("7", "3 to 7"), and where it ends; 0 when there is none.
+size_t length_end(std::string_view text) {
+    const auto digits = [&](size_t from) {
+        size_t end = from;
+        while (end < text.size() && text[end] >= '0' && text[end] <= '9') {
+            ++end;
+        }
+        return end;
+    };
+    const size_t end = digits(0);
+    if (end == 0) {
+        return 0;
+    }
+    constexpr std::string_view to = " to ";
+    if (text.substr(end, to.size()) == to) {
+        const size_t most_end = digits(end + to.size());
+        return most_end > end + to.size() ? most_end : 0;
+    }
+    return end;
 }
 
 snapshot::frame_id run_frame(snapshot::snapshot& out, const std::string& label) {
@@ -183,6 +207,21 @@ std::shared_ptr<snapshot::snapshot> with_stacks(const snapshot::snapshot& source
 }
 
 }  // namespace
+
+std::string without_run_length(std::string_view label) {
+    if (!label.starts_with(run_prefix)) {
+        return std::string(label);
+    }
+    const std::string_view rest = label.substr(run_prefix.size());
+    const size_t end = length_end(rest);
+    for (const std::string_view unit : {" frames of ", " frame of "}) {
+        if (end != 0 && rest.substr(end, unit.size()) == unit) {
+            return std::string(run_prefix) + "frames of " +
+                   std::string(rest.substr(end + unit.size()));
+        }
+    }
+    return std::string(label);
+}
 
 std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
     std::shared_ptr<const snapshot::snapshot> source, frame_visibility visibility) {

@@ -12,7 +12,9 @@ bool starts_with_any(std::string_view text, std::initializer_list<std::string_vi
                        [&](std::string_view prefix) { return text.starts_with(prefix); });
 }
 
-std::string_view base_name(std::string_view path) { return path.substr(path.rfind('/') + 1); }
+std::string_view base_name(std::string_view path) {
+    return path.substr(path.rfind('/') + 1);
+}
 
 // The folder that holds `path`'s file, and the one above it.
 std::string_view parent_folder(std::string_view path, int levels) {
@@ -28,17 +30,21 @@ std::string_view parent_folder(std::string_view path, int levels) {
 
 // memtrail_malloc and the other C API functions, memtrail:: code (also after a return type,
 // "void memtrail::..."), librecorder and the interposer's library, ctypes' and libffi's calls.
-bool is_native_machinery(std::string_view function, std::string_view module) {
+bool is_native_machinery(std::string_view function, std::string_view file,
+                         std::string_view module) {
     const bool memtrail_code = function.starts_with("memtrail_") ||
                                function.starts_with("memtrail::") ||
                                function.find(" memtrail::") != std::string_view::npos;
-    const bool call_machinery =
-        starts_with_any(function, {"ffi_call", "ffi_prep_", "_ctypes_callproc",
-                                   "PyCFuncPtr_call", "_call_function_pointer"});
+    const bool call_machinery = starts_with_any(
+        function,
+        {"ffi_call", "ffi_prep_", "_ctypes_callproc", "PyCFuncPtr_call", "_call_function_pointer"});
     const std::string_view library = base_name(module);
     const bool machinery_library = starts_with_any(
         library, {"librecorder.so", "libmemtrail_interpose.so", "libffi.so", "_ctypes."});
-    return memtrail_code || call_machinery || machinery_library;
+    // The interposer's hooks are named as the CUDA functions they stand in for (cudaMalloc).
+    const bool machinery_source = file.find("recorder/src/interpose/") != std::string_view::npos ||
+                                  file.find("recorder/src/librecorder/") != std::string_view::npos;
+    return memtrail_code || call_machinery || machinery_library || machinery_source;
 }
 
 // A file of the memtrail package (site-packages/memtrail/memory.py, python/src/memtrail/...), or
@@ -49,9 +55,9 @@ bool is_python_machinery(std::string_view file) {
     }
     const std::string_view package = parent_folder(file, 1);
     const std::string_view above = parent_folder(file, 2);
-    const bool memtrail_package = package == "memtrail" && (above == "site-packages" ||
-                                                            above == "dist-packages" ||
-                                                            above == "src");
+    const bool memtrail_package =
+        package == "memtrail" &&
+        (above == "site-packages" || above == "dist-packages" || above == "src");
     const bool ctypes_package = package == "ctypes" && above.starts_with("python3");
     return memtrail_package || ctypes_package;
 }
@@ -61,7 +67,7 @@ bool is_python_machinery(std::string_view file) {
 bool is_recording_machinery(frame_kind kind, std::string_view function, std::string_view file,
                             std::string_view module) {
     return kind == frame_kind::python ? is_python_machinery(file)
-                                      : is_native_machinery(function, module);
+                                      : is_native_machinery(function, file, module);
 }
 
 bool is_recording_machinery(const snapshot& source, frame_id id) {

@@ -14,6 +14,7 @@
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/frame_text.hpp"
+#include "memtrail/analysis/stack_comparison.hpp"
 
 namespace memtrail::analysis {
 namespace {
@@ -126,8 +127,8 @@ TEST(frame_filter, hides_pytorchs_and_the_interpreters_frames) {
     EXPECT_EQ(shown->segments[0].blocks[1].stack, entries[0].stack);
     // Strings and frames keep their ids; the folded lines are added after them.
     ASSERT_GT(shown->frames().size(), source->frames().size());
-    EXPECT_TRUE(std::equal(source->strings().begin(), source->strings().end(),
-                           shown->strings().begin()));
+    EXPECT_TRUE(
+        std::equal(source->strings().begin(), source->strings().end(), shown->strings().begin()));
     EXPECT_TRUE(
         std::equal(source->frames().begin(), source->frames().end(), shown->frames().begin()));
 }
@@ -154,7 +155,8 @@ TEST(frame_filter, all_frames_and_clean_snapshots_are_given_back_as_they_are) {
 // A model's weights made by .cuda(): nn.Module.cuda, then _apply once per level of nesting, then
 // the lambda that copies each tensor. Innermost first.
 std::vector<snapshot::frame_id> cuda_stack(snapshot::snapshot& s, size_t nesting) {
-    constexpr const char* module_py = "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py";
+    constexpr const char* module_py =
+        "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py";
     std::vector<snapshot::frame_id> stack = {python(s, "<lambda>", module_py, 1097)};
     for (size_t i = 0; i < nesting; ++i) {
         stack.push_back(python(s, "_apply", module_py, 930));
@@ -198,21 +200,52 @@ TEST(frame_filter, one_models_weights_are_one_stack_whatever_the_apply_recursion
     for (const size_t nesting : {1, 2, 3, 5}) {
         stacks.push_back(s->intern_stack(cuda_stack(*s, nesting)));
     }
-    const auto shown = with_frame_visibility(with_allocations(s, stacks), frame_visibility::user_frames);
+    const auto shown =
+        with_frame_visibility(with_allocations(s, stacks), frame_visibility::user_frames);
     const auto& entries = shown->find_trace(0)->entries;
     for (const auto& e : entries) {
         EXPECT_EQ(e.stack, entries[0].stack);
     }
-    EXPECT_EQ(stack_labels(*shown, entries[0].stack),
-              (std::vector<std::string>{
-                  "<module> (/work/train.py:40)", "main (/work/train.py:27)",
-                  "... 2 to 6 frames of torch.nn",
-                  "<lambda> (/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1097)"}));
+    EXPECT_EQ(
+        stack_labels(*shown, entries[0].stack),
+        (std::vector<std::string>{
+            "<module> (/work/train.py:40)", "main (/work/train.py:27)",
+            "... 2 to 6 frames of torch.nn",
+            "<lambda> (/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1097)"}));
     const auto model = device_model::build(shown, 0);
     const auto by_stack =
         bytes_by_stack(model.state_after(model.event_count()), live_measure::allocated);
     ASSERT_EQ(by_stack.size(), 1u);
     EXPECT_EQ(by_stack[0].bytes, 2048u);
+}
+
+// Two files (ranks, or a diff's base and other) whose weights were made at different _apply
+// depths fold to lines of different lengths: their stacks still match.
+TEST(frame_filter, two_files_stacks_match_whatever_their_folded_lengths) {
+    std::vector<std::shared_ptr<const snapshot::snapshot>> shown;
+    std::vector<device_model> models;
+    std::vector<stacks_in_snapshot> stacks;
+    for (const size_t nesting : {2, 4}) {
+        auto s = std::make_shared<snapshot::snapshot>();
+        const auto stack = s->intern_stack(cuda_stack(*s, nesting));
+        shown.push_back(
+            with_frame_visibility(with_allocations(s, {stack}), frame_visibility::user_frames));
+        models.push_back(device_model::build(shown.back(), 0));
+        stacks.push_back({shown.back().get(),
+                          bytes_by_stack(models.back().state_after(models.back().event_count()),
+                                         live_measure::allocated)});
+    }
+    EXPECT_NE(stack_labels(*shown[0], stacks[0].stacks[0].stack),
+              stack_labels(*shown[1], stacks[1].stacks[0].stack));
+    const auto matched = match_stacks(stacks);
+    ASSERT_EQ(matched.size(), 1u);
+    EXPECT_EQ(matched[0].bytes, (std::vector<uint64_t>{512, 512}));
+
+    EXPECT_EQ(without_run_length("... 3 to 7 frames of torch.nn"), "... frames of torch.nn");
+    EXPECT_EQ(without_run_length("... 1 frame of CPython plumbing"),
+              "... frames of CPython plumbing");
+    EXPECT_EQ(without_run_length("... 3 more"), "... 3 more");
+    EXPECT_EQ(without_run_length("forward (/work/model.py:12)"), "forward (/work/model.py:12)");
 }
 
 // nn.Module's call machinery between the user's modules is folded, named as plumbing; the
@@ -232,7 +265,8 @@ TEST(frame_filter, plumbing_between_user_frames_is_one_line) {
         python(*s, "train", "/work/train.py", 8),
         python(*s, "run", "/usr/lib/python3.12/threading.py", 1010),
     });
-    const auto shown = with_frame_visibility(with_allocations(s, {stack}), frame_visibility::user_frames);
+    const auto shown =
+        with_frame_visibility(with_allocations(s, {stack}), frame_visibility::user_frames);
     EXPECT_EQ(stack_labels(*shown, shown->find_trace(0)->entries[0].stack),
               (std::vector<std::string>{
                   "run (/usr/lib/python3.12/threading.py:1010)", "train (/work/train.py:8)",
@@ -269,15 +303,17 @@ TEST(frame_filter, roles_and_origins) {
         s, "generate", "/venv/lib/python3.12/site-packages/transformers/generation/utils.py", 2802);
     EXPECT_EQ(role_of(s, generate), frame_role::library);
     EXPECT_EQ(frame_origin(s, generate), "transformers");
-    EXPECT_EQ(role_of(s, python(s, "_worker", "/usr/lib/python3.12/concurrent/futures/thread.py", 92)),
-              frame_role::library);
+    EXPECT_EQ(
+        role_of(s, python(s, "_worker", "/usr/lib/python3.12/concurrent/futures/thread.py", 92)),
+        frame_role::library);
     // A PyTorch checkout is known by its subpackages and files; a user's torch/ folder is not.
     EXPECT_EQ(role_of(s, python(s, "main", "/home/me/torch/train.py", 5)), frame_role::user);
     EXPECT_EQ(role_of(s, python(s, "backward", "/src/pytorch/torch/_tensor.py", 625)),
               frame_role::plumbing);
     EXPECT_EQ(frame_origin(s, python(s, "linear", "/src/pytorch/torch/nn/functional.py", 9)),
               "torch.nn");
-    EXPECT_EQ(role_of(s, native(s, "at::_ops::bmm::call(at::Tensor const&)")), frame_role::plumbing);
+    EXPECT_EQ(role_of(s, native(s, "at::_ops::bmm::call(at::Tensor const&)")),
+              frame_role::plumbing);
     const auto workspace = native(s, "at::cuda::setWorkspaceForHandle(cublasContext*)");
     EXPECT_EQ(role_of(s, workspace), frame_role::library);
     EXPECT_EQ(frame_origin(s, workspace), "PyTorch C++");

@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "memtrail/memtrail.h"
-#include "memtrail/snapshot/recorder_frames.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
+#include "memtrail/snapshot/recorder_frames.hpp"
 #include "sanitizer_skips.hpp"
 
 namespace {

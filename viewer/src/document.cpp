@@ -78,12 +78,12 @@ device_document index_device(const snapshot::snapshot& source, analysis::device_
     device_document d{model.device(), std::move(model), {}, {}, {}, {}, {}, {}, {}};
     const analysis::device_model& m = d.model;
     // The categories take longest: they are found on another thread while the indices are built.
-    std::future<analysis::category_map> categories =
-        std::async(std::launch::async, [&m, &recorded] {
-            return analysis::category_map::build(
-                recorded.get() == &m.source() ? m
-                                              : analysis::device_model::build(recorded, m.device()));
-        });
+    const auto categorize = [&m, &recorded] {
+        const bool folded = recorded.get() != &m.source();
+        return analysis::category_map::build(
+            folded ? analysis::device_model::build(recorded, m.device()) : m);
+    };
+    std::future<analysis::category_map> categories = std::async(std::launch::async, categorize);
     std::vector<uint64_t> streams;
     for (size_t i = 0; i < m.event_count(); ++i) {
         const snapshot::trace_entry& e = m.entry(i);
@@ -193,9 +193,8 @@ std::shared_ptr<const load_preview> load_progress::preview() const {
 namespace {
 
 std::shared_ptr<const document> build_document(std::shared_ptr<const snapshot::snapshot> recorded,
-                                               analysis::frame_visibility frames,
-                                               std::string name, std::string path,
-                                               load_progress& progress) {
+                                               analysis::frame_visibility frames, std::string name,
+                                               std::string path, load_progress& progress) {
     const std::shared_ptr<const snapshot::snapshot> source =
         analysis::with_frame_visibility(recorded, frames);
     auto doc = std::make_shared<document>();

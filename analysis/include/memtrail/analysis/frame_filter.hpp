@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "memtrail/snapshot/model.hpp"
 
@@ -37,6 +38,10 @@ frame_role role_of(const snapshot::snapshot& source, snapshot::frame_id id);
 // What a folded frame belongs to, for the line that stands for a folded run: "torch.nn",
 // "transformers", "threading" (Python frames by package), "PyTorch C++", "CPython", "native".
 std::string frame_origin(const snapshot::snapshot& source, snapshot::frame_id id);
+
+// A folded run's line without its length ("... frames of torch.nn"), any other label as it is:
+// stacks of two files are matched alike when only the lengths of their folded runs differ.
+std::string without_run_length(std::string_view label);
 
 // `source` as the reports see it; the recording machinery is left out of every stack (trace
 // entries, segments, blocks) either way. With user_frames each stack becomes:
