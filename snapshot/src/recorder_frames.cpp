@@ -38,13 +38,16 @@ bool is_native_machinery(std::string_view function, std::string_view file,
     const bool call_machinery = starts_with_any(
         function,
         {"ffi_call", "ffi_prep_", "_ctypes_callproc", "PyCFuncPtr_call", "_call_function_pointer"});
-    const std::string_view library = base_name(module);
-    const bool machinery_library = starts_with_any(
-        library, {"librecorder.so", "libmemtrail_interpose.so", "libffi.so", "_ctypes."});
+    // PyTorch's pickle has no module: an unnamed frame's file is its library ("libffi.so.8").
+    const auto machinery_library = [](std::string_view path) {
+        return starts_with_any(base_name(path), {"librecorder.so", "libmemtrail_interpose.so",
+                                                 "libffi.so", "_ctypes."});
+    };
     // The interposer's hooks are named as the CUDA functions they stand in for (cudaMalloc).
     const bool machinery_source = file.find("recorder/src/interpose/") != std::string_view::npos ||
                                   file.find("recorder/src/librecorder/") != std::string_view::npos;
-    return memtrail_code || call_machinery || machinery_library || machinery_source;
+    return memtrail_code || call_machinery || machinery_library(module) ||
+           machinery_library(file) || machinery_source;
 }
 
 // A file of the memtrail package (site-packages/memtrail/memory.py, python/src/memtrail/...), or

@@ -279,6 +279,8 @@ TEST(frame_filter, the_recording_machinery_is_dropped_with_every_frame_shown) {
     auto s = std::make_shared<snapshot::snapshot>();
     const auto stack = s->intern_stack({
         native(*s, "", "", "/lib/x86_64-linux-gnu/libffi.so.8"),
+        // As PyTorch's pickle has it: no module, an unnamed frame's file is its library.
+        native(*s, "/lib/x86_64-linux-gnu/libffi.so.8+0x640e", "/lib/x86_64-linux-gnu/libffi.so.8"),
         native(*s, "ffi_call", "", "/lib/x86_64-linux-gnu/libffi.so.8"),
         native(*s, "_ctypes_callproc", "Modules/_ctypes/callproc.c"),
         native(*s, "memtrail_malloc", "c_api.cpp", "/opt/memtrail/lib/librecorder.so.0"),

@@ -4,12 +4,20 @@ of interest, one line for the plumbing folded between, then the line of the scri
 them (tests/gpu/record_job_traces.py, tools/torch_parity_traces.py); one model's weights are one
 stack whatever nn.Module._apply's recursion depth; --all-frames shows every frame.
 
+Snapshots written through the Python package before the recorder left the recording machinery
+out (libffi, ctypes, memtrail/memory.py) have it dropped on reading: the innermost frame of the
+csv, folded and perfetto exports is the user's.
+
 Usage: user_frames_test.py, with MEMTRAIL and TRACES (the unpacked tests/data/traces) set.
 """
+import csv
 import json
 import os
+import pathlib
+import pickle
 import re
 import subprocess
+import tempfile
 import unittest
 
 MEMTRAIL = os.environ["MEMTRAIL"]
@@ -85,6 +93,53 @@ class UserFrames(unittest.TestCase):
                       innermost)
         self.assertFalse(any(f.startswith(("at::empty_strided(", "c10::cuda::CUDACachingAllocator"))
                              for f in innermost), innermost)
+
+
+class RecordingMachinery(unittest.TestCase):
+    USER = "step (/work/train.py:3)"
+
+    def test_exports_start_at_the_users_frame(self):
+        def frame(name, filename, line=0):
+            return {"name": name, "filename": filename, "line": line}
+
+        # Innermost first, as memtrail wrote stacks recorded through its Python package.
+        libffi = "/lib/x86_64-linux-gnu/libffi.so.8"
+        frames = [frame(libffi + "+0x6f7a", libffi),
+                  frame("ffi_call", libffi),
+                  frame("_ctypes_callproc", "Python-3.11.7/Modules/_ctypes/callproc.c", 1262),
+                  frame("PyCFuncPtr_call", "Python-3.11.7/Modules/_ctypes/_ctypes.c", 4201),
+                  frame("caching_allocator_alloc",
+                        "/venv/lib/python3.11/site-packages/memtrail/memory.py", 130),
+                  frame("step", "/work/train.py", 3),
+                  frame("<module>", "/work/train.py", 9)]
+        trace = [{"action": "alloc", "addr": 4096, "size": 512, "stream": 0, "time_us": 1,
+                  "frames": frames}]
+        blocks = [{"address": 4096, "size": 512, "requested_size": 512,
+                   "state": "active_allocated", "frames": frames}]
+        data = {"segments": [{"device": 0, "address": 4096, "total_size": 512,
+                              "allocated_size": 512, "active_size": 512, "requested_size": 512,
+                              "stream": 0, "segment_type": "small", "blocks": blocks,
+                              "frames": []}],
+                "device_traces": [trace]}
+        with tempfile.TemporaryDirectory() as folder:
+            folder = pathlib.Path(folder)
+            path = folder / "python_package.pickle"
+            with open(path, "wb") as f:
+                pickle.dump(data, f)
+            for args in ((), ("--all-frames",)):
+                def export(kind, name):
+                    subprocess.run([MEMTRAIL, "export", str(path), "--format", kind, "-o",
+                                    str(folder / name), *args], check=True, capture_output=True)
+                    return (folder / name).read_text()
+
+                rows = list(csv.DictReader(export("csv", "t.csv").splitlines()))
+                self.assertEqual([r["frame"] for r in rows], [self.USER], args)
+                folded = export("folded", "t.folded").splitlines()
+                self.assertEqual([line.rsplit(" ", 1)[0] for line in folded],
+                                 ["<module> (/work/train.py:9);" + self.USER], args)
+                events = json.loads(export("perfetto", "t.json"))["traceEvents"]
+                self.assertEqual([e["name"] for e in events if e["ph"] == "b"],
+                                 ["512B " + self.USER], args)
 
 
 if __name__ == "__main__":
