@@ -156,6 +156,13 @@ bool is_python_plumbing(std::string_view function, std::string_view file) {
            path == "torch/distributed/_composable/contract.py";
 }
 
+// The C and threads runtime (glibc's thread start, clone), which PyTorch's unwinder also names
+// for frames it cannot tell (pthread_condattr_setpshared between two Python frames).
+bool is_runtime(std::string_view function) {
+    return function.starts_with("__") || function.starts_with("pthread_") ||
+           function == "start_thread" || function == "clone" || function == "clone3";
+}
+
 // A native frame of the user's code: not PyTorch's, not a system or package library, and named.
 bool native_user_code(std::string_view function, std::string_view file, std::string_view module) {
     const std::string_view library = module.substr(module.rfind('/') + 1);
@@ -165,10 +172,8 @@ bool native_user_code(std::string_view function, std::string_view file, std::str
         contains_any(library, {"libc.so", "libc-", "libstdc++", "libpthread", "ld-linux", "libcuda",
                                "libcublas", "libcudnn", "libnccl", "libtorch", "libc10"});
     const bool unnamed = function.empty() || file == "??";
-    const bool runtime = function.starts_with("__") || function.starts_with("std::") ||
-                         function.starts_with("pthread_") || function == "start_thread" ||
-                         function == "clone" || function == "clone3";
-    return !system_library && !unnamed && !runtime && !in_pytorch_namespace(function);
+    return !system_library && !unnamed && !function.starts_with("std::") &&
+           !in_pytorch_namespace(function);
 }
 
 }  // namespace
@@ -194,7 +199,8 @@ frame_role role_of(const snapshot::snapshot& source, snapshot::frame_id id) {
         }
         return python_library(file) ? frame_role::library : frame_role::user;
     }
-    if (is_framework_frame(source, id) || is_native_call_machinery(function)) {
+    if (is_framework_frame(source, id) || is_native_call_machinery(function) ||
+        is_runtime(function)) {
         return frame_role::plumbing;
     }
     return native_user_code(function, file, source.string_at(f.module)) ? frame_role::user
@@ -208,6 +214,9 @@ std::string frame_origin(const snapshot::snapshot& source, snapshot::frame_id id
     if (f.kind == snapshot::frame_kind::native) {
         if (in_pytorch_namespace(function)) {
             return "PyTorch C++";
+        }
+        if (is_runtime(function)) {
+            return "C runtime";
         }
         return is_interpreter(function, file, source.string_at(f.module)) ? "CPython" : "native";
     }

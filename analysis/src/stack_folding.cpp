@@ -22,6 +22,7 @@ struct frame_facts {
     std::vector<bool> machinery;  // the recording machinery: left out always
     std::vector<frame_role> role;
     std::vector<std::string> origin;
+    std::vector<bool> python;
 };
 
 frame_facts facts_of(const snapshot::snapshot& source, frame_visibility visibility) {
@@ -34,10 +35,12 @@ frame_facts facts_of(const snapshot::snapshot& source, frame_visibility visibili
     if (visibility == frame_visibility::user_frames) {
         facts.role.resize(count);
         facts.origin.resize(count);
+        facts.python.resize(count);
         for (size_t f = 0; f < count; ++f) {
             const auto id = static_cast<snapshot::frame_id>(f);
             facts.role[f] = role_of(source, id);
             facts.origin[f] = frame_origin(source, id);
+            facts.python[f] = source.frame_at(id).kind == snapshot::frame_kind::python;
         }
     }
     return facts;
@@ -85,6 +88,14 @@ class stack_folder {
         size_t user = inner;
         while (user < outer && facts_.role[frames[user]] != frame_role::user) {
             ++user;
+        }
+        // No code of the user's (a library's worker thread): from a C++ frame, the innermost
+        // Python frame is the one that says what ran it.
+        if (user == outer && !facts_.python[frames[inner]]) {
+            user = inner;
+            while (user < outer && !facts_.python[frames[user]]) {
+                ++user;
+            }
         }
         key.push_back(frames[inner]);
         size_t next = inner + 1;

@@ -319,7 +319,8 @@ TEST(frame_filter, roles_and_origins) {
     const auto workspace = native(s, "at::cuda::setWorkspaceForHandle(cublasContext*)");
     EXPECT_EQ(role_of(s, workspace), frame_role::library);
     EXPECT_EQ(frame_origin(s, workspace), "PyTorch C++");
-    EXPECT_EQ(role_of(s, native(s, "pthread_condattr_setpshared", "??")), frame_role::library);
+    EXPECT_EQ(role_of(s, native(s, "pthread_condattr_setpshared", "??")), frame_role::plumbing);
+    EXPECT_EQ(role_of(s, native(s, "c10::SmallVector<long>::grow()", "??")), frame_role::library);
     EXPECT_EQ(role_of(s, native(s, "run_model(int)", "main.cpp", "/work/app")), frame_role::user);
 }
 

@@ -36,7 +36,8 @@ bool is_framework_frame(const snapshot::snapshot& source, snapshot::frame_id id)
 frame_role role_of(const snapshot::snapshot& source, snapshot::frame_id id);
 
 // What a folded frame belongs to, for the line that stands for a folded run: "torch.nn",
-// "transformers", "threading" (Python frames by package), "PyTorch C++", "CPython", "native".
+// "transformers", "threading" (Python frames by package), "PyTorch C++", "CPython", "C runtime",
+// "native".
 std::string frame_origin(const snapshot::snapshot& source, snapshot::frame_id id);
 
 // A folded run's line without its length ("... frames of torch.nn"), any other label as it is:
@@ -48,7 +49,8 @@ std::string without_run_length(std::string_view label);
 //   - its innermost frame that is not plumbing (the plumbing inside it, the unwinder and the
 //     caching allocator, left out),
 //   - one line "... N frames of torch.nn, transformers" for every frame from there to the
-//     user's own innermost frame,
+//     user's own innermost frame (in a stack with none, a library's worker thread, to the
+//     innermost Python frame when the innermost frame is C++),
 //   - the user's frame and the frames outside it, each run of plumbing between them folded the
 //     same way (plumbing outside the outermost shown frame left out),
 // and stacks that fold alike are one stack: a folded line counts "5 to 9 frames" when the stacks
