@@ -234,6 +234,17 @@ std::string without_run_length(std::string_view label) {
     return std::string(label);
 }
 
+snapshot::frame_id users_frame(const snapshot::snapshot& source, snapshot::stack_id stack) {
+    for (const snapshot::frame_id f : source.stack_at(stack)) {
+        const std::string_view function = source.string_at(source.frame_at(f).function);
+        const bool folded_line = without_run_length(function) != function;
+        if (!folded_line && role_of(source, f) == frame_role::user) {
+            return f;
+        }
+    }
+    return snapshot::no_id;
+}
+
 std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
     std::shared_ptr<const snapshot::snapshot> source, frame_visibility visibility) {
     const frame_facts facts = facts_of(*source, visibility);

@@ -83,6 +83,17 @@ class UserFrames(unittest.TestCase):
         self.assertRegex(folded[0]["frames"][1], r"^\.\.\. \d+ to \d+ frames of torch\.nn$")
         self.assertTrue(any(f.startswith("_apply ") for s in every for f in s["frames"]))
 
+    def test_ranks_side_by_side_name_the_users_line(self):
+        out = subprocess.run([MEMTRAIL, "top", "--at", "peak", "-n", "3"] +
+                             [os.path.join(TRACES, f"fsdp2_imbalance__rank{r}.pickle")
+                              for r in (0, 1)],
+                             capture_output=True, text=True, check=True).stdout
+        header = next(line for line in out.splitlines() if "innermost frame" in line)
+        self.assertIn("your code", header)
+        rows = [line for line in out.splitlines() if "dropout (" in line]
+        self.assertEqual(len(rows), 1, out)
+        self.assertRegex(rows[0], r"distributed_job \(\S+/record_job_traces\.py:126\)$")
+
     def test_cpp_frames_lead_to_the_innermost_operator(self):
         # stacks="all": PyTorch's unwinder, caching allocator and tensor creation are inside
         # the innermost frame shown, the operator (here cuBLAS's workspace).

@@ -44,6 +44,10 @@ std::string frame_origin(const snapshot::snapshot& source, snapshot::frame_id id
 // stacks of two files are matched alike when only the lengths of their folded runs differ.
 std::string without_run_length(std::string_view label);
 
+// The user's own innermost frame of `stack` (the lines of folded runs skipped), or no_id when
+// it has none.
+snapshot::frame_id users_frame(const snapshot::snapshot& source, snapshot::stack_id stack);
+
 // `source` as the reports see it; the recording machinery is left out of every stack (trace
 // entries, segments, blocks) either way. With user_frames each stack becomes:
 //   - its innermost frame that is not plumbing (the plumbing inside it, the unwinder and the
