@@ -12,6 +12,12 @@ bool starts_with_any(std::string_view text, std::initializer_list<std::string_vi
                        [&](std::string_view prefix) { return text.starts_with(prefix); });
 }
 
+bool contains_any(std::string_view text, std::initializer_list<std::string_view> parts) {
+    return std::any_of(parts.begin(), parts.end(), [&](std::string_view part) {
+        return text.find(part) != std::string_view::npos;
+    });
+}
+
 std::string_view base_name(std::string_view path) {
     return path.substr(path.rfind('/') + 1);
 }
@@ -29,7 +35,8 @@ std::string_view parent_folder(std::string_view path, int levels) {
 }
 
 // memtrail_malloc and the other C API functions, memtrail:: code (also after a return type,
-// "void memtrail::..."), librecorder and the interposer's library, ctypes' and libffi's calls.
+// "void memtrail::..."), librecorder and memtrail's other libraries (the interposer, the bridge to
+// PyTorch's pluggable allocator), ctypes' and libffi's calls.
 bool is_native_machinery(std::string_view function, std::string_view file,
                          std::string_view module) {
     const bool memtrail_code = function.starts_with("memtrail_") ||
@@ -40,12 +47,13 @@ bool is_native_machinery(std::string_view function, std::string_view file,
         {"ffi_call", "ffi_prep_", "_ctypes_callproc", "PyCFuncPtr_call", "_call_function_pointer"});
     // PyTorch's pickle has no module: an unnamed frame's file is its library ("libffi.so.8").
     const auto machinery_library = [](std::string_view path) {
-        return starts_with_any(base_name(path), {"librecorder.so", "libmemtrail_interpose.so",
-                                                 "libffi.so", "_ctypes."});
+        return starts_with_any(base_name(path),
+                               {"librecorder.so", "libmemtrail", "libffi.so", "_ctypes."});
     };
     // The interposer's hooks are named as the CUDA functions they stand in for (cudaMalloc).
-    const bool machinery_source = file.find("recorder/src/interpose/") != std::string_view::npos ||
-                                  file.find("recorder/src/librecorder/") != std::string_view::npos;
+    const bool machinery_source = contains_any(
+        file,
+        {"recorder/src/interpose/", "recorder/src/librecorder/", "recorder/src/torch_bridge/"});
     return memtrail_code || call_machinery || machinery_library(module) ||
            machinery_library(file) || machinery_source;
 }
