@@ -69,11 +69,12 @@ bool is_interpreter(std::string_view function, std::string_view file, std::strin
     return c_api_name || in_cpython_tree || interpreter_binary;
 }
 
-// PyTorch's C++ by namespace, also after a return type ("void at::...", "_object* torch::...").
+// PyTorch's C++ by namespace, also after a return type ("void at::...", "_object* torch::..."),
+// not in the parameters: a user's train_step(at::Tensor const&) is the user's.
 bool in_pytorch_namespace(std::string_view function) {
+    const std::string_view name = function.substr(0, function.find('('));
     for (const std::string_view ns : {"at::", "c10::", "torch::", "caffe2::"}) {
-        const size_t at = function.find(ns);
-        if (at == 0 || (at != std::string_view::npos && function[at - 1] == ' ')) {
+        if (name.starts_with(ns) || name.find(" " + std::string(ns)) != std::string_view::npos) {
             return true;
         }
     }

@@ -39,9 +39,10 @@ std::string_view parent_folder(std::string_view path, int levels) {
 // PyTorch's pluggable allocator), ctypes' and libffi's calls.
 bool is_native_machinery(std::string_view function, std::string_view file,
                          std::string_view module) {
-    const bool memtrail_code = function.starts_with("memtrail_") ||
-                               function.starts_with("memtrail::") ||
-                               function.find(" memtrail::") != std::string_view::npos;
+    // The name and return type, before the parameters (which may name memtrail's types).
+    const std::string_view name = function.substr(0, function.find('('));
+    const bool memtrail_code = name.starts_with("memtrail_") || name.starts_with("memtrail::") ||
+                               name.find(" memtrail::") != std::string_view::npos;
     const bool call_machinery = starts_with_any(
         function,
         {"ffi_call", "ffi_prep_", "_ctypes_callproc", "PyCFuncPtr_call", "_call_function_pointer"});

@@ -15,6 +15,7 @@
 #include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/stack_comparison.hpp"
+#include "memtrail/snapshot/recorder_frames.hpp"
 
 namespace memtrail::analysis {
 namespace {
@@ -322,6 +323,17 @@ TEST(frame_filter, roles_and_origins) {
     EXPECT_EQ(role_of(s, native(s, "pthread_condattr_setpshared", "??")), frame_role::plumbing);
     EXPECT_EQ(role_of(s, native(s, "c10::SmallVector<long>::grow()", "??")), frame_role::library);
     EXPECT_EQ(role_of(s, native(s, "run_model(int)", "main.cpp", "/work/app")), frame_role::user);
+    // PyTorch's or memtrail's types among the parameters do not make a frame theirs.
+    const auto train_step =
+        native(s, "train_step(int, at::Tensor const&)", "main.cpp", "/work/app");
+    EXPECT_EQ(role_of(s, train_step), frame_role::user);
+    EXPECT_EQ(frame_origin(s, train_step), "native");
+    EXPECT_FALSE(snapshot::is_recording_machinery(
+        s, native(s, "load(int, memtrail::recorder::recorder&)", "main.cpp", "/work/app")));
+    EXPECT_TRUE(snapshot::is_recording_machinery(
+        s, native(s, "void memtrail::recorder::recorder::record(int)", "recorder.cpp")));
+    EXPECT_EQ(role_of(s, native(s, "void at::native::gemm<float>(char, at::Tensor)")),
+              frame_role::library);
 }
 
 TEST(frame_filter, python_frames_are_never_hidden) {
