@@ -13,8 +13,9 @@ uint64_t peak_contents::unstacked_bytes() const {
     return std::accumulate(unstacked.begin(), unstacked.end(), uint64_t{0});
 }
 
-peak_contents contents_at_peak(const device_model& model) {
-    const category_map map = category_map::build(model);
+peak_contents contents_at_peak(const device_model& model, const device_model& categorized) {
+    // The two models hold one trace: their lifetimes are the same, in the same order.
+    const category_map map = category_map::build(categorized);
     peak_contents out;
     out.source = &model.source();
     out.position = model.peak_position(series::allocated);
@@ -174,13 +175,15 @@ std::string median_rank_meaning(size_t rank_count) {
 }
 
 rank_explanation explain_highest_rank(const std::vector<const device_model*>& models,
+                                      const std::vector<const device_model*>& categorized,
                                       size_t stack_count) {
     rank_explanation out;
     std::vector<uint64_t> reserved;
     std::vector<category_breakdown> breakdowns;
-    for (const device_model* model : models) {
+    for (size_t i = 0; i < models.size(); ++i) {
+        const device_model* model = models[i];
         reserved.push_back(model->values(series::reserved)[model->peak_position(series::reserved)]);
-        out.peaks.push_back(contents_at_peak(*model));
+        out.peaks.push_back(contents_at_peak(*model, *categorized[i]));
         breakdowns.push_back(out.peaks.back().categories);
     }
     for (size_t i = 1; i < models.size(); ++i) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 
 namespace memtrail::analysis {
@@ -19,7 +20,7 @@ uint64_t total_bytes(const std::vector<stack_bytes>& stacks) {
 std::string stack_text(const snapshot::snapshot& source, snapshot::stack_id stack) {
     std::string text;
     for (const auto& label : stack_labels(source, stack)) {
-        text += label + "\n";
+        text += without_run_length(label) + "\n";
     }
     return text;
 }

@@ -202,7 +202,9 @@ command_spec categories_spec() {
 }
 
 int run_categories(const parsed_arguments& args) {
-    const opened_file file = open_file(args.positional[0], args);
+    // The categories read every recorded frame; stacks folded for showing would hide evidence.
+    const opened_file file =
+        open_file(args.positional[0], args, analysis::frame_visibility::all_frames);
     const moment at = resolve_at(file.model, args.value("--at"));
     const auto map = analysis::category_map::build(file.model);
     const auto breakdown = analysis::categories_at(file.model, map, at.position);

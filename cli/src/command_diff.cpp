@@ -242,7 +242,7 @@ int run_diff(const parsed_arguments& args) {
         r.stacks.push_back({&s.file.model.source(),
                             analysis::bytes_by_stack(state, analysis::live_measure::allocated)});
         r.unstacked.push_back(take_unstacked(s.file.model.source(), r.stacks.back().stacks));
-        r.peaks.push_back(analysis::contents_at_peak(s.file.model));
+        r.peaks.push_back(analysis::contents_at_peak(s.file.model, model_with_every_frame(s.file)));
         r.sides.push_back(std::move(s));
     }
     std::vector<analysis::category_breakdown> breakdowns;

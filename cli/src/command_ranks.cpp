@@ -303,10 +303,17 @@ std::vector<job_report> jobs_of(std::vector<opened_file> files,
         std::stable_sort(job.rows.begin(), job.rows.end(),
                          [](const rank_row& a, const rank_row& b) { return a.rank < b.rank; });
         std::vector<const analysis::device_model*> models;
+        std::vector<analysis::device_model> every_frame;
+        every_frame.reserve(job.rows.size());
         for (const auto& r : job.rows) {
             models.push_back(&r.file.model);
+            every_frame.push_back(model_with_every_frame(r.file));
         }
-        job.explanation = analysis::explain_highest_rank(models, explained_stacks);
+        std::vector<const analysis::device_model*> categorized;
+        for (const auto& m : every_frame) {
+            categorized.push_back(&m);
+        }
+        job.explanation = analysis::explain_highest_rank(models, categorized, explained_stacks);
         if (!jobs.empty()) {
             warnings.push_back(file_names(job) +
                                (job.rows.size() == 1 ? " is not a rank" : " are not ranks") +

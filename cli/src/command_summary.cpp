@@ -102,7 +102,7 @@ void print_one(const rank_report& r, bool abbreviated) {
                        "at " + position_label(model.peak_position(s))});
     }
     table.print(std::cout, "  ");
-    print_categories_line(model, r.at, "\n  ");
+    print_categories_line(model_with_every_frame(r.file), r.at, "\n  ");
     print_tags(model);
     const auto& report = model.report();
     if (report.anomalies != 0 || !report.matches_final_segments) {
@@ -184,7 +184,7 @@ void print_json(const std::vector<rank_report>& ranks) {
         json.key("reconstruction");
         write_reconstruction(json, model);
         json.key("categories");
-        write_categories(json, model, r.at);
+        write_categories(json, model_with_every_frame(r.file), r.at);
         json.key("tags");
         write_tags(json, model);
         json.key("memory_stats").begin_object();

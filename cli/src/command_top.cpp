@@ -5,6 +5,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "memtrail/analysis/frame_filter.hpp"
+#include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stack_comparison.hpp"
@@ -110,7 +112,7 @@ int run_top(const parsed_arguments& args) {
                   << ": " << format_bytes(r.total)
                   << (measure == analysis::live_measure::active ? " active" : " allocated")
                   << " from " << by_stack.size() << " stacks\n";
-        print_categories_line(r.file.model, r.at);
+        print_categories_line(model_with_every_frame(r.file), r.at);
         std::cout << "\n";
         for (size_t s = 0; s < std::min(count, by_stack.size()); ++s) {
             const auto& entry = by_stack[s];
@@ -134,13 +136,21 @@ int run_top(const parsed_arguments& args) {
         columns.push_back("rank " + std::to_string(i));
     }
     columns.emplace_back("<innermost frame");
+    columns.emplace_back("<your code");
     text_table table(columns);
     for (size_t row = 0; row < rows.size(); ++row) {
         std::vector<std::string> cells = {std::to_string(row + 1)};
         for (const uint64_t bytes : rows[row].bytes) {
             cells.push_back(format_bytes(bytes));
         }
-        cells.push_back(innermost_frame(*stacks[rows[row].first_holder].source, rows[row].stack));
+        const snapshot::snapshot& source = *stacks[rows[row].first_holder].source;
+        cells.push_back(innermost_frame(source, rows[row].stack));
+        const snapshot::frame_id user = analysis::users_frame(source, rows[row].stack);
+        const bool innermost_is_users = !source.stack_at(rows[row].stack).empty() &&
+                                        source.stack_at(rows[row].stack).front() == user;
+        cells.push_back(user == snapshot::no_id ? "-"
+                        : innermost_is_users    ? "(the innermost frame)"
+                                                : analysis::frame_label(source, user));
         table.add_row(cells);
     }
     std::vector<std::string> totals = {"all"};

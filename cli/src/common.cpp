@@ -29,8 +29,8 @@ option_spec device_option() {
 
 option_spec all_frames_option() {
     return {"--all-frames", "", "",
-            "show every frame of the stacks, PyTorch's own (unwinder, caching allocator, "
-            "dispatcher) and the Python interpreter's C frames included",
+            "show every frame of the stacks (by default the innermost frame of interest and the "
+            "user's own, PyTorch's plumbing between them folded into one line)",
             false};
 }
 
@@ -112,12 +112,19 @@ int chosen_device(const snapshot::snapshot& source, const std::string& path,
 opened_file open_file(const std::string& path, const parsed_arguments& args,
                       analysis::frame_visibility frames) {
     snapshot::loaded_snapshot loaded = load_input(path);
-    loaded.snapshot = analysis::with_frame_visibility(std::move(loaded.snapshot), frames);
+    std::shared_ptr<const snapshot::snapshot> recorded = loaded.snapshot;
+    loaded.snapshot = analysis::with_frame_visibility(recorded, frames);
     const int device = chosen_device(*loaded.snapshot, path, args);
     const progress_line progress("indexing " + input_name(path) + ", device " +
                                  std::to_string(device));
     return opened_file{input_name(path), loaded.kind,
-                       analysis::device_model::build(loaded.snapshot, device)};
+                       analysis::device_model::build(loaded.snapshot, device), std::move(recorded)};
+}
+
+analysis::device_model model_with_every_frame(const opened_file& file) {
+    return file.recorded.get() == &file.model.source()
+               ? file.model
+               : analysis::device_model::build(file.recorded, file.model.device());
 }
 
 std::string printable(std::string_view text) {

@@ -26,8 +26,8 @@ option_spec at_option();
 option_spec device_option();
 // --all-frames, for the commands that print or export stacks.
 option_spec all_frames_option();
-// The frames their stacks show: every frame with --all-frames, else PyTorch's and the
-// interpreter's own frames hidden.
+// The frames their stacks show: every frame with --all-frames, else folded to the innermost frame
+// of interest and the user's own (analysis::with_frame_visibility).
 analysis::frame_visibility frames_shown(const parsed_arguments& args);
 
 // The path that stands for standard input (a snapshot read from it) and for standard output
@@ -55,12 +55,19 @@ struct opened_file {
     std::string path;
     snapshot::file_kind kind = snapshot::file_kind::memtrail;
     analysis::device_model model;
+    // The snapshot as loaded, every frame kept: what the categories read (the model's stacks are
+    // folded as `frames` said).
+    std::shared_ptr<const snapshot::snapshot> recorded;
 };
 
 // The device --device names (default: the first device with a trace, else the first with
 // segments, else 0). Throws snapshot::load_error when `source` has nothing for the one named.
 int chosen_device(const snapshot::snapshot& source, const std::string& path,
                   const parsed_arguments& args);
+
+// The model of `file` over its recorded stacks, for the categories: nn.Module._apply, the
+// optimizer and autograd, which folded stacks leave out, are their evidence.
+analysis::device_model model_with_every_frame(const opened_file& file);
 
 // Loads `path` and builds the model of --device (default: the first device with a trace, else
 // the first with segments, else 0), its stacks as `frames` says. Throws snapshot::load_error or

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "memtrail/snapshot/recorder_frames.hpp"
+
 namespace memtrail::recorder::detail {
 
 namespace {
@@ -34,6 +36,12 @@ const stack_converter::symbolized_address& stack_converter::symbolize_address(
         symbolizer_.emplace();
     }
     for (const native_frame& frame : symbolizer_->symbolize(return_address)) {
+        it->second.in_interpreter_loop |= in_interpreter_loop(frame);
+        // memtrail's own frames and the ctypes and libffi calls into it say nothing of the user's.
+        if (snapshot::is_recording_machinery(snapshot::frame_kind::native, frame.function,
+                                             frame.filename, frame.module)) {
+            continue;
+        }
         snapshot::frame converted;
         converted.function = out_.intern_string(frame.function);
         converted.filename = out_.intern_string(frame.filename);
@@ -43,7 +51,6 @@ const stack_converter::symbolized_address& stack_converter::symbolize_address(
         converted.build_id = out_.intern_string(frame.build_id);
         converted.kind = snapshot::frame_kind::native;
         it->second.frames.push_back(out_.intern_frame(converted));
-        it->second.in_interpreter_loop |= in_interpreter_loop(frame);
     }
     return it->second;
 }
@@ -57,6 +64,10 @@ snapshot::frame_id stack_converter::python_frame_at(uintptr_t code, uintptr_t lo
         python_symbolizer_.emplace();
     }
     const python_frame frame = python_symbolizer_->symbolize(code, location);
+    if (snapshot::is_recording_machinery(snapshot::frame_kind::python, frame.function,
+                                         frame.filename, {})) {
+        return snapshot::no_id;  // the memtrail package's own files
+    }
     snapshot::frame converted;
     converted.function = out_.intern_string(frame.function);
     converted.filename = out_.intern_string(frame.filename);
@@ -69,7 +80,10 @@ snapshot::frame_id stack_converter::python_frame_at(uintptr_t code, uintptr_t lo
 std::vector<snapshot::frame_id> stack_converter::python_frames(std::span<const uintptr_t> pairs) {
     std::vector<snapshot::frame_id> frames;
     for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
-        frames.push_back(python_frame_at(pairs[i], pairs[i + 1]));
+        const snapshot::frame_id frame = python_frame_at(pairs[i], pairs[i + 1]);
+        if (frame != snapshot::no_id) {
+            frames.push_back(frame);
+        }
     }
     return frames;
 }

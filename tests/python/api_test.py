@@ -208,6 +208,31 @@ class HistoryTest(unittest.TestCase):
         self.assertIn(("START", "forward"), stages)
         self.assertIn(("END", "decorated"), stages)
 
+    def test_stacks_hold_no_frame_of_the_recording_machinery(self) -> None:
+        def users_own_function() -> int:
+            return memtrail.caching_allocator_alloc(3 * MiB)
+
+        for stacks in ("python", "all"):
+            memtrail.record_memory_history(enabled="all", context="all", stacks=stacks)
+            memtrail.clear_memory_history()
+            memtrail.caching_allocator_delete(users_own_function())
+            # Dumped as PyTorch's pickle by the recorder itself: the stacks as recorded.
+            path = OUTPUT / f"own-frames-{stacks}.pickle"
+            memtrail.dump_snapshot(path)
+            with open(path, "rb") as f:
+                trace = pickle.load(f)["device_traces"][0]
+            frames = next(e["frames"] for e in trace if e["action"] == "alloc")
+            package = str(Path(memtrail.__file__).parent)
+            machinery = [f for f in frames
+                         if f["filename"].startswith(package) or "ffi" in f["name"]
+                         or "libffi" in f["filename"] or "_ctypes" in f["filename"]
+                         or f["name"].startswith("memtrail_")]
+            self.assertEqual(machinery, [], stacks)
+            python_frames = [f for f in frames if f["filename"].endswith(".py")]
+            # The innermost Python frame is the user's own.
+            self.assertEqual((python_frames[0]["name"], python_frames[0]["filename"]),
+                             ("users_own_function", __file__), stacks)
+
     def test_recording_off_keeps_no_trace(self) -> None:
         memtrail.record_memory_history(enabled=None)
         memtrail.clear_memory_history()

@@ -16,6 +16,7 @@
 
 #include "memtrail/memtrail.h"
 #include "memtrail/snapshot/msgpack_format.hpp"
+#include "memtrail/snapshot/recorder_frames.hpp"
 #include "sanitizer_skips.hpp"
 
 namespace {
@@ -166,6 +167,13 @@ TEST_F(exceptions_with_librecorder, recording_still_captures_stacks) {
         }
     }
     EXPECT_GE(named, 3u);
+    // memtrail's own frames (memtrail_malloc, memtrail:: code in librecorder) are in no stack.
+    for (const auto& stack : s.stacks()) {
+        for (const auto frame : stack) {
+            EXPECT_FALSE(memtrail::snapshot::is_recording_machinery(s, frame))
+                << s.string_at(s.frame_at(frame).function);
+        }
+    }
 }
 
 }  // namespace

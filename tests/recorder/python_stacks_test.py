@@ -98,19 +98,30 @@ def check_all(recorded) -> None:
     for frames, caller in ((main_frames, "allocate_outer"), (thread_frames, "allocate_in_thread")):
         check_python_part(frames, recorded["lines"], caller)
         names = [f["name"] for f in frames]
-        # Native frames inside (ctypes' call), the Python frames in place of the interpreter's
-        # evaluation loop, native frames outside (the interpreter's start, or the thread's).
+        # Native frames inside (the interpreter's call; ctypes' and libffi's own frames are left
+        # out), the Python frames in place of the interpreter's evaluation loop, native frames
+        # outside (the interpreter's start, or the thread's).
         first_python = names.index("allocate_inner")
         last_python = max(i for i, f in enumerate(frames) if f["filename"] == THIS_FILE
                           or f["filename"].endswith("threading.py"))
-        assert "ffi_call" in names[:first_python], names
+        assert first_python > 0, names
+        assert not machinery(frames), names
         assert not any(name.startswith("_PyEval_EvalFrame") for name in names), names
         assert last_python < len(frames) - 1, names
 
 
+def machinery(frames) -> list:
+    """The frames of ctypes' and libffi's call into memtrail, and memtrail's own."""
+    return [f for f in frames
+            if any(part in f["name"] for part in ("ffi_call", "_ctypes", "memtrail"))
+            or f["name"] in ("PyCFuncPtr_call", "_call_function_pointer")
+            or any(part in f["filename"] for part in ("libffi", "/_ctypes", "librecorder"))]
+
+
 def check_native_only(frames) -> None:
     names = [f["name"] for f in frames]
-    assert "ffi_call" in names, names
+    assert any(name.startswith("_PyEval_EvalFrame") for name in names), names
+    assert not machinery(frames), names
     assert not python_frames(frames), frames
 
 

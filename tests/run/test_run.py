@@ -9,6 +9,7 @@ in tests/gpu/run.sh.
 
 import os
 import pathlib
+import pickle
 import re
 import shutil
 import signal
@@ -69,6 +70,20 @@ class Native(Case):
         top = report("top", self.cwd / "run.memtrail", self.cwd)
         self.assertRegex(top, r"allocate_weights\(unsigned long\) \(\S*run_program\.cpp:\d+\)")
         self.assertRegex(top, r"main \(\S*run_program\.cpp:\d+\)")
+
+    def test_recorded_stacks_start_at_the_programs_own_frame(self):
+        # The interposer's cudaMalloc hook and memtrail's allocator under it are left out of
+        # the stacks the recorder writes: the innermost frame is the program's.
+        result = run(["--device", DEVICE, "--dump", "run.pickle", "--", PROGRAM], self.cwd)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(self.cwd / "run.pickle", "rb") as f:
+            trace = pickle.load(f)["device_traces"][0]
+        allocs = [e["frames"] for e in trace if e["action"] == "alloc"]
+        self.assertTrue(allocs)
+        for frames in allocs:
+            self.assertRegex(frames[0]["name"], r"allocate_\w+\(", frames)
+            self.assertFalse([f for f in frames if "memtrail" in f["name"]
+                              or "recorder/src/" in f["filename"]], frames)
 
     def test_out_of_memory_is_the_programs_error_and_counted(self):
         result = run(["--device", DEVICE, "--dump", "run.memtrail", "--oom-dump", "oom-%p.memtrail",

@@ -16,6 +16,8 @@
 
 #include "../../viewer/src/file_dialog.hpp"
 #include "../../viewer/src/format.hpp"
+#include "memtrail/analysis/categories.hpp"
+#include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
 #include "memtrail/viewer/document.hpp"
 #include "memtrail/viewer/headless_frame.hpp"
@@ -591,6 +593,27 @@ TEST(workspace, pytorchs_own_frames_are_hidden_until_the_view_menu_shows_them) {
     ws.reopen_with(analysis::frame_visibility::user_frames);
     EXPECT_EQ(innermost(), "forward");
     std::filesystem::remove(path);
+}
+
+// The categories' evidence (nn.Module._apply, the optimizer, autograd) is folded out of the
+// stacks the views show: they are read from every frame all the same.
+TEST(document, categories_read_every_frame_whatever_the_stacks_show) {
+    const auto recorded = snapshot::load_snapshot(MEMTRAIL_TEST_TORCH_PICKLE).snapshot;
+    load_progress progress;
+    const auto folded = make_document(recorded, "folded", progress);
+    const auto every =
+        make_document(recorded, "every", progress, analysis::frame_visibility::all_frames);
+    EXPECT_LT(folded->source->stacks().size(), every->source->stacks().size());
+    const device_document& f = folded->main_device();
+    const device_document& e = every->main_device();
+    const size_t peak = f.overview.peak_allocated.position;
+    const auto shown = analysis::categories_at(f.model, *f.categories, peak);
+    const auto read = analysis::categories_at(e.model, *e.categories, peak);
+    EXPECT_GT(read.totals[static_cast<size_t>(analysis::memory_category::parameter)].bytes, 0u);
+    for (size_t c = 0; c < analysis::memory_category_count; ++c) {
+        EXPECT_EQ(shown.totals[c].bytes, read.totals[c].bytes)
+            << analysis::category_name(static_cast<analysis::memory_category>(c));
+    }
 }
 
 TEST(format, entry_context_names_the_compile_context_and_the_metadata) {

@@ -83,12 +83,20 @@ std::vector<std::vector<annotation_range>> annotation_lanes_of(
     return lanes;
 }
 
-device_document index_device(const snapshot::snapshot& source, analysis::device_model model) {
+// `recorded` is the snapshot as loaded: the categories read every frame of it (nn.Module._apply,
+// the optimizer, autograd), which the folded stacks shown leave out. Its lifetimes are the
+// model's, in the same order.
+device_document index_device(const snapshot::snapshot& source, analysis::device_model model,
+                             const std::shared_ptr<const snapshot::snapshot>& recorded) {
     device_document d{model.device(), std::move(model), {}, {}, {}, {}, {}, {}, {}, {}};
     const analysis::device_model& m = d.model;
     // The categories take longest: they are found on another thread while the indices are built.
-    std::future<analysis::category_map> categories =
-        std::async(std::launch::async, [&m] { return analysis::category_map::build(m); });
+    const auto categorize = [&m, &recorded] {
+        const bool folded = recorded.get() != &m.source();
+        return analysis::category_map::build(
+            folded ? analysis::device_model::build(recorded, m.device()) : m);
+    };
+    std::future<analysis::category_map> categories = std::async(std::launch::async, categorize);
     std::vector<uint64_t> streams;
     for (size_t i = 0; i < m.event_count(); ++i) {
         const snapshot::trace_entry& e = m.entry(i);
@@ -198,9 +206,11 @@ std::shared_ptr<const load_preview> load_progress::preview() const {
 
 namespace {
 
-std::shared_ptr<const document> build_document(std::shared_ptr<const snapshot::snapshot> source,
-                                               std::string name, std::string path,
-                                               load_progress& progress) {
+std::shared_ptr<const document> build_document(std::shared_ptr<const snapshot::snapshot> recorded,
+                                               analysis::frame_visibility frames, std::string name,
+                                               std::string path, load_progress& progress) {
+    const std::shared_ptr<const snapshot::snapshot> source =
+        analysis::with_frame_visibility(recorded, frames);
     auto doc = std::make_shared<document>();
     doc->name = std::move(name);
     doc->path = std::move(path);
@@ -230,7 +240,7 @@ std::shared_ptr<const document> build_document(std::shared_ptr<const snapshot::s
     std::future<std::vector<uint64_t>> stacks =
         std::async(std::launch::async, [&source] { return analysis::stack_fingerprints(*source); });
     for (size_t i = 0; i < preview->models.size(); ++i) {
-        doc->devices.push_back(index_device(*source, preview->models[i]));
+        doc->devices.push_back(index_device(*source, preview->models[i], recorded));
         progress.fraction =
             0.6f + 0.4f * static_cast<float>(i + 1) / static_cast<float>(devices.size());
     }
@@ -245,8 +255,7 @@ std::shared_ptr<const document> build_document(std::shared_ptr<const snapshot::s
 std::shared_ptr<const document> make_document(std::shared_ptr<const snapshot::snapshot> source,
                                               std::string name, load_progress& progress,
                                               analysis::frame_visibility frames) {
-    return build_document(analysis::with_frame_visibility(std::move(source), frames),
-                          std::move(name), "", progress);
+    return build_document(std::move(source), frames, std::move(name), "", progress);
 }
 
 std::shared_ptr<const document> load_document(const std::string& path, load_progress& progress,
@@ -255,7 +264,7 @@ std::shared_ptr<const document> load_document(const std::string& path, load_prog
     progress.fraction = 0.0f;
     snapshot::loaded_snapshot loaded = snapshot::load_snapshot(path);
     progress.fraction = 0.3f;
-    return build_document(analysis::with_frame_visibility(std::move(loaded.snapshot), frames),
+    return build_document(std::move(loaded.snapshot), frames,
                           std::filesystem::path(path).filename().string(), path, progress);
 }
 

@@ -173,15 +173,16 @@ void workspace::draw_menu() {
     }
     if (ImGui::BeginMenu("View")) {
         bool all_frames = frames_ == analysis::frame_visibility::all_frames;
-        if (ImGui::MenuItem("PyTorch's own frames", nullptr, &all_frames)) {
+        if (ImGui::MenuItem("Every frame", nullptr, &all_frames)) {
             reopen_with(all_frames ? analysis::frame_visibility::all_frames
                                    : analysis::frame_visibility::user_frames);
         }
         if (ImGui::IsItemHovered()) {
             ImGui::SetTooltip(
-                "Show PyTorch's unwinder, caching allocator and dispatcher frames and the\n"
-                "Python interpreter's C frames in every stack (hidden by default, so stacks\n"
-                "start at your code). Reopens the files.");
+                "Show every frame of every stack. By default stacks show the innermost frame\n"
+                "of interest and your own frame, PyTorch's plumbing between them folded into\n"
+                "one line (nn.Module calls, _apply, optimizer wrappers, autograd, the\n"
+                "dispatcher, the interpreter). Reopens the files.");
         }
         ImGui::EndMenu();
     }

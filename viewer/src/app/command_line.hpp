@@ -25,7 +25,7 @@ struct options {
     int device = -1;  // -1: the first device with a trace
     int width = 1600;
     int height = 900;
-    bool all_frames = false;  // PyTorch's and the interpreter's own frames shown too
+    bool all_frames = false;  // every frame shown, PyTorch's plumbing unfolded
     bool help = false;
     bool version = false;
 };

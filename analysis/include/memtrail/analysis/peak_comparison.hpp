@@ -28,7 +28,13 @@ struct peak_contents {
     std::array<uint64_t, memory_category_count> unstacked{};
     uint64_t unstacked_bytes() const;
 };
-peak_contents contents_at_peak(const device_model& model);
+// `categorized` is the same trace with every recorded frame (before stacks are folded for
+// showing): the categories read frames that folding leaves out (nn.Module._apply, the optimizer,
+// autograd, FSDP's and DDP's own code).
+peak_contents contents_at_peak(const device_model& model, const device_model& categorized);
+inline peak_contents contents_at_peak(const device_model& model) {
+    return contents_at_peak(model, model);
+}
 
 // Two amounts count as equal when they differ by at most 1% of the larger or 1 MiB (ranks of
 // one job differ by a few blocks of rounding, or by where their peaks fall in a step).
@@ -79,7 +85,13 @@ struct rank_explanation {
 };
 // `stack_count` stacks at most. With one model, `highest == median` and there is nothing to
 // explain.
+// `categorized[i]` is models[i] with every recorded frame, as for contents_at_peak.
 rank_explanation explain_highest_rank(const std::vector<const device_model*>& models,
+                                      const std::vector<const device_model*>& categorized,
                                       size_t stack_count);
+inline rank_explanation explain_highest_rank(const std::vector<const device_model*>& models,
+                                             size_t stack_count) {
+    return explain_highest_rank(models, models, stack_count);
+}
 
 }  // namespace memtrail::analysis

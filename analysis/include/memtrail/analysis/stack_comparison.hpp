@@ -23,7 +23,8 @@ struct stacks_in_snapshot {
 // The live bytes of all the stacks.
 uint64_t total_bytes(const std::vector<stack_bytes>& stacks);
 
-// What stacks are matched by: their frame labels, outermost first, one a line.
+// What stacks are matched by: their frame labels, outermost first, one a line; the lines of
+// folded runs without their lengths (without_run_length).
 std::string stack_text(const snapshot::snapshot& source, snapshot::stack_id stack);
 
 // Why blocks of `source` have no stack, in one sentence for the line that sets them apart:

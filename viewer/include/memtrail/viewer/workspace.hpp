@@ -22,7 +22,7 @@ class workspace {
 
     // Starts loading `path` in the background; it gets a tab when loaded.
     void open(const std::string& path);
-    // Which frames the stacks of files opened from now on show (View > PyTorch's own frames).
+    // Which frames the stacks of files opened from now on show (View > Every frame).
     void set_frames(analysis::frame_visibility frames) { frames_ = frames; }
     // Opens every tab's file again with `frames`, in tab order (the View menu's toggle).
     void reopen_with(analysis::frame_visibility frames);
