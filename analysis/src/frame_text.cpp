@@ -4,6 +4,23 @@
 
 namespace memtrail::analysis {
 
+std::string printable(std::string_view text) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x20 || byte == 0x7f) {
+            out += "\\x";
+            out += digits[byte >> 4];
+            out += digits[byte & 15];
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
 std::string frame_label(const snapshot::snapshot& source, snapshot::frame_id id) {
     const snapshot::frame& f = source.frame_at(id);
     std::string label(source.string_at(f.function));
@@ -26,7 +43,7 @@ std::string frame_label(const snapshot::snapshot& source, snapshot::frame_id id)
         }
         label += ")";
     }
-    return label;
+    return printable(label);
 }
 
 std::vector<std::string> stack_labels(const snapshot::snapshot& source, snapshot::stack_id id) {

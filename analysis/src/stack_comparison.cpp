@@ -29,9 +29,13 @@ std::string why_unstacked(const snapshot::snapshot& source) {
     if (source.stacks().size() <= 1) {
         return "this snapshot recorded no stacks";
     }
+    // The lines that stand for folded runs of frames are no recorded frames.
     const bool any_native = std::any_of(
-        source.frames().begin() + 1, source.frames().end(),
-        [](const snapshot::frame& f) { return f.kind == snapshot::frame_kind::native; });
+        source.frames().begin() + 1, source.frames().end(), [&](const snapshot::frame& f) {
+            const std::string_view function = source.string_at(f.function);
+            return f.kind == snapshot::frame_kind::native &&
+                   without_run_length(function) == function;
+        });
     if (!any_native) {
         return "made on threads that run no Python, above all autograd's backward threads: the "
                "snapshot recorded Python frames only (PyTorch records C++ frames too with "

@@ -27,7 +27,7 @@ struct frame_facts {
 
 frame_facts facts_of(const snapshot::snapshot& source, frame_visibility visibility) {
     const size_t count = source.frames().size();
-    frame_facts facts{std::vector<bool>(count), {}, {}};
+    frame_facts facts{std::vector<bool>(count), {}, {}, {}};
     for (size_t f = 0; f < count; ++f) {
         facts.machinery[f] =
             snapshot::is_recording_machinery(source, static_cast<snapshot::frame_id>(f));

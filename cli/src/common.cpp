@@ -127,23 +127,6 @@ analysis::device_model model_with_every_frame(const opened_file& file) {
                : analysis::device_model::build(file.recorded, file.model.device());
 }
 
-std::string printable(std::string_view text) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(text.size());
-    for (const char c : text) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte < 0x20 || byte == 0x7f) {
-            out += "\\x";
-            out += digits[byte >> 4];
-            out += digits[byte & 15];
-        } else {
-            out += c;
-        }
-    }
-    return out;
-}
-
 std::string position_label(size_t position) {
     return position == 0 ? "start" : "entry " + std::to_string(position - 1);
 }

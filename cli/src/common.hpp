@@ -14,6 +14,7 @@
 #include "arguments.hpp"
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/frame_filter.hpp"
+#include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/snapshot/load.hpp"
 
 namespace memtrail::cli {
@@ -94,9 +95,7 @@ std::vector<std::string> stack_lines(const snapshot::snapshot& source, snapshot:
 // The innermost frame's label, or unknown_stack_label.
 std::string innermost_frame(const snapshot::snapshot& source, snapshot::stack_id stack);
 
-// `text` with control characters (ESC, BEL, CR, LF, ...) written as \xNN, so that text taken
-// from a snapshot (names, the user's metadata) cannot move the cursor or forge a line.
-std::string printable(std::string_view text);
+using analysis::printable;
 
 std::string percent(double fraction);       // "12.5%"
 std::string hex_address(uint64_t address);  // "0x7f00..."

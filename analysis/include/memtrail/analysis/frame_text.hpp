@@ -2,11 +2,17 @@
 // Frames and stacks as text, one spelling for reports, flame graphs and exports.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memtrail/snapshot/model.hpp"
 
 namespace memtrail::analysis {
+
+// `text` with control characters (ESC, BEL, CR, LF, DEL, ...) written as \xNN: text taken from a
+// snapshot (names, the user's metadata) or a command line, shown in a terminal or a table,
+// cannot move the cursor or forge a line. Every frame label goes through it.
+std::string printable(std::string_view text);
 
 // "function (file:line)"; a native frame without a symbol is "module+0xoffset".
 std::string frame_label(const snapshot::snapshot& source, snapshot::frame_id id);
