@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common.hpp"
+#include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "text_table.hpp"
 
@@ -102,8 +103,15 @@ void print_peak_table(std::ostream& out, const std::vector<analysis::peak_conten
     }
     for (const analysis::stack_change& s : stacks) {
         const snapshot::snapshot& source = *peaks[s.stack.first_holder].source;
-        add_row(table, "stack", short_frame_label(innermost_frame(source, s.stack.stack)),
-                pick(s.stack.bytes, sides), std::string(analysis::category_name(s.category)));
+        // The innermost frame, and the user's own line that led there when it is another.
+        std::string label = short_frame_label(innermost_frame(source, s.stack.stack));
+        const snapshot::frame_id user = analysis::users_frame(source, s.stack.stack);
+        const auto& frames = source.stack_at(s.stack.stack);
+        if (user != snapshot::no_id && !frames.empty() && frames.front() != user) {
+            label += " <- " + short_frame_label(analysis::frame_label(source, user));
+        }
+        add_row(table, "stack", label, pick(s.stack.bytes, sides),
+                std::string(analysis::category_name(s.category)));
     }
     std::vector<uint64_t> unstacked;
     for (const size_t i : sides.indexes) {
