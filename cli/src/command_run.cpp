@@ -77,15 +77,31 @@ std::string checked_device(const parsed_arguments& args) {
         return device;
     }
     if (!device.starts_with("sim:")) {
-        throw usage_error("--device " + device +
-                          " is not cuda or sim:SIZE (sim:16GiB)");
+        throw usage_error("--device " + device + " is not cuda or sim:SIZE (sim:16GiB)");
     }
-    try {
-        parse_size_option("--device", device.substr(4));
-    } catch (const usage_error& error) {
-        throw usage_error(std::string(error.what()));
+    if (parse_size_option("--device", device.substr(4)) == 0) {
+        throw usage_error("--device " + device + ": a simulated device needs some memory (sim:16GiB)");
     }
     return device;
+}
+
+// The folder a dump pattern writes into must be there and writable before the program runs:
+// found only at exit, a bad one would lose the whole run.
+void check_dump_folder(const std::string& option, const std::string& pattern) {
+    const fs::path path(pattern);
+    const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    std::error_code error;
+    if (!fs::is_directory(folder, error)) {
+        throw usage_error(option + " " + pattern + ": the folder " + folder.string() +
+                          " does not exist; make it first");
+    }
+    if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+        throw usage_error(option + " " + pattern + ": the folder " + folder.string() +
+                          " is not writable: " + std::strerror(errno));
+    }
+    if (pattern.find('%') == std::string::npos && fs::is_directory(path, error)) {
+        throw usage_error(option + " " + pattern + " is a directory; give a file's path");
+    }
 }
 
 // "run.memtrail" -> "run-%t.memtrail": snapshots on SIGUSR1 keep the final one from replacing them.
@@ -126,6 +142,7 @@ void prepare_environment(const parsed_arguments& args, const fs::path& interpose
         setenv("MEMTRAIL_ALLOC_CONF", conf->c_str(), 1);
     }
     if (const auto oom = args.value("--oom-dump")) {
+        check_dump_folder("--oom-dump", *oom);
         setenv("MEMTRAIL_OOM_DUMP", oom->c_str(), 1);
     }
     setenv("MEMTRAIL_EXIT_DUMP", dump.c_str(), 1);
@@ -163,6 +180,44 @@ finished_program run_and_wait(const std::vector<std::string>& command) {
     }
     child_pid = 0;
     return {pid, status};
+}
+
+// A file at the dump path from an earlier run is moved aside to PATH.previous, so that no old
+// file is ever reported as this run's snapshot. Only for a fixed name: %p names a new file.
+void move_earlier_snapshot_aside(const std::string& dump) {
+    if (dump.find('%') != std::string::npos) {
+        return;
+    }
+    std::error_code error;
+    if (!fs::exists(fs::symlink_status(dump, error))) {
+        return;
+    }
+    const std::string aside = dump + ".previous";
+    fs::rename(dump, aside, error);
+    if (error) {
+        throw usage_error("--dump " + dump + ": an earlier file is there and cannot be moved aside to " +
+                          aside + ": " + error.message());
+    }
+    std::cerr << "memtrail run: moved the earlier " << dump << " aside to " << aside << "\n";
+}
+
+// Why the program left no snapshot, from how it ended.
+std::string why_no_snapshot(int status) {
+    if (WIFSIGNALED(status)) {
+        const int signal = WTERMSIG(status);
+        const char* name = sigdescr_np(signal);
+        const std::string by = "the program was ended by signal " + std::to_string(signal) +
+                               " (" + (name != nullptr ? name : "unknown") + ")";
+        if (signal == SIGTERM) {
+            return by + " and had either made no device allocation or a SIGTERM handler of its "
+                        "own that did not exit through exit()";
+        }
+        return by + ", which leaves no time to write one (SIGTERM, SIGINT with Python, exit() "
+                    "and _exit() do)";
+    }
+    return "the program exited with status " + std::to_string(WEXITSTATUS(status)) +
+           " without making a device allocation through memtrail (a launcher or a shell: its "
+           "children write their own), or it could not write it (its message is above)";
 }
 
 std::string expand_pid(const std::string& pattern, pid_t pid) {
@@ -254,14 +309,16 @@ int run_run(const parsed_arguments& args) {
                      "allocator and the stacks have no Python frames (install memtrail whole)\n";
     }
     const std::string dump = args.value("--dump").value_or(default_dump);
+    check_dump_folder("--dump", dump);
     prepare_environment(args, interposer, dump);
+    move_earlier_snapshot_aside(dump);
     forward_signals();
 
     const finished_program program = run_and_wait(args.positional);
     const std::string path = expand_pid(dump, program.pid);
     if (!fs::exists(path)) {
-        std::cerr << "memtrail: no snapshot at " << path
-                  << " (the program made no device allocation, or did not exit normally)\n";
+        std::cerr << "memtrail: no snapshot at " << path << ": " << why_no_snapshot(program.status)
+                  << "\n";
         return exit_code_of(program.status);
     }
     try {

@@ -6,6 +6,7 @@
 //   run_program exit N     the same, then exit with status N
 //   run_program wait       the same, then wait for signals (SIGUSR1 is left to memtrail)
 //   run_program oom        the same, then ask for more than the device has, and report it
+//   run_program _exit N    the same, then _exit(N): no exit handlers run
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>
@@ -80,6 +81,9 @@ int main(int argc, char** argv) {
     const char* action = argc > 1 ? argv[1] : "";
     if (std::strcmp(action, "exit") == 0 && argc > 2) {
         return std::atoi(argv[2]);
+    }
+    if (std::strcmp(action, "_exit") == 0 && argc > 2) {
+        _exit(std::atoi(argv[2]));
     }
     if (std::strcmp(action, "wait") == 0) {
         std::printf("waiting\n");

@@ -177,8 +177,58 @@ class Process(Case):
             _, stderr = runner.communicate(timeout=60)
         finally:
             runner.kill()
+        # SIGTERM (Slurm, Kubernetes, timeout) writes the snapshot, then ends the program as it
+        # would have.
         self.assertEqual(runner.returncode, 128 + signal.SIGTERM, stderr)
-        self.assertIn("memtrail: no snapshot at run.memtrail", stderr)
+        self.assertIn("memtrail: snapshot written to run.memtrail", stderr)
+        self.assertIn("activations", report("top", self.cwd / "run.memtrail", self.cwd))
+
+    def test_exit_without_handlers_still_writes_the_snapshot(self):
+        result = run(["--device", DEVICE, "--dump", "run.memtrail", "--", PROGRAM, "_exit", "5"],
+                     self.cwd)
+        self.assertEqual(result.returncode, 5, result.stderr)
+        self.assertIn("snapshot written to run.memtrail", result.stderr)
+
+    def test_an_earlier_file_is_never_reported_as_this_runs(self):
+        (self.cwd / "run.memtrail").write_bytes(b"an earlier run's snapshot")
+        result = run(["--device", DEVICE, "--dump", "run.memtrail", "--", "/bin/true"], self.cwd)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("moved the earlier run.memtrail aside to run.memtrail.previous",
+                      result.stderr)
+        self.assertEqual((self.cwd / "run.memtrail.previous").read_bytes(),
+                         b"an earlier run's snapshot")
+        self.assertFalse((self.cwd / "run.memtrail").exists())
+        self.assertIn("no snapshot at run.memtrail: the program exited with status 0 without "
+                      "making a device allocation", result.stderr)
+
+    def test_a_program_killed_outright_is_said_so(self):
+        runner = subprocess.Popen([MEMTRAIL, "run", "--device", DEVICE, "--dump", "run.memtrail",
+                                   "--", PROGRAM, "wait"], cwd=self.cwd, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(runner.stdout.readline().split(",")[0], "devices 1")
+            self.assertEqual(runner.stdout.readline(), "waiting\n")
+            runner.send_signal(signal.SIGQUIT)  # forwarded: its default ends the program at once
+            _, stderr = runner.communicate(timeout=60)
+        finally:
+            runner.kill()
+        self.assertEqual(runner.returncode, 128 + signal.SIGQUIT, stderr)
+        self.assertIn("no snapshot at run.memtrail: the program was ended by signal 3", stderr)
+
+    def test_the_dump_folder_and_device_are_checked_before_the_program_runs(self):
+        marker = self.cwd / "ran"
+        for args, message in (
+                (["--dump", "missing/run.memtrail"], "the folder missing does not exist"),
+                (["--oom-dump", "gone/oom-%p.memtrail"], "the folder gone does not exist"),
+                (["--dump", str(self.cwd)], "is a directory"),
+                (["--device", "sim:0"], "a simulated device needs some memory")):
+            with self.subTest(args=args):
+                device = [] if "--device" in args else ["--device", DEVICE]
+                result = run([*device, *args, "--", "/bin/sh", "-c", f"touch {marker}"],
+                             self.cwd)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn(message, result.stderr)
+                self.assertFalse(marker.exists(), "the program ran")
 
 
 FAKE_TORCH = '''
@@ -222,10 +272,10 @@ print("sitecustomize of the program ran:", "program_sitecustomize" in sys.module
 
 
 class Python(Case):
-    def python_run(self, mode, dump):
+    def python_run(self, mode, dump, ending=""):
         (self.cwd / "torch").mkdir()
         (self.cwd / "torch" / "__init__.py").write_text(textwrap.dedent(FAKE_TORCH))
-        (self.cwd / "script.py").write_text(textwrap.dedent(SCRIPT))
+        (self.cwd / "script.py").write_text(textwrap.dedent(SCRIPT) + textwrap.dedent(ending))
         own = self.cwd / "own"
         own.mkdir()
         (own / "sitecustomize.py").write_text("import sys\nsys.modules['program_sitecustomize'] = sys\n")
@@ -241,6 +291,23 @@ class Python(Case):
         self.assertIn("peak allocated 6MiB", result.stderr)
         top = report("top", self.cwd / "py.memtrail", self.cwd)
         self.assertRegex(top, r"make_tensor \(\S*script\.py:\d+\)")
+
+    def test_sigterm_and_os_exit_still_write_the_snapshot(self):
+        # Python's exit handlers do not run on SIGTERM (its default ends the process) nor on
+        # os._exit; the interposer writes the snapshot for them.
+        for name, ending, status in (
+                ("sigterm", "import signal, time\nos.kill(os.getpid(), signal.SIGTERM)\n"
+                            "time.sleep(60)\n", 128 + signal.SIGTERM),
+                ("os_exit", "os._exit(4)\n", 4)):
+            with self.subTest(ending=name):
+                for leftover in ("torch", "own"):
+                    shutil.rmtree(self.cwd / leftover, ignore_errors=True)
+                result = self.python_run("cache", f"{name}.memtrail", ending)
+                self.assertEqual(result.returncode, status, result.stderr)
+                self.assertIn(f"snapshot written to {name}.memtrail: peak allocated 6MiB",
+                              result.stderr)
+                top = report("top", self.cwd / f"{name}.memtrail", self.cwd)
+                self.assertRegex(top, r"make_tensor \(\S*script\.py:\d+\)")
 
     def test_observe_leaves_pytorchs_allocator_alone(self):
         result = self.python_run("observe", "py.memtrail")

@@ -1,17 +1,26 @@
-// The snapshot written when the program exits (MEMTRAIL_EXIT_DUMP), and the check of the
-// interposer's settings before the program's main: a bad setting stops the program at once, with
-// the reason, rather than leaving it running unrecorded.
+// The snapshot written when the program exits (MEMTRAIL_EXIT_DUMP): from exit()'s handlers, from
+// _exit()/_Exit() (os._exit, a program that skips its handlers), and on SIGTERM (Slurm,
+// Kubernetes, `timeout`), after which the signal ends the program as it would have. Also the
+// check of the interposer's settings before the program's main: a bad setting stops the program
+// at once, with the reason, rather than leaving it running unrecorded.
 
+#include <dlfcn.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include "device_memory.hpp"
 #include "interpose_settings.hpp"
+#include "real_symbols.hpp"
 #include "memtrail/memtrail.h"
 
 namespace memtrail::interpose {
@@ -19,6 +28,12 @@ namespace memtrail::interpose {
 namespace {
 
 std::atomic<bool> exit_dump_due{true};
+// PyTorch allocates through librecorder (sitecustomize.py said so): its process has a snapshot
+// to write although no CUDA call of its reached the interposer.
+std::atomic<bool> pytorch_on_memtrail{false};
+// The process whose exit writes the snapshot: a child forked from it (a subprocess that fails
+// to exec and calls _exit) writes none.
+std::atomic<pid_t> recording_process{0};
 
 // The pattern with %p replaced by the process id (%% by %).
 std::string expand_pid(const std::string& pattern) {
@@ -45,11 +60,70 @@ bool write_exit_snapshot() {
     return true;
 }
 
+bool has_a_snapshot_to_write() {
+    return !settings().exit_dump_pattern.empty() &&
+           (reached_memtrail() || pytorch_on_memtrail.load());
+}
+
 // A process that never reached memtrail (a shell, a launcher) leaves no snapshot behind.
 void dump_at_exit() {
-    if (reached_memtrail() && exit_dump_due.exchange(false)) {
+    if (has_a_snapshot_to_write() && getpid() == recording_process.load() &&
+        exit_dump_due.exchange(false)) {
         write_exit_snapshot();
     }
+}
+
+// SIGTERM: the handler wakes a thread (sem_post is async-signal-safe), which writes the snapshot
+// with the locks, files and allocations a handler cannot use, then ends the process by the
+// signal's own default action, so its parent sees it killed by SIGTERM as before.
+sem_t termination_wake;
+
+void on_termination(int) {
+    const int saved_errno = errno;
+    sem_post(&termination_wake);
+    errno = saved_errno;
+}
+
+void end_by_termination() {
+    while (sem_wait(&termination_wake) != 0) {
+    }
+    dump_at_exit();
+    signal(SIGTERM, SIG_DFL);
+    raise(SIGTERM);
+}
+
+// A forked child has no thread to serve the handler: SIGTERM ends it as it would have.
+void forget_termination_in_child() {
+    signal(SIGTERM, SIG_DFL);
+}
+
+// Once per process that records, and only where SIGTERM would end the program unhandled: a
+// program with a handler of its own exits its own way, through exit()'s handlers.
+void arm_termination_dump() {
+    static std::atomic<bool> armed{false};
+    if (armed.exchange(true)) {
+        return;
+    }
+    struct sigaction current {};
+    if (sigaction(SIGTERM, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) != 0 ||
+        current.sa_handler != SIG_DFL || sem_init(&termination_wake, 0, 0) != 0) {
+        return;
+    }
+    std::thread(end_by_termination).detach();
+    pthread_atfork(nullptr, nullptr, forget_termination_in_child);
+    struct sigaction action {};
+    action.sa_handler = on_termination;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &action, nullptr);
+}
+
+template <typename Exit>
+[[noreturn]] void exit_now(const char* name, int status) {
+    dump_at_exit();
+    static const auto real = reinterpret_cast<Exit>(real_dlsym(RTLD_NEXT, name));
+    real(status);
+    std::abort();  // unreachable: glibc's _exit does not return
 }
 
 // Checks the settings before the program's main (the exit snapshot is armed at the first
@@ -70,7 +144,9 @@ void dump_at_exit() {
 // the device can still be asked about.
 void arm_exit_dump() {
     if (!settings().exit_dump_pattern.empty()) {
+        recording_process.store(getpid());
         std::atexit(dump_at_exit);
+        arm_termination_dump();
     }
 }
 
@@ -81,13 +157,36 @@ extern "C" {
 // Writes the exit snapshot now, and not again at exit: Python calls it from its own exit
 // handlers, while the interpreter can still name its frames (sitecustomize.py). Written when the
 // process reached memtrail, or `pytorch_on_memtrail` (PyTorch allocates through librecorder).
-[[gnu::visibility("default")]] int memtrail_interpose_exit_dump(int pytorch_on_memtrail) {
+[[gnu::visibility("default")]] int memtrail_interpose_exit_dump(int pytorch_allocates_here) {
     using namespace memtrail::interpose;
-    if (settings().exit_dump_pattern.empty() || !(pytorch_on_memtrail != 0 || reached_memtrail()) ||
-        !exit_dump_due.exchange(false)) {
+    if (pytorch_allocates_here != 0) {
+        pytorch_on_memtrail.store(true);
+    }
+    if (!has_a_snapshot_to_write() || !exit_dump_due.exchange(false)) {
         return 0;
     }
     return write_exit_snapshot() ? 0 : -1;
+}
+
+// sitecustomize.py, once PyTorch allocates through librecorder: this process has a snapshot to
+// write at exit, on _exit and on SIGTERM.
+[[gnu::visibility("default")]] void memtrail_interpose_pytorch_on_memtrail() {
+    using namespace memtrail::interpose;
+    pytorch_on_memtrail.store(true);
+    recording_process.store(getpid());
+    if (!settings().exit_dump_pattern.empty()) {
+        arm_termination_dump();
+    }
+}
+
+// _exit and _Exit skip exit()'s handlers (Python's os._exit, a program that ends in a hurry):
+// the snapshot is written first. glibc's exit() reaches its own _exit directly, not these.
+[[gnu::visibility("default")]] void _exit(int status) {
+    memtrail::interpose::exit_now<void (*)(int)>("_exit", status);
+}
+
+[[gnu::visibility("default")]] void _Exit(int status) {
+    memtrail::interpose::exit_now<void (*)(int)>("_Exit", status);
 }
 
 }  // extern "C"

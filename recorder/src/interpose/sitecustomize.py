@@ -6,7 +6,7 @@ imports torch, right after torch has loaded and before anything can touch CUDA, 
 librecorder's memtrail_malloc/memtrail_free through torch.cuda.memory.CUDAPluggableAllocator. In
 --mode observe PyTorch keeps its own allocator, whose cudaMalloc calls the interposer records.
 Either way it writes the snapshot from Python's exit handlers, while Python can still name its
-frames. It never changes what the script does: a failure here prints "memtrail: ..." and the
+frames (and the interposer writes it on SIGTERM and os._exit, which skip those handlers). It never changes what the script does: a failure here prints "memtrail: ..." and the
 script goes on. Another sitecustomize that this one shadows is run after it.
 """
 
@@ -41,6 +41,11 @@ def _use_memtrail_allocator(torch):
         _pytorch_on_memtrail = True
     except Exception as error:  # the script runs on, with PyTorch's own allocator
         _warn("PyTorch keeps its own allocator", error)
+        return
+    try:  # the snapshot is then also written on SIGTERM and os._exit
+        ctypes.CDLL(_INTERPOSER).memtrail_interpose_pytorch_on_memtrail()
+    except (OSError, AttributeError) as error:
+        _warn("no snapshot on SIGTERM or os._exit", error)
 
 
 class _AfterTorchLoads(importlib.abc.Loader):
