@@ -8,7 +8,7 @@ Snapshots written through the Python package before the recorder left the record
 out (libffi, ctypes, memtrail/memory.py) have it dropped on reading: the innermost frame of the
 csv, folded and perfetto exports is the user's.
 
-Usage: user_frames_test.py, with MEMTRAIL and TRACES (the unpacked tests/data/traces) set.
+Usage: user_frames_test.py, with MEMTRAIL and TRACE_DIR (the unpacked tests/data/traces) set.
 """
 import csv
 import json
@@ -21,7 +21,7 @@ import tempfile
 import unittest
 
 MEMTRAIL = os.environ["MEMTRAIL"]
-TRACES = os.environ["TRACES"]
+TRACES = os.environ["TRACE_DIR"]
 USER_SCRIPT = re.compile(r"/(record_job_traces|torch_parity_traces)\.py:\d+\)$")
 FOLDED = re.compile(r"^\.\.\. \d+( to \d+)? frames? of ")
 
