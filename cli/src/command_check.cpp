@@ -48,7 +48,8 @@ std::vector<analysis::stack_bytes> responsible_stacks(const analysis::device_mod
 command_spec check_spec() {
     return {"check",
             "FILE... [--max-peak-reserved SIZE] [--max-peak-allocated SIZE] "
-            "[--max-fragmentation F] [--no-oom] [-n N] [--device N] [--all-frames] [--json]",
+            "[--max-fragmentation F] [--no-oom] [-n N] [--depth D] [--device N] [--all-frames] "
+            "[--json]",
             "Checks limits, for CI: exits 1 when one is exceeded and prints the allocation "
             "stacks responsible (the live blocks at the moment measured).",
             "Fragmentation (1 - largest free block / free bytes inside segments) is measured "
@@ -62,10 +63,12 @@ command_spec check_spec() {
              {"--max-peak-allocated", "", "SIZE", "limit on the peak of allocated memory", false},
              {"--max-fragmentation", "", "F", "limit between 0 and 1, at peak reserved", false},
              {"--no-oom", "", "", "fail when the trace has an out-of-memory entry", false},
-             {"--count", "-n", "N", "stacks to print per failed check (default 5)", false}}};
+             {"--count", "-n", "N", "stacks to print per failed check (default 5)", false},
+             depth_option(6)}};
 }
 
 int run_check(const parsed_arguments& args) {
+    const size_t depth = depth_of(args, 6);
     const auto max_reserved = args.value("--max-peak-reserved");
     const auto max_allocated = args.value("--max-peak-allocated");
     const auto max_fragmentation = args.value("--max-fragmentation");
@@ -158,7 +161,7 @@ int run_check(const parsed_arguments& args) {
                 for (size_t i = 0; i < std::min(count, blamed.size()); ++i) {
                     std::cout << "        " << format_bytes(blamed[i].bytes) << " in "
                               << blamed[i].blocks << " blocks:\n";
-                    for (const auto& line : stack_lines(model.source(), blamed[i].stack, 6)) {
+                    for (const auto& line : stack_lines(model.source(), blamed[i].stack, depth)) {
                         std::cout << "            " << line << "\n";
                     }
                 }

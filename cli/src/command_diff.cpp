@@ -224,14 +224,13 @@ command_spec diff_spec() {
              device_option(),
              all_frames_option(),
              {"--count", "-n", "N", "stacks to list (default 10)", false},
-             {"--depth", "", "D", "frames to print per stack (default 6)", false}}};
+             depth_option(6)}};
 }
 
 int run_diff(const parsed_arguments& args) {
     const size_t count =
         args.value("--count") ? parse_count_option("--count", *args.value("--count")) : 10;
-    const size_t depth =
-        args.value("--depth") ? parse_count_option("--depth", *args.value("--depth")) : 6;
+    const size_t depth = depth_of(args, 6);
     diff_report r;
     for (const auto& path : args.positional) {
         side s{open_file(path, args, frames_shown(args)), {}, {}};

@@ -396,7 +396,7 @@ command_spec oom_spec() {
          all_frames_option(),
          {"--entry", "", "N", "only the oom entry with this trace index", false},
          {"--blockers", "", "N", "blockers and largest holders to list (default 5)", false},
-         {"--depth", "", "D", "frames to print per stack (default 8)", false},
+         depth_option(8),
          {"--device-memory", "", "BYTES",
           "the device's total memory, when the snapshot does not record it", false},
          {"--memory-fraction", "", "F",
@@ -424,8 +424,7 @@ int run_oom(const parsed_arguments& args) {
     }
     stream_labels streams{analysis::stream_names(file.model.source(), file.model.device()),
                           args.has("--raw-streams")};
-    const size_t depth =
-        args.value("--depth") ? parse_count_option("--depth", *args.value("--depth")) : 8;
+    const size_t depth = depth_of(args, 8);
     std::vector<size_t> entries = analysis::oom_entries(file.model);
     if (const auto only = args.value("--entry")) {
         const size_t entry = parse_count_option("--entry", *only);

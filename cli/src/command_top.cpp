@@ -39,15 +39,14 @@ command_spec top_spec() {
              device_option(),
              all_frames_option(),
              {"--count", "-n", "N", "how many stacks to list (default 10)", false},
-             {"--depth", "", "D", "frames to print per stack, innermost first (default 8)", false},
+             depth_option(8),
              {"--pending", "", "", "count blocks freed but waiting for other streams too", false}}};
 }
 
 int run_top(const parsed_arguments& args) {
     const size_t count =
         args.value("--count") ? parse_count_option("--count", *args.value("--count")) : 10;
-    const size_t depth =
-        args.value("--depth") ? parse_count_option("--depth", *args.value("--depth")) : 8;
+    const size_t depth = depth_of(args, 8);
     const auto measure =
         args.has("--pending") ? analysis::live_measure::active : analysis::live_measure::allocated;
     std::vector<rank_top> ranks;

@@ -34,6 +34,18 @@ option_spec all_frames_option() {
             false};
 }
 
+option_spec depth_option(size_t default_depth) {
+    return {"--depth", "", "D",
+            "frames to print per stack, innermost first (default " +
+                std::to_string(default_depth) + ")",
+            false};
+}
+
+size_t depth_of(const parsed_arguments& args, size_t default_depth) {
+    const auto depth = args.value("--depth");
+    return depth ? parse_count_option("--depth", *depth) : default_depth;
+}
+
 analysis::frame_visibility frames_shown(const parsed_arguments& args) {
     return args.has("--all-frames") ? analysis::frame_visibility::all_frames
                                     : analysis::frame_visibility::user_frames;

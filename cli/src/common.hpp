@@ -25,6 +25,9 @@ inline constexpr int exit_bad_input = 2;  // bad usage or a file that cannot be 
 
 option_spec at_option();
 option_spec device_option();
+// --depth D, frames printed per stack, and its value (`default_depth` when not given).
+option_spec depth_option(size_t default_depth);
+size_t depth_of(const parsed_arguments& args, size_t default_depth);
 // --all-frames, for the commands that print or export stacks.
 option_spec all_frames_option();
 // The frames their stacks show: every frame with --all-frames, else folded to the innermost frame

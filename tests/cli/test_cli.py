@@ -359,6 +359,15 @@ class Check(unittest.TestCase):
         self.assertTrue(report["files"][0]["checks"][0]["responsible"])
         self.assertEqual(run("check", path, "--no-oom")[0], 0)
 
+    def test_depth_limits_the_frames_of_each_stack_as_in_top(self):
+        path = ANCHORS / "transformer__default.pickle"
+        code, out, err = run("check", path, "--max-peak-reserved", "1GiB", "-n", "1", "--depth", "2")
+        self.assertEqual(code, 1, err)
+        lines = out.split("in 99 blocks:\n", 1)[1].splitlines()
+        # Two lines of the stack, then what is left of it.
+        self.assertRegex(lines[2].strip(), r"^\.\.\. \d+ more frames$", out)
+        self.assertNotIn("more frames", lines[0] + lines[1])
+
 
 class Exports(unittest.TestCase):
     def setUp(self):
