@@ -223,17 +223,31 @@ command_spec summary_spec() {
 
 int run_summary(const parsed_arguments& args) {
     std::vector<rank_report> ranks;
-    for (const auto& path : args.positional) {
-        rank_report r{open_file(path, args), {}, {}, {}};
+    const auto add = [&](opened_file file) {
+        rank_report r{std::move(file), {}, {}, {}};
         r.at = resolve_at(r.file.model, args.value("--at"));
         r.state = r.file.model.state_after(r.at.position);
         r.totals = analysis::totals_of(r.state);
         ranks.push_back(std::move(r));
+    };
+    // One file of several devices (one process's GPUs) is summarized device by device.
+    const bool one_file = args.positional.size() == 1;
+    if (one_file) {
+        for (opened_file& device : open_every_device(args.positional[0], args)) {
+            add(std::move(device));
+        }
+    } else {
+        for (const auto& path : args.positional) {
+            add(open_file(path, args));
+        }
     }
     if (args.json) {
         print_json(ranks);
-    } else if (ranks.size() == 1) {
-        print_one(ranks[0], args.has("--abbreviated"));
+    } else if (one_file) {
+        for (size_t i = 0; i < ranks.size(); ++i) {
+            std::cout << (i == 0 ? "" : "\n");
+            print_one(ranks[i], args.has("--abbreviated"));
+        }
     } else {
         print_side_by_side(ranks);
     }

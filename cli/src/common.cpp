@@ -133,6 +133,31 @@ opened_file open_file(const std::string& path, const parsed_arguments& args,
                        analysis::device_model::build(loaded.snapshot, device), std::move(recorded)};
 }
 
+std::vector<opened_file> open_every_device(const std::string& path, const parsed_arguments& args,
+                                          analysis::frame_visibility frames) {
+    if (args.has("--device")) {
+        std::vector<opened_file> one;
+        one.push_back(open_file(path, args, frames));
+        return one;
+    }
+    snapshot::loaded_snapshot loaded = load_input(path);
+    std::shared_ptr<const snapshot::snapshot> recorded = loaded.snapshot;
+    loaded.snapshot = analysis::with_frame_visibility(recorded, frames);
+    std::vector<int> devices = analysis::devices_of(*loaded.snapshot);
+    if (devices.empty()) {
+        devices.push_back(0);
+    }
+    std::vector<opened_file> out;
+    for (const int device : devices) {
+        const progress_line progress("indexing " + input_name(path) + ", device " +
+                                     std::to_string(device));
+        out.push_back(opened_file{input_name(path), loaded.kind,
+                                  analysis::device_model::build(loaded.snapshot, device),
+                                  recorded});
+    }
+    return out;
+}
+
 analysis::device_model model_with_every_frame(const opened_file& file) {
     return file.recorded.get() == &file.model.source()
                ? file.model

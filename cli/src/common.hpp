@@ -64,6 +64,12 @@ struct opened_file {
     std::shared_ptr<const snapshot::snapshot> recorded;
 };
 
+// Every device of the file at `path` (those with a trace or segments), each its own model of the
+// one loaded snapshot; only the one --device names when it is given.
+std::vector<opened_file> open_every_device(
+    const std::string& path, const parsed_arguments& args,
+    analysis::frame_visibility frames = analysis::frame_visibility::all_frames);
+
 // The device --device names (default: the first device with a trace, else the first with
 // segments, else 0). Throws snapshot::load_error when `source` has nothing for the one named.
 int chosen_device(const snapshot::snapshot& source, const std::string& path,

@@ -189,5 +189,33 @@ class PyTorchTags(unittest.TestCase):
         self.assertIn("step\\x1b[2J\\x0amemtrail: all good", out)
 
 
+class TwoDevicesInOneFile(unittest.TestCase):
+    """One process's two GPUs in one snapshot (made from DDP's two ranks): summary reports each."""
+
+    def test_summary_reports_every_device(self):
+        with open(TRACES / "ddp__rank0.pickle", "rb") as f:
+            snapshot = pickle.load(f)
+        with open(TRACES / "ddp__rank1.pickle", "rb") as f:
+            other = pickle.load(f)
+        snapshot["device_traces"][1] = other["device_traces"][1]
+        snapshot["segments"] += [s for s in other["segments"] if s["device"] == 1]
+        import tempfile
+        with tempfile.TemporaryDirectory() as folder:
+            path = pathlib.Path(folder) / "two_devices.pickle"
+            with open(path, "wb") as f:
+                pickle.dump(snapshot, f)
+            text = subprocess.run([MEMTRAIL, "summary", str(path)], capture_output=True,
+                                  text=True, check=True).stdout
+            report = json.loads(subprocess.run([MEMTRAIL, "summary", str(path), "--json"],
+                                               capture_output=True, text=True, check=True).stdout)
+            one = json.loads(subprocess.run([MEMTRAIL, "summary", str(path), "--json", "--device",
+                                             "1"], capture_output=True, text=True,
+                                            check=True).stdout)
+        self.assertIn("(PyTorch pickle), device 0, 4547 trace entries", text)
+        self.assertIn("(PyTorch pickle), device 1, 4536 trace entries", text)
+        self.assertEqual([r["device"] for r in report["ranks"]], [0, 1])
+        self.assertEqual([r["device"] for r in one["ranks"]], [1])
+
+
 if __name__ == "__main__":
     unittest.main()
