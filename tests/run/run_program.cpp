@@ -49,6 +49,14 @@ void check(cudaError_t status, const char* what) {
         std::fprintf(stderr, "run_program: the copy came back different\n");
         std::exit(11);
     }
+    check(cudaMemsetAsync(device, 1, bytes, nullptr), "cudaMemsetAsync");
+    check(cudaMemcpyAsync(back.data(), device, bytes, cudaMemcpyDeviceToHost, nullptr),
+          "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+    if (back[0] != 1 || back[bytes - 1] != 1) {
+        std::fprintf(stderr, "run_program: cudaMemsetAsync did not set the bytes\n");
+        std::exit(13);
+    }
     check(cudaMemset(device, 0, bytes), "cudaMemset");
     check(cudaMemcpy(back.data(), device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy zeros");
     for (const unsigned char byte : back) {

@@ -46,6 +46,37 @@ cudaError_t simulated_result(cudaError_t result) {
     return result;
 }
 
+namespace {
+
+cudaError_t simulated_memset(void* device, int value, size_t count) {
+    void* bytes = bytes_at(device, count, true);
+    if (bytes == nullptr) {
+        return simulated_result(cudaErrorInvalidValue);
+    }
+    std::memset(bytes, value, count);
+    return cudaSuccess;
+}
+
+cudaError_t simulated_memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+    bool dst_on_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    bool src_on_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    if (kind == cudaMemcpyDefault) {
+        dst_on_device = is_device_memory(dst);
+        src_on_device = is_device_memory(src);
+    } else if (kind != cudaMemcpyHostToHost && !dst_on_device && !src_on_device) {
+        return simulated_result(cudaErrorInvalidMemcpyDirection);
+    }
+    void* to = bytes_at(dst, count, dst_on_device);
+    const void* from = bytes_at(src, count, src_on_device);
+    if (to == nullptr || from == nullptr) {
+        return simulated_result(cudaErrorInvalidValue);
+    }
+    std::memmove(to, from, count);
+    return cudaSuccess;
+}
+
+}  // namespace
+
 }  // namespace memtrail::interpose
 
 using namespace memtrail::interpose;
@@ -114,31 +145,24 @@ cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) {
 
 cudaError_t CUDARTAPI cudaMemset(void* devPtr, int value, size_t count) {
     MEMTRAIL_FORWARD(cudaMemset, devPtr, value, count);
-    void* bytes = bytes_at(devPtr, count, true);
-    if (bytes == nullptr) {
-        return simulated_result(cudaErrorInvalidValue);
-    }
-    std::memset(bytes, value, count);
-    return cudaSuccess;
+    return simulated_memset(devPtr, value, count);
+}
+
+// The simulated device has no queue: work on a stream is done when it is asked for.
+cudaError_t CUDARTAPI cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
+    MEMTRAIL_FORWARD(cudaMemsetAsync, devPtr, value, count, stream);
+    return simulated_memset(devPtr, value, count);
 }
 
 cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
     MEMTRAIL_FORWARD(cudaMemcpy, dst, src, count, kind);
-    bool dst_on_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-    bool src_on_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-    if (kind == cudaMemcpyDefault) {
-        dst_on_device = is_device_memory(dst);
-        src_on_device = is_device_memory(src);
-    } else if (kind != cudaMemcpyHostToHost && !dst_on_device && !src_on_device) {
-        return simulated_result(cudaErrorInvalidMemcpyDirection);
-    }
-    void* to = bytes_at(dst, count, dst_on_device);
-    const void* from = bytes_at(src, count, src_on_device);
-    if (to == nullptr || from == nullptr) {
-        return simulated_result(cudaErrorInvalidValue);
-    }
-    std::memmove(to, from, count);
-    return cudaSuccess;
+    return simulated_memcpy(dst, src, count, kind);
+}
+
+cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count,
+                                      cudaMemcpyKind kind, cudaStream_t stream) {
+    MEMTRAIL_FORWARD(cudaMemcpyAsync, dst, src, count, kind, stream);
+    return simulated_memcpy(dst, src, count, kind);
 }
 
 cudaError_t CUDARTAPI cudaGetLastError(void) {
