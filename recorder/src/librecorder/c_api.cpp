@@ -152,19 +152,10 @@ extern "C" {
         if (size == 0) {
             return nullptr;
         }
-        runtime& r = started();
-        memtrail::device_address address = 0;
-        try {
-            address = r.history().allocate(static_cast<uint64_t>(size), device, stream_of(stream),
-                                           c_api_frames);
-        } catch (const memtrail::out_of_memory_error&) {
-            // The host's garbage collector gets one last chance, outside the device's lock.
-            if (!r.collect(device, memtrail::memory_pressure::full)) {
-                throw;
-            }
-            address = r.history().allocate(static_cast<uint64_t>(size), device, stream_of(stream),
-                                           c_api_frames);
-        }
+        // The host's garbage collector (set_collector) gets its last chance inside the
+        // allocator, before the allocation fails and is counted.
+        const memtrail::device_address address = started().history().allocate(
+            static_cast<uint64_t>(size), device, stream_of(stream), c_api_frames);
         return reinterpret_cast<void*>(address);
     } catch (...) {
         report_current_exception();
