@@ -17,12 +17,12 @@ bool is_segment_release(action a) {
     return a == action::segment_free || a == action::segment_unmap;
 }
 
-// For every index i (and n): the first index at or after i that is not ...
+// For every index i (and n), the first index at or after i (n if none) that ...
 struct run_ends {
-    std::vector<size_t> completions_end;    // ... a free_completed
-    std::vector<size_t> segment_frees_end;  // ... a segment_free or segment_unmap
-    std::vector<size_t> releases_end;       // ... any of those three
-    std::vector<size_t> next_request;       // ... other than an alloc or oom: the next request
+    std::vector<size_t> completions_end;    // ... is not a free_completed
+    std::vector<size_t> segment_frees_end;  // ... is not a segment_free or segment_unmap
+    std::vector<size_t> releases_end;       // ... is none of those three
+    std::vector<size_t> next_request;       // ... is an alloc or an oom: the next request
 };
 
 run_ends find_run_ends(const std::vector<snapshot::trace_entry>& entries) {
