@@ -181,7 +181,9 @@ TEST(Streams, PastTheCapAStreamIsRefusedNamingIt) {
 TEST(Streams, AnEmptyOrForeignStreamSaysSo) {
     EXPECT_EQ(stream_result({}, 100), "standard input: is empty (nothing came before its end)");
     const std::string text = "hello";
-    EXPECT_EQ(stream_result({text.begin(), text.end()}, 100).rfind("standard input: not a", 0), 0u);
+    EXPECT_EQ(stream_result({text.begin(), text.end()}, 100)
+                  .rfind("standard input: is neither a memtrail snapshot nor a PyTorch", 0),
+              0u);
 }
 
 // A mapped file that shrank while it was read killed the reader with SIGBUS (issue 31): PyTorch's
