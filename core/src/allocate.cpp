@@ -1,6 +1,7 @@
 // The allocation path, in PyTorch's order: recycle finished cross-stream frees, round the size,
 // best-fit search in the stream's pool, free-memory callbacks, garbage collection, a new device
-// allocation, release of cached oversize blocks, release of the whole cache and one retry, OOM.
+// allocation, release of cached oversize blocks, release of the whole cache and one retry; then
+// the host runtime's last full collection and the same once more; OOM.
 
 #include <sstream>
 
@@ -19,25 +20,39 @@ block* device_allocator_impl::malloc_locked(uint64_t orig_size, stream_handle st
     }
     alloc_params p = params_for(orig_size, stream);
     bool found = get_free_block(p) || (trigger_free_memory_callbacks() && get_free_block(p));
-    if (!found) {
-        if (set_fraction_ && config.garbage_collection_threshold > 0.0) [[unlikely]] {
-            garbage_collect_cached_blocks(context);
-        }
-        // During a capture the cache is not flushed: that would synchronize the device.
-        found =
-            alloc_block(p, false, context, lock) ||
-            (release_available_cached_blocks(p, context) && alloc_block(p, false, context, lock)) ||
-            (captures_underway_.empty() && release_cached_blocks(context, pool_id{}) &&
-             alloc_block(p, true, context, lock));
-    }
-    if (!found && p.out_of_memory && !use_on_oom_pools_.empty()) [[unlikely]] {
-        found = try_use_on_oom_pools(p);
+    found = found || find_or_make_block(p, context, lock);
+    // The host's garbage collector gets one last chance before the allocation fails, so an
+    // allocation fails, is counted and observed (a dump written) once, and not at all when the
+    // collection frees enough (num_ooms counts the errors thrown, as PyTorch's).
+    if (!found && !free_memory_callbacks.empty() &&
+        run_free_memory_callbacks(memory_pressure::full)) [[unlikely]] {
+        p = params_for(orig_size, stream);
+        found = get_free_block(p) || find_or_make_block(p, context, lock);
     }
     if (!found) {
         raise_out_of_memory(p, context, lock);
     }
     const bool split = should_split(p.found, p.size());
     return alloc_found_block(p, orig_size, context, split);
+}
+
+// After the cached blocks: a new segment, made room for by releasing cached memory if need be,
+// else a free block of a pool marked use_on_oom.
+bool device_allocator_impl::find_or_make_block(alloc_params& p, context_handle context,
+                                               std::unique_lock<reentrant_mutex>& lock) {
+    if (set_fraction_ && config.garbage_collection_threshold > 0.0) [[unlikely]] {
+        garbage_collect_cached_blocks(context);
+    }
+    // During a capture the cache is not flushed: that would synchronize the device.
+    bool found =
+        alloc_block(p, false, context, lock) ||
+        (release_available_cached_blocks(p, context) && alloc_block(p, false, context, lock)) ||
+        (captures_underway_.empty() && release_cached_blocks(context, pool_id{}) &&
+         alloc_block(p, true, context, lock));
+    if (!found && p.out_of_memory && !use_on_oom_pools_.empty()) [[unlikely]] {
+        found = try_use_on_oom_pools(p);
+    }
+    return found;
 }
 
 block* device_allocator_impl::malloc_cached(uint64_t orig_size, stream_handle stream,
@@ -118,6 +133,10 @@ bool device_allocator_impl::trigger_free_memory_callbacks() {
          (reserved > 0 && allocated_now / reserved >= config.callback_allocated_reserved_rate))
             ? memory_pressure::full
             : memory_pressure::light;
+    return run_free_memory_callbacks(pressure);
+}
+
+bool device_allocator_impl::run_free_memory_callbacks(memory_pressure pressure) {
     // The callbacks run without the device's lock: a host runtime's collector takes its own
     // lock first (Python's GIL), and a thread that holds that one while it frees here would
     // wait for this thread while this thread waits for it. A copy, since the list may change

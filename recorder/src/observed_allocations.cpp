@@ -4,6 +4,7 @@
 
 #include "detail/observed_allocations.hpp"
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -13,10 +14,22 @@ namespace memtrail::recorder {
 
 namespace detail {
 
-void observed_allocations::add(int device, device_address address,
-                               const observed_allocation& allocation) {
+std::optional<device_address> observed_allocations::add(int device, device_address address,
+                                                        const observed_allocation& allocation) {
     std::lock_guard lock(mutex_);
-    live_.at(static_cast<size_t>(device))[address] = allocation;
+    auto& live = live_.at(static_cast<size_t>(device));
+    const auto next = live.lower_bound(address);
+    if (next != live.end() && (next->first == address || next->first - address < allocation.size)) {
+        return next->first;  // starts here or inside the new one
+    }
+    if (next != live.begin()) {
+        const auto before = std::prev(next);
+        if (address - before->first < before->second.size) {
+            return before->first;  // the new one starts inside it
+        }
+    }
+    live.emplace_hint(next, address, allocation);
+    return std::nullopt;
 }
 
 std::optional<observed_allocation> observed_allocations::remove(int device,
@@ -43,10 +56,30 @@ std::map<device_address, observed_allocation> observed_allocations::live(int dev
                                                     int device, stream_handle stream,
                                                     size_t wrapper_frames) {
     history(device);
+    const auto hex = [](uint64_t value) {
+        char text[24];
+        std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+        return std::string(text);
+    };
+    if (address == 0) {
+        throw std::invalid_argument(
+            "memtrail: an observed allocation at NULL: no allocation has "
+            "address 0");
+    }
+    if (size > UINT64_MAX - address) {
+        throw std::invalid_argument("memtrail: an observed allocation of " + std::to_string(size) +
+                                    " bytes at " + hex(address) +
+                                    " would end past the 64-bit address space");
+    }
     const context_handle context = capture_context(device, false, wrapper_frames);
-    observed_->add(device, address, {size, stream, context});
-    allocator_event event{allocator_action::segment_alloc, device, address, size, size, stream,
-                          context, pool_id{}};
+    if (const auto live = observed_->add(device, address, {size, stream, context})) {
+        throw std::invalid_argument("memtrail: an observed allocation of " + std::to_string(size) +
+                                    " bytes at " + hex(address) + " overlaps the one at " +
+                                    hex(*live) + " on device " + std::to_string(device) +
+                                    ", which was not freed (observe its free first)");
+    }
+    allocator_event event{
+        allocator_action::segment_alloc, device, address, size, size, stream, context, pool_id{}};
     on_event(event);
     event.action = allocator_action::alloc;
     on_event(event);

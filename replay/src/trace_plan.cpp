@@ -15,6 +15,37 @@ bool makes_segment(action a) {
     return a == action::segment_alloc || a == action::segment_map || a == action::oom;
 }
 
+bool is_segment_release(action a) {
+    return a == action::segment_free || a == action::segment_unmap;
+}
+
+// For every index i (and n), the first index at or after i (n if none) that ...
+struct run_ends {
+    std::vector<size_t> completions_end;    // ... is not a free_completed
+    std::vector<size_t> segment_frees_end;  // ... is not a segment_free or segment_unmap
+    std::vector<size_t> releases_end;       // ... is none of those three
+    std::vector<size_t> next_request;       // ... is an alloc or an oom: the next request
+};
+
+run_ends find_run_ends(const std::vector<snapshot::trace_entry>& entries) {
+    const size_t n = entries.size();
+    run_ends ends;
+    ends.completions_end.assign(n + 1, n);
+    ends.segment_frees_end.assign(n + 1, n);
+    ends.releases_end.assign(n + 1, n);
+    ends.next_request.assign(n + 1, n);
+    for (size_t i = n; i-- > 0;) {
+        const action a = entries[i].kind;
+        ends.completions_end[i] = a == action::free_completed ? ends.completions_end[i + 1] : i;
+        ends.segment_frees_end[i] = is_segment_release(a) ? ends.segment_frees_end[i + 1] : i;
+        ends.releases_end[i] =
+            is_segment_release(a) || a == action::free_completed ? ends.releases_end[i + 1] : i;
+        ends.next_request[i] =
+            a == action::alloc || a == action::oom ? i : ends.next_request[i + 1];
+    }
+    return ends;
+}
+
 }  // namespace
 
 trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_t device_total) {
@@ -33,13 +64,9 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
         auto it = reservations.upper_bound(a);
         return it != reservations.begin() && a < std::prev(it)->second;
     };
-    // The next alloc/oom after each index tells which pool a segment_map served.
-    std::vector<uint64_t> next_request_size(n + 1, 0);
-    for (size_t i = n; i-- > 0;) {
-        const auto a = entries[i].kind;
-        next_request_size[i] =
-            (a == action::alloc || a == action::oom) ? entries[i].size : next_request_size[i + 1];
-    }
+    // Where each run ends and the next request, looked up from every index in one pass from the
+    // back, so a run of a million frees costs a million steps, not a million squared.
+    const run_ends ends = find_run_ends(entries);
 
     plan.segment_creator.assign(n, n);
     plan.new_segment.assign(n, 0);
@@ -63,6 +90,10 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
             return std::prev(r)->second;
         }
         return n;
+    };
+    // The next alloc/oom after an index tells which pool a segment_map served.
+    auto next_request_size = [&](size_t request) {
+        return request < n ? entries[request].size : 0;
     };
     uint64_t reserved_bytes = 0;
     size_t last_request = 0;
@@ -121,15 +152,8 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                     plan.steps[i] = step_kind::consequence;
                     break;
                 }
-                size_t j = i;
-                while (j < n && entries[j].kind == action::free_completed) {
-                    ++j;
-                }
-                size_t k = j;
-                while (k < n && (entries[k].kind == action::segment_free ||
-                                 entries[k].kind == action::segment_unmap)) {
-                    ++k;
-                }
+                const size_t j = ends.completions_end[i];
+                const size_t k = ends.segment_frees_end[j];
                 const bool before_new_segment = k < n && makes_segment(entries[k].kind);
                 plan.steps[i] = before_new_segment ? step_kind::complete_before_release
                                                    : step_kind::complete_free;
@@ -142,12 +166,7 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                 // collection, or the release after a failed device allocation), so a run of
                 // frees that does not lead to one is an empty_cache. One that does may be
                 // either; the replay decides from the allocator's state.
-                size_t j = i;
-                while (j < n && (entries[j].kind == action::segment_free ||
-                                 entries[j].kind == action::segment_unmap ||
-                                 entries[j].kind == action::free_completed)) {
-                    ++j;
-                }
+                const size_t j = ends.releases_end[i];
                 const size_t freed = creator_of(e.address);
                 if (e.kind == action::segment_free) {
                     segments.erase(e.address);
@@ -177,13 +196,8 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                 }
                 if (!in_release_run) {
                     if (j < n && makes_segment(entries[j].kind)) {
-                        size_t request = j;
-                        while (request < n && entries[request].kind != action::alloc &&
-                               entries[request].kind != action::oom) {
-                            ++request;
-                        }
                         plan.steps[i] = step_kind::release_run;
-                        plan.next_request[i] = request;
+                        plan.next_request[i] = ends.next_request[j];
                     } else {
                         plan.steps[i] = step_kind::empty_cache;
                     }
@@ -202,8 +216,9 @@ trace_plan plan_trace(const std::vector<snapshot::trace_entry>& entries, uint64_
                 if (!reserved(e.address)) {
                     reservation_creator[e.address] = i;
                     plan.lasting_segment[i] = e.address;
-                    const uint64_t page =
-                        next_request_size[i] <= (1ull << 20) ? (2ull << 20) : (20ull << 20);
+                    const uint64_t page = next_request_size(ends.next_request[i]) <= (1ull << 20)
+                                              ? (2ull << 20)
+                                              : (20ull << 20);
                     const uint64_t space = device_total + device_total / 8;
                     const uint64_t pages = (space + page - 1) / page;
                     reservations[e.address] = e.address + pages * page;

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,30 +125,19 @@ file_bytes::file_bytes(const std::filesystem::path& path) {
     if (fd.get() < 0) {
         throw_errno("cannot open", path);
     }
-    struct stat info {};
-    if (::fstat(fd.get(), &info) != 0) {
+    struct stat before {};
+    if (::fstat(fd.get(), &before) != 0) {
         throw_errno("cannot stat", path);
     }
-    if (!S_ISREG(info.st_mode)) {
-        throw load_error(path.string() + ": is " + file_type_name(info.st_mode) +
+    if (!S_ISREG(before.st_mode)) {
+        throw load_error(path.string() + ": is " + file_type_name(before.st_mode) +
                          ", not a regular file; snapshots are read only from regular files "
                          "(FIFOs, devices, sockets and directories are refused)");
     }
-    const auto size = static_cast<size_t>(info.st_size);
-    if (size == 0) {
-        return;
-    }
-    void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd.get(), 0);
-    if (mapped != MAP_FAILED) {
-        mapping_ = mapped;
-        bytes_ = {static_cast<const uint8_t*>(mapped), size};
-        return;
-    }
-    // A file system that cannot map: read the size fstat gave, no more.
-    read_.resize(size);
-    size_t done = 0;
-    while (done < size) {
-        const ssize_t n = ::read(fd.get(), read_.data() + done, size - done);
+    const auto expected = static_cast<size_t>(before.st_size);
+    bytes_.reset(new uint8_t[expected + 1]);  // one byte more tells a file that grew
+    while (size_ <= expected) {
+        const ssize_t n = ::read(fd.get(), bytes_.get() + size_, expected + 1 - size_);
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -157,17 +145,21 @@ file_bytes::file_bytes(const std::filesystem::path& path) {
             throw_errno("cannot read", path);
         }
         if (n == 0) {
-            break;  // shrank since fstat: what is there is all there is
+            break;
         }
-        done += static_cast<size_t>(n);
+        size_ += static_cast<size_t>(n);
     }
-    read_.resize(done);
-    bytes_ = read_;
-}
-
-file_bytes::~file_bytes() {
-    if (mapping_ != nullptr) {
-        ::munmap(mapping_, bytes_.size());
+    // Rewritten in place while read: what was read may mix the old file and the new.
+    struct stat after {};
+    const bool changed = size_ != expected || ::fstat(fd.get(), &after) != 0 ||
+                         after.st_size != before.st_size ||
+                         after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+                         after.st_mtim.tv_nsec != before.st_mtim.tv_nsec;
+    if (changed) {
+        throw load_error(path.string() + ": the file changed while it was read (" +
+                         std::to_string(expected) + " bytes when opened, " +
+                         (size_ > expected ? "more" : std::to_string(size_)) +
+                         " read); read it again once it is completely written");
     }
 }
 

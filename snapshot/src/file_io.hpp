@@ -4,34 +4,35 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace memtrail::snapshot::detail {
 
-// The whole content of a regular file, mapped read-only (a large snapshot costs no copy;
-// snapshots are replaced by rename, never rewritten in place), or read when it cannot be mapped.
-// Only regular files are accepted: a FIFO, a device (/dev/zero), a socket or a directory could
-// block or never end, so it is refused right after a non-blocking open.
+// The whole content of a regular file, read into memory. Not mapped: a mapped file that shrinks
+// while it is read (PyTorch's _dump_snapshot and cp rewrite files in place) kills the reader with
+// SIGBUS; a read sees the change instead. Only regular files are accepted: a FIFO, a device
+// (/dev/zero), a socket or a directory could block or never end, so it is refused right after a
+// non-blocking open.
 class file_bytes {
   public:
     // Throws std::system_error ("PATH: cannot open: reason") when the file cannot be opened or
-    // read, load_error when it is not a regular file.
+    // read, load_error when it is not a regular file or changed while it was read ("PATH: the
+    // file changed while it was read ...").
     explicit file_bytes(const std::filesystem::path& path);
     file_bytes(const file_bytes&) = delete;
     file_bytes& operator=(const file_bytes&) = delete;
-    ~file_bytes();
 
-    const uint8_t* data() const { return bytes_.data(); }
-    size_t size() const { return bytes_.size(); }
+    const uint8_t* data() const { return bytes_.get(); }
+    size_t size() const { return size_; }
     const uint8_t* begin() const { return data(); }
     const uint8_t* end() const { return data() + size(); }
 
   private:
-    void* mapping_ = nullptr;
-    std::vector<uint8_t> read_;
-    std::span<const uint8_t> bytes_;
+    std::unique_ptr<uint8_t[]> bytes_;  // not value-initialised: no pass to zero it first
+    size_t size_ = 0;
 };
 
 // Opens `path` as above; the name is kept for the format readers' path overloads.

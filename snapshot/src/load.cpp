@@ -6,11 +6,14 @@
 #include "memtrail/snapshot/format_error.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
+#include "zstd_codec.hpp"
 
 namespace memtrail::snapshot {
 
-file_kind detect_file_kind(std::span<const uint8_t> bytes) {
-    if (looks_like_snapshot(bytes)) {
+namespace {
+
+file_kind plain_kind(std::span<const uint8_t> bytes) {
+    if (looks_like_snapshot(bytes) && !detail::has_zstd_magic(bytes)) {
         return file_kind::memtrail;
     }
     if (!bytes.empty() && bytes[0] == 0x80) {
@@ -19,18 +22,33 @@ file_kind detect_file_kind(std::span<const uint8_t> bytes) {
     return file_kind::unknown;
 }
 
+}  // namespace
+
+file_kind detect_file_kind(std::span<const uint8_t> bytes) {
+    if (detail::has_zstd_magic(bytes)) {
+        // `zstd run.pickle` compresses PyTorch's pickles too: what the frame holds decides.
+        const std::vector<uint8_t> start = detail::zstd_decompress_start(bytes, 8);
+        return plain_kind(start);
+    }
+    return plain_kind(bytes);
+}
+
 snapshot load_snapshot(std::span<const uint8_t> bytes) {
     switch (detect_file_kind(bytes)) {
         case file_kind::memtrail:
             return read_snapshot(bytes);
         case file_kind::torch_pickle:
+            if (detail::has_zstd_magic(bytes)) {
+                const std::vector<uint8_t> plain = detail::zstd_decompress_bounded(bytes);
+                return read_torch_pickle(plain);
+            }
             return read_torch_pickle(bytes);
         case file_kind::unknown:
             break;
     }
     throw format_error(
-        "snapshot: unknown content at byte 0: neither a memtrail snapshot (\"MEMTRAIL\" or "
-        "zstd) nor a PyTorch pickle (protocol 2 or later)");
+        "snapshot: unknown content at byte 0: neither a memtrail snapshot nor a PyTorch pickle "
+        "(protocol 2 or later), plain or zstd-compressed");
 }
 
 namespace {
@@ -44,8 +62,9 @@ loaded_snapshot load_named(std::span<const uint8_t> bytes, const std::string& na
     loaded.kind = detect_file_kind(bytes);
     if (loaded.kind == file_kind::unknown) {
         throw load_error(name +
-                         ": not a memtrail snapshot (plain or zstd) nor a PyTorch snapshot "
-                         "pickle (protocol 2 or later)");
+                         (detail::has_zstd_magic(bytes) ? ": zstd-compressed, but holds" : ": is") +
+                         " neither a memtrail snapshot nor a PyTorch snapshot pickle (protocol 2 "
+                         "or later); both are read plain or zstd-compressed");
     }
     try {
         loaded.snapshot = std::make_shared<snapshot>(load_snapshot(bytes));

@@ -25,12 +25,10 @@ namespace {
 
 using namespace detail;
 
-// What a zstd file can honestly describe, per compressed byte: real snapshots expand 2 to 6
-// times and hold about 0.1 trace entries per compressed byte. Past these the file is a
-// decompression bomb (1,900 bytes of zeros can claim 60M entries). The slack keeps small files
-// of any shape readable. docs/snapshot-format.md states the same numbers.
-constexpr size_t zstd_expansion_limit = 64;
-constexpr size_t zstd_expansion_slack = size_t{1} << 20;
+// What a zstd file can honestly describe, per compressed byte: real snapshots hold about 0.1
+// trace entries per compressed byte (its expansion: zstd_decompress_bounded). Past this the file
+// is a decompression bomb (1,900 bytes of zeros can claim 60M entries). The slack keeps small
+// files of any shape readable. docs/snapshot-format.md states the same numbers.
 constexpr size_t zstd_entries_per_byte = 8;
 constexpr size_t zstd_entries_slack = size_t{1} << 20;
 
@@ -693,8 +691,7 @@ bool looks_like_snapshot(std::span<const uint8_t> bytes) {
 
 snapshot read_snapshot(std::span<const uint8_t> bytes) {
     if (has_zstd_magic(bytes)) {
-        const auto plain =
-            zstd_decompress(bytes, zstd_expansion_limit * bytes.size() + zstd_expansion_slack);
+        const auto plain = zstd_decompress_bounded(bytes);
         return snapshot_reader(plain, zstd_entries_per_byte * bytes.size() + zstd_entries_slack)
             .read(plain);
     }

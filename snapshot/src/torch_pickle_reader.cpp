@@ -4,7 +4,10 @@
 // containers refer to themselves cannot loop. Memo sharing could still make a small file describe
 // an enormous snapshot (a million references to one million-entry list); every item visited is
 // charged to a budget proportional to the input, and frames and stacks shared through the memo
-// are converted once and cached.
+// are converted once and cached. Text is charged by the byte: a memo'd string costs a few bytes
+// per reference but its whole length each time it is copied into a text the reader builds (a
+// 300 KB pickle of settings repeating one long string took over 3 GB), so every byte of text
+// built is charged to a second budget of the input's size plus 1 MiB.
 
 #include <algorithm>
 #include <bit>
@@ -50,7 +53,10 @@ bool looks_native(std::string_view filename) {
 class torch_reader {
   public:
     explicit torch_reader(std::span<const uint8_t> bytes)
-        : tree_(bytes), budget_(2 * bytes.size() + 4096), cache_(tree_.value_count(), 0) {}
+        : tree_(bytes),
+          budget_(2 * bytes.size() + 4096),
+          text_budget_(bytes.size() + text_slack),
+          cache_(tree_.value_count(), 0) {}
 
     snapshot read() {
         out_.info.producer = "torch pickle import";
@@ -130,6 +136,21 @@ class torch_reader {
                                "the input's size");
         }
         budget_ -= items;
+    }
+
+    // Text the reader copies out of the tree (settings, their Python repr), by the byte.
+    void charge_text(size_t bytes, value_index v) {
+        if (bytes > text_budget_) {
+            throw format_error("pickle: value at byte " + std::to_string(tree_.at(v).offset) +
+                               " repeats its text so often that the snapshot's text would " +
+                               "expand beyond the input's size plus 1 MiB");
+        }
+        text_budget_ -= bytes;
+    }
+
+    std::string copy_text(std::string_view text, value_index v) {
+        charge_text(text.size(), v);
+        return std::string(text);
     }
 
     template <class F>
@@ -503,7 +524,7 @@ class torch_reader {
             if (key == "PYTORCH_CUDA_ALLOC_CONF") {
                 s.conf = tree_.at(item).kind == pickle_kind::none
                              ? std::string()
-                             : std::string(get_text(item, key, ctx));
+                             : copy_text(get_text(item, key, ctx), item);
             } else if (key == "max_split_size") {
                 s.max_split_size = get_int(item, key, ctx);
             } else if (key == "max_non_split_rounding_size") {
@@ -515,6 +536,7 @@ class torch_reader {
             } else if (key == "roundup_power2_divisions") {
                 read_roundup_divisions(item);
             } else {
+                charge_text(key.size(), item);
                 s.other[std::string(key)] = python_repr(item, 0);
             }
         });
@@ -571,7 +593,7 @@ class torch_reader {
                 return float_text(tree_.as_double(v));
             case pickle_kind::string:
             case pickle_kind::bytes:
-                return std::string(tree_.as_text(v));
+                return copy_text(tree_.as_text(v), v);
             case pickle_kind::list:
             case pickle_kind::tuple:
             case pickle_kind::dict:
@@ -588,7 +610,9 @@ class torch_reader {
             if (index != 0) {
                 text += is_dict && index % 2 == 1 ? ": " : ", ";
             }
-            text += python_repr(item, depth + 1);
+            const std::string item_text = python_repr(item, depth + 1);
+            charge_text(item_text.size() + 2, item);  // its copy into this container's text
+            text += item_text;
             ++index;
         });
         text += is_dict ? "}" : value.kind == pickle_kind::list ? "]" : ")";
@@ -612,8 +636,10 @@ class torch_reader {
         return text;
     }
 
+    static constexpr size_t text_slack = size_t{1} << 20;
     const pickle_tree tree_;
     size_t budget_;
+    size_t text_budget_;  // bytes of text still allowed
     // Per value: 1 + the id it was interned as (a string, a frame dict, a frames list); 0 = not
     // yet.
     std::vector<uint32_t> cache_;

@@ -66,4 +66,24 @@ std::vector<uint8_t> zstd_decompress(std::span<const uint8_t> bytes, size_t limi
     return out;
 }
 
+std::vector<uint8_t> zstd_decompress_start(std::span<const uint8_t> bytes, size_t count) {
+    const std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> context(ZSTD_createDCtx(),
+                                                                     ZSTD_freeDCtx);
+    if (!context) {
+        throw std::bad_alloc();
+    }
+    std::vector<uint8_t> out(count);
+    ZSTD_inBuffer in{bytes.data(), bytes.size(), 0};
+    ZSTD_outBuffer sink{out.data(), out.size(), 0};
+    while (sink.pos < sink.size && in.pos < in.size) {
+        const size_t before = in.pos + sink.pos;
+        if (ZSTD_isError(ZSTD_decompressStream(context.get(), &sink, &in)) != 0 ||
+            in.pos + sink.pos == before) {
+            break;  // damaged, or no progress: what came out so far is all there is
+        }
+    }
+    out.resize(sink.pos);
+    return out;
+}
+
 }  // namespace memtrail::snapshot::detail

@@ -174,6 +174,51 @@ class Usage(unittest.TestCase):
             self.assertIn("refused as a decompression bomb", err)
             self.assertLess(peak_kib, 200 * 1024)
 
+    def test_a_pickle_repeating_a_long_string_is_refused_in_bounded_memory(self):
+        # 300 KB of allocator_settings repeating one memo'd 30 KB string took over 3 GB: text was
+        # charged per item, not per byte (issue 31). Text is now charged by the byte.
+        with tempfile.TemporaryDirectory() as tmp:
+            bomb = pathlib.Path(tmp) / "settings.pickle"
+            text = "x" * 30_000
+            settings = {"PYTORCH_CUDA_ALLOC_CONF": None, "repeated": [text] * 100_000}
+            bomb.write_bytes(pickle.dumps({"segments": [], "allocator_settings": settings},
+                                          protocol=4))
+            self.assertLess(bomb.stat().st_size, 300_000)
+            code, err, peak_kib = run_measured("summary", bomb)
+            self.assertEqual(code, 2, err)
+            self.assertIn(str(bomb), err)
+            self.assertIn("repeats its text so often", err)
+            self.assertIn("beyond the input's size plus 1 MiB", err)
+            self.assertLess(peak_kib, 100 * 1024)
+
+    def test_a_snapshot_rewritten_while_read_exits_0_or_2_never_a_signal(self):
+        # The file was mapped: cut while read, it killed memtrail with SIGBUS (issue 31).
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "rewritten.pickle"
+            entries = [{"action": "alloc", "addr": 4096 * i, "size": 512, "stream": 0}
+                       for i in range(300_000)]
+            content = pickle.dumps({"segments": [], "device_traces": [entries]}, protocol=4)
+            path.write_bytes(content)
+            done = threading.Event()
+
+            def rewrite():
+                while not done.is_set():
+                    with open(path, "r+b") as f:
+                        f.truncate(0)
+                        for at in range(0, len(content), 1 << 16):
+                            f.write(content[at:at + (1 << 16)])
+            writer = threading.Thread(target=rewrite)
+            writer.start()
+            try:
+                outcomes = [run("summary", path) for _ in range(20)]
+            finally:
+                done.set()
+                writer.join()
+            for code, _, err in outcomes:
+                self.assertIn(code, (0, 2), err)
+                if code == 2:
+                    self.assertTrue(err.startswith(f"memtrail: {path}: "), err)
+
 
 CATEGORIES = ["parameter", "optimizer_state", "gradient", "activation", "temporary", "input",
               "autograd_detail", "kv_cache", "workspace", "collective", "unknown"]

@@ -273,6 +273,78 @@ class PostMortemTest(unittest.TestCase):
             memtrail.dump_on_signal("x.memtrail", 100000)
 
 
+class ArgumentTest(unittest.TestCase):
+    """Values are checked before any call into C (issue 31): ctypes cut 2**64 + 5 to a 5-byte
+    block, device 2**40 to device 0, freed the buffer of a str passed as a pointer, wrote to the
+    name cut at an embedded NUL, and took max_entries=2**64 as the default (0)."""
+
+    def assert_refused(self, error: type, words: str, call, *args, **kwargs) -> None:
+        before = memtrail.memory_stats()
+        with self.assertRaises(error) as raised:
+            call(*args, **kwargs)
+        self.assertIn(words, str(raised.exception))
+        after = memtrail.memory_stats()
+        self.assertEqual(after["allocation.all.allocated"], before["allocation.all.allocated"])
+        self.assertEqual(after["allocated_bytes.all.current"],
+                         before["allocated_bytes.all.current"])
+
+    def test_sizes_devices_and_streams_out_of_range_are_refused(self) -> None:
+        alloc = memtrail.caching_allocator_alloc
+        self.assert_refused(OverflowError, "argument 'size' must be 0 to 9223372036854775807, "
+                            "not 18446744073709551621", alloc, 2**64 + 5)
+        self.assert_refused(ValueError, "argument 'size' must be 0 to", alloc, -1)
+        self.assert_refused(TypeError, "argument 'size' must be int, not float", alloc, 1.5)
+        self.assert_refused(TypeError, "argument 'size' must be int, not str", alloc, "512")
+        self.assert_refused(OverflowError, "argument 'device' must be 0 to 2147483647, "
+                            "not 1099511627776", alloc, 512, device=2**40)
+        self.assert_refused(ValueError, "argument 'device' must be 0 to", alloc, 512, device=-1)
+        self.assert_refused(OverflowError, "argument 'device'", alloc, 512,
+                            device=f"cuda:{2**40}")
+        self.assert_refused(OverflowError, "argument 'stream' must be 0 to", alloc, 512,
+                            stream=2**64)
+        self.assert_refused(OverflowError, "argument 'device'", memtrail.memory_stats, 2**32)
+
+    def test_a_pointer_that_is_not_an_int_is_refused(self) -> None:
+        block = memtrail.caching_allocator_alloc(512)
+        delete = memtrail.caching_allocator_delete
+        self.assert_refused(TypeError, "caching_allocator_delete(): argument 'ptr' must be int, "
+                            "not str", delete, "abc")
+        self.assert_refused(TypeError, "argument 'ptr' must be int, not bytes", delete, b"abc")
+        self.assert_refused(OverflowError, "argument 'ptr' must be 0 to", delete, 2**64 + block)
+        self.assert_refused(TypeError, "record_stream(): argument 'ptr' must be int",
+                            memtrail.record_stream, "abc", None)
+        memtrail.caching_allocator_delete(block)
+
+    def test_a_nul_in_a_path_or_a_name_is_refused(self) -> None:
+        cut = OUTPUT / "cut"
+        with self.assertRaises(ValueError) as raised:
+            memtrail.dump_snapshot(str(cut) + "\0.memtrail")
+        self.assertIn("dump_snapshot(): argument 'path' contains a NUL byte", str(raised.exception))
+        self.assertFalse(cut.exists())
+        with self.assertRaises(TypeError):
+            memtrail.dump_snapshot(42)
+        for call in (memtrail.marker, memtrail.range_start, memtrail.range_end):
+            with self.assertRaises(ValueError) as raised:
+                call("step\0 forged")
+            self.assertIn("argument 'name' contains a NUL character", str(raised.exception))
+        with self.assertRaises(TypeError):
+            memtrail.marker(b"bytes")
+        with self.assertRaises(ValueError):
+            memtrail.on_oom("oom\0.memtrail")
+        with self.assertRaises(ValueError):
+            memtrail.set_allocator_config("expandable_segments:True\0,max_split_size_mb:1")
+
+    def test_max_entries_past_size_t_is_refused(self) -> None:
+        with self.assertRaises(OverflowError) as raised:
+            memtrail.record_memory_history(max_entries=2**64)
+        self.assertIn("argument 'max_entries' must be 0 to 18446744073709551615, not "
+                      "18446744073709551616", str(raised.exception))
+        with self.assertRaises(ValueError):
+            memtrail.record_memory_history(max_entries=-1)
+        with self.assertRaises(OverflowError):
+            memtrail.dump_on_signal("x.memtrail", 2**32 + 10)
+
+
 if __name__ == "__main__":
     OUTPUT.mkdir(parents=True, exist_ok=True)
     unittest.main(verbosity=2)

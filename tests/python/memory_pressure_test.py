@@ -115,7 +115,33 @@ class MemoryPressureTest(unittest.TestCase):
             report()
         """)
         self.assertEqual(result["full_collections"], 1)
-        self.assertEqual(result["num_ooms"], 1)  # recorded, then recovered from
+        # Recovered before failing: no error was thrown, so none is counted (PyTorch's num_ooms
+        # counts the errors thrown).
+        self.assertEqual(result["num_ooms"], 0)
+
+    def test_an_allocation_that_fails_counts_one_oom_and_writes_one_dump(self) -> None:
+        # The last collection ran after the failure was counted and dumped, then the retry
+        # failed again: 2 OOMs and 2 dumps for one failed allocation (issue 31).
+        folder = OUTPUT / "one_oom"
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.iterdir():
+            old.unlink()
+        result = run(f"""
+            memtrail.set_allocator_config("callback_reserved_rate:1")  # never on pressure
+            memtrail.on_oom({str(folder / "oom-%t.memtrail")!r})
+            Cycle(1 * MiB)             # the last collection frees this, too little
+            kept = Cycle(600 * MiB)
+            try:
+                memtrail.caching_allocator_alloc(600 * MiB)
+                failed = False
+            except memtrail.OutOfMemoryError:
+                failed = True
+            report(failed=failed)
+        """)
+        self.assertTrue(result["failed"])
+        self.assertEqual(result["full_collections"], 1)
+        self.assertEqual(result["num_ooms"], 1)
+        self.assertEqual(len(list(folder.glob("oom-*.memtrail"))), 1)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@
  * Usage: test_recorder_c_api FOLDER */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dirent.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,18 @@ static int wait_for_file(const char* path) {
         nanosleep(&pause, NULL);
     }
     return file_exists(path);
+}
+
+static int files_starting_with(const char* folder, const char* prefix) {
+    DIR* listing = opendir(folder);
+    int count = 0;
+    for (struct dirent* entry; listing != NULL && (entry = readdir(listing)) != NULL;) {
+        count += strncmp(entry->d_name, prefix, strlen(prefix)) == 0;
+    }
+    if (listing != NULL) {
+        closedir(listing);
+    }
+    return count;
 }
 
 /* A host garbage collector that owns one block: it frees it when asked, once. */
@@ -123,6 +137,19 @@ int main(int argc, char** argv) {
     CHECK(memtrail_malloc(16, 3, NULL) == NULL);
     CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT);
     CHECK(strstr(memtrail_last_error(), "device 3") != NULL);
+    /* Observed allocations: NULL, SIZE_MAX and the same pointer twice are refused (issue 31). */
+    CHECK(memtrail_observe_malloc(NULL, 4096, 0, NULL) == -1);
+    CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT);
+    CHECK(strstr(memtrail_last_error(), "at NULL") != NULL);
+    CHECK(memtrail_observe_malloc((void*)0x7000, SIZE_MAX, 0, NULL) == -1);
+    CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT);
+    CHECK(strstr(memtrail_last_error(), "past the 64-bit address space") != NULL);
+    CHECK(memtrail_observe_malloc((void*)0x7000, 4096, 0, NULL) == 0);
+    CHECK(memtrail_observe_malloc((void*)0x7000, 4096, 0, NULL) == -1);
+    CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT);
+    CHECK(strstr(memtrail_last_error(), "overlaps the one at 0x7000") != NULL);
+    CHECK(memtrail_observe_free((void*)0x7000, 0) == 0);
+    CHECK(memtrail_observe_free((void*)0x7000, 0) == -1); /* freed once only: it was added once */
     CHECK(memtrail_record_memory_history("sometimes", NULL, NULL, 0) == -1);
     CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT);
     CHECK(strstr(memtrail_last_error(), "sometimes") != NULL);
@@ -204,12 +231,29 @@ int main(int argc, char** argv) {
     void* last_chance = memtrail_malloc((ssize_t)300 << 20, 0, NULL);
     CHECK(last_chance != NULL);
     CHECK(collections_by_pressure[MEMTRAIL_PRESSURE_FULL] == 2);
-    CHECK(strstr(memtrail_memory_stats_json(0), "\"num_ooms\": 1,") != NULL); /* since the reset */
+    /* Recovered before failing: no error was thrown, so no OOM is counted (PyTorch's num_ooms
+     * counts the errors thrown). */
+    CHECK(strstr(memtrail_memory_stats_json(0), "\"num_ooms\": 0,") != NULL); /* since the reset */
     CHECK(!file_exists(path));
+    /* A last collection that frees too little: the allocation fails once, counted once, one dump
+     * (it counted 2 OOMs and wrote 2 dumps, issue 31). */
+    held_by_collector = memtrail_malloc(1 << 20, 0, NULL);
+    CHECK(held_by_collector != NULL);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "c-last-%d-", (int)getpid());
+    snprintf(path, sizeof path, "%s/%s%%t.memtrail", folder, prefix);
+    CHECK(memtrail_set_oom_dump(path) == 0);
+    CHECK(memtrail_malloc((ssize_t)900 << 20, 0, NULL) == NULL);
+    CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_OUT_OF_MEMORY);
+    CHECK(collections_by_pressure[MEMTRAIL_PRESSURE_FULL] == 3);
+    CHECK(strstr(memtrail_memory_stats_json(0), "\"num_ooms\": 1,") != NULL);
+    CHECK(files_starting_with(folder, prefix) == 1);
+    CHECK(memtrail_set_oom_dump(NULL) == 0);
     CHECK(memtrail_set_collect_callback(NULL, NULL) == 0);
     CHECK(memtrail_malloc((ssize_t)300 << 20, 0, NULL) == NULL);
     CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_OUT_OF_MEMORY);
-    CHECK(collections_by_pressure[MEMTRAIL_PRESSURE_FULL] == 2);
+    CHECK(collections_by_pressure[MEMTRAIL_PRESSURE_FULL] == 3);
+    CHECK(strstr(memtrail_memory_stats_json(0), "\"num_ooms\": 2,") != NULL);
     memtrail_free(large, 0, 0, NULL);
     memtrail_free(last_chance, 0, 0, NULL);
 

@@ -114,6 +114,32 @@ TEST_F(observed_allocations_test, an_address_never_observed_is_refused_and_recor
     EXPECT_EQ(kinds(s), (std::vector<action>{action::segment_alloc, action::alloc}));
 }
 
+// NULL, a size past the address space and the same pointer twice were accepted (issue 31): each
+// is refused and records nothing.
+TEST_F(observed_allocations_test, null_size_max_and_overlaps_are_refused_and_record_nothing) {
+    history.observe_allocation(0x10000, 4096, 0);
+    const auto refused = [&](device_address address, uint64_t size, const std::string& words) {
+        try {
+            history.observe_allocation(address, size, 0);
+            return std::string("accepted");
+        } catch (const std::invalid_argument& e) {
+            const std::string message = e.what();
+            return message.find(words) != std::string::npos ? std::string("refused") : message;
+        }
+    };
+    EXPECT_EQ(refused(0, 4096, "at NULL"), "refused");
+    EXPECT_EQ(refused(0x20000, UINT64_MAX, "past the 64-bit address space"), "refused");
+    EXPECT_EQ(refused(0x10000, 4096, "overlaps the one at 0x10000"), "refused");
+    EXPECT_EQ(refused(0x10000 + 2048, 16, "overlaps the one at 0x10000"), "refused");
+    EXPECT_EQ(refused(0x10000 - 16, 32, "overlaps the one at 0x10000"), "refused");
+    history.observe_allocation(0x10000 + 4096, 16, 0);  // right after it: no overlap
+
+    const snapshot::snapshot s = history.take_snapshot();
+    EXPECT_EQ(s.segments.size(), 2u);
+    EXPECT_EQ(kinds(s), (std::vector<action>{action::segment_alloc, action::alloc,
+                                             action::segment_alloc, action::alloc}));
+}
+
 TEST_F(observed_allocations_test, a_device_that_does_not_exist_is_refused) {
     EXPECT_THROW(history.observe_allocation(0x1000, 4096, 1), std::invalid_argument);
     EXPECT_THROW(history.observe_free(0x1000, -1), std::invalid_argument);

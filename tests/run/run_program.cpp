@@ -7,13 +7,19 @@
 //   run_program wait       the same, then wait for signals (SIGUSR1 is left to memtrail)
 //   run_program oom        the same, then ask for more than the device has, and report it
 //   run_program _exit N    the same, then _exit(N): no exit handlers run
+//   run_program fork       the same, then fork children while threads allocate: each child
+//                          allocates and exits (its exit dump included) under an alarm
 
 #include <cuda_runtime_api.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -67,6 +73,48 @@ void check(cudaError_t status, const char* what) {
     }
 }
 
+// Children forked while other threads allocate through the interposer: each allocates, frees
+// and exits. Returns how many of `count` exited 0; one that hangs is killed by its alarm.
+int fork_children(int count) {
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t) {
+        threads.emplace_back([&stop] {
+            while (!stop.load(std::memory_order_relaxed)) {
+                void* pointer = nullptr;
+                if (cudaMalloc(&pointer, 4096 + 512 * (std::rand() % 64)) == cudaSuccess) {
+                    cudaFree(pointer);
+                }
+            }
+        });
+    }
+    int finished = 0;
+    for (int c = 0; c < count; ++c) {
+        usleep(2000);
+        const pid_t child = fork();
+        if (child == 0) {
+            alarm(20);
+            void* pointer = allocate_activations(1 << 20);
+            check(cudaFree(pointer), "cudaFree in a child");
+            std::exit(0);  // the exit dump runs
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+            ++finished;
+        } else {
+            std::fprintf(stderr, "run_program: child %d %s %d\n", c,
+                         WIFSIGNALED(status) ? "killed by signal" : "exited with",
+                         WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        }
+    }
+    stop = true;
+    for (auto& thread : threads) {
+        thread.join();
+    }
+    return finished;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,6 +146,14 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         for (;;) {
             pause();
+        }
+    }
+    if (std::strcmp(action, "fork") == 0) {
+        constexpr int children = 20;
+        const int finished = fork_children(children);
+        std::printf("children finished: %d of %d\n", finished, children);
+        if (finished != children) {
+            return 14;
         }
     }
     if (std::strcmp(action, "oom") == 0) {

@@ -156,6 +156,15 @@ class Process(Case):
         self.assertEqual(result.returncode, 3, result.stderr)
         self.assertIn("snapshot written to", result.stderr)
 
+    def test_children_forked_while_threads_allocate_run_and_dump(self):
+        # 4 of 60 children of a recording program hung, in cudaMalloc or in the exit dump, on
+        # locks other threads held at the fork (issue 31).
+        result = run(["--device", DEVICE, "--", PROGRAM, "fork"], self.cwd)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("children finished: 20 of 20", result.stdout)
+        dumps = list(self.cwd.glob("memtrail-*.memtrail"))
+        self.assertEqual(len(dumps), 21, result.stderr)  # each child's and the program's
+
     def test_a_missing_program_is_reported(self):
         result = run(["--device", DEVICE, "--", str(self.cwd / "nothing-here")], self.cwd)
         self.assertEqual(result.returncode, 127)

@@ -2,12 +2,14 @@
 // a symlink grew memory until std::bad_alloc. Each is refused at once, naming the path and what is
 // accepted.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -15,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "file_io.hpp"
 #include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
@@ -178,5 +181,73 @@ TEST(Streams, PastTheCapAStreamIsRefusedNamingIt) {
 TEST(Streams, AnEmptyOrForeignStreamSaysSo) {
     EXPECT_EQ(stream_result({}, 100), "standard input: is empty (nothing came before its end)");
     const std::string text = "hello";
-    EXPECT_EQ(stream_result({text.begin(), text.end()}, 100).rfind("standard input: not a", 0), 0u);
+    EXPECT_EQ(stream_result({text.begin(), text.end()}, 100)
+                  .rfind("standard input: is neither a memtrail snapshot nor a PyTorch", 0),
+              0u);
+}
+
+// A mapped file that shrank while it was read killed the reader with SIGBUS (issue 31): PyTorch's
+// _dump_snapshot and cp rewrite a file in place. Files are read, not mapped: bytes once read stay.
+TEST(ChangingFiles, AFileCutRightAfterOpeningIsNoSignal) {
+    const fs::path path = temporary("cut.bin");
+    std::vector<char> content(size_t{8} << 20, 'x');
+    std::ofstream(path, std::ios::binary).write(content.data(), std::ssize(content));
+    const std::string result = in_child([&] {
+        const ms::detail::file_bytes bytes(path);
+        fs::resize_file(path, 0);
+        size_t sum = 0;
+        for (const uint8_t b : bytes) {
+            sum += b;
+        }
+        return std::to_string(bytes.size()) + " bytes, sum " + std::to_string(sum);
+    });
+    EXPECT_EQ(result, std::to_string(content.size()) + " bytes, sum " +
+                          std::to_string(content.size() * 'x'));
+    fs::remove(path);
+}
+
+// A snapshot rewritten in place over and over while it is loaded: each load reads it whole, or
+// is refused naming the file (changed while it was read, or cut short when opened), never a
+// signal.
+TEST(ChangingFiles, ASnapshotRewrittenInPlaceIsReadOrRefusedNamingIt) {
+    ms::snapshot big = ms::test::make_sample_snapshot();
+    auto& entries = big.trace_for(0).entries;
+    for (uint64_t i = 0; i < 500000; ++i) {
+        ms::trace_entry& e = entries.emplace_back();
+        e.kind = ms::action::alloc;
+        e.address = 0x7f0000000000 + i * 4096 + i % 7;
+        e.size = 512 + i % 1000;
+    }
+    const std::vector<uint8_t> bytes = ms::write_snapshot(big);
+    const fs::path path = temporary("rewritten.memtrail");
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::ssize(bytes));
+    const std::string result = in_child([&] {
+        std::atomic<bool> done{false};
+        std::thread writer([&] {
+            while (!done) {
+                const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
+                for (size_t at = 0; fd >= 0 && at < bytes.size(); at += 65536) {
+                    if (::write(fd, bytes.data() + at, std::min<size_t>(65536, bytes.size() - at)) <
+                        0) {
+                        break;
+                    }
+                }
+                ::close(fd);
+            }
+        });
+        std::string outcome = "ok";
+        for (int attempt = 0; attempt < 40 && outcome == "ok"; ++attempt) {
+            const std::string error = load_error_of(path);
+            if (error != "loaded" && error.rfind(path.string() + ": ", 0) != 0) {
+                outcome = error;
+            }
+        }
+        done = true;
+        writer.join();
+        return outcome;
+    });
+    EXPECT_EQ(result, "ok");
+    EXPECT_EQ(load_error_of(path), "loaded");
+    fs::remove(path);
 }

@@ -160,7 +160,10 @@ class device_allocator_impl {
         return size_rules::is_small_request(size) ? small_blocks_ : large_blocks_;
     }
     bool get_free_block(alloc_params& p);
+    bool find_or_make_block(alloc_params& p, context_handle context,
+                            std::unique_lock<reentrant_mutex>& lock);
     bool trigger_free_memory_callbacks();
+    bool run_free_memory_callbacks(memory_pressure pressure);
     bool alloc_block(alloc_params& p, bool is_retry, context_handle context,
                      std::unique_lock<reentrant_mutex>& lock);
     bool should_split(const block* b, uint64_t size) const {

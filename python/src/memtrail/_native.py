@@ -151,7 +151,3 @@ def started() -> ctypes.CDLL:
         hook()
     return lib
 
-
-def text(value: Optional[str]) -> Optional[bytes]:
-    """A str for a c_char_p argument (None stays NULL)."""
-    return None if value is None else value.encode()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Literal, Optional, Union
 
-from . import _native
+from . import _arguments, _native
 
 
 def record_memory_history(
@@ -21,11 +21,12 @@ def record_memory_history(
     "state", "alloc" or "all": which events keep their stack. stacks: "native", "python" or "all"
     (both). max_entries: trace entries kept per device, 0 for memtrail's default
     (MEMTRAIL_MAX_ENTRIES, else 1000000). Raises BadArgumentError for another value."""
-    if max_entries < 0:
-        raise ValueError(f"memtrail: max_entries must be 0 or more, not {max_entries}")
-    _native.check(_native.started().memtrail_record_memory_history(
-        _native.text(enabled or "off"), _native.text(context or "none"), _native.text(stacks),
-        max_entries))
+    call = "record_memory_history"
+    arguments = (_arguments.text(call, "enabled", enabled or "off"),
+                 _arguments.text(call, "context", context or "none"),
+                 _arguments.text(call, "stacks", stacks),
+                 _arguments.integer(call, "max_entries", max_entries, 0, _arguments.SIZE_MAX))
+    _native.check(_native.started().memtrail_record_memory_history(*arguments))
 
 
 def clear_memory_history() -> None:
@@ -37,4 +38,5 @@ def dump_snapshot(path: Union[str, "os.PathLike[str]"]) -> None:
     """Writes the allocator's state and history to `path`: memtrail's format
     (memtrail-viewer, the memtrail command), or PyTorch's pickle when the name ends in ".pickle"
     (pytorch.org/memory_viz). Raises SnapshotWriteError when the file cannot be written."""
-    _native.check(_native.started().memtrail_dump_snapshot(os.fsencode(path)))
+    encoded = _arguments.path("dump_snapshot", "path", path)
+    _native.check(_native.started().memtrail_dump_snapshot(encoded))

@@ -8,7 +8,8 @@ import json
 import sys
 from typing import Any, Optional, Union
 
-from . import _native
+from . import _arguments, _native
+from .errors import BadArgumentError
 
 # What names a device: an index, "cuda:1", a torch.device, or None for the current one.
 Device = Union[int, str, Any, None]
@@ -22,32 +23,42 @@ def current_device() -> int:
     return 0
 
 
-def device_index(device: Device) -> int:
-    """The index of `device` (int, "cuda:N", "cuda", torch.device or None)."""
+def device_index(device: Device, call: str) -> int:
+    """The index of `device` (int, "cuda:N", "cuda", torch.device or None), 0 to INT_MAX; `call`
+    names the function in errors."""
     if device is None:
         return current_device()
-    if isinstance(device, int):
-        return device
+    if isinstance(device, int) and not isinstance(device, bool):
+        return _arguments.integer(call, "device", device, 0, _arguments.INT_MAX)
     if isinstance(device, str):
         kind, _, index = device.partition(":")
-        if kind != "cuda" or (index and not index.isdigit()):
-            raise ValueError(f"memtrail: a device is an int, \"cuda\" or \"cuda:N\", not {device!r}")
-        return int(index) if index else current_device()
+        if kind != "cuda" or (index and not (index.isascii() and index.isdigit())):
+            raise BadArgumentError(f"memtrail: {call}(): a device is an int, \"cuda\" or "
+                                   f"\"cuda:N\", not {device!r}")
+        if not index:
+            return current_device()
+        return _arguments.integer(call, "device", int(index), 0, _arguments.INT_MAX)
     torch_index = getattr(device, "index", None)  # torch.device
     if getattr(device, "type", None) == "cuda":
-        return current_device() if torch_index is None else int(torch_index)
-    raise ValueError(f"memtrail: a device is an int, \"cuda\" or \"cuda:N\", not {device!r}")
+        if torch_index is None:
+            return current_device()
+        return _arguments.integer(call, "device", torch_index, 0, _arguments.INT_MAX)
+    raise BadArgumentError(f"memtrail: {call}(): a device is an int, \"cuda\" or \"cuda:N\", "
+                           f"not {device!r}")
 
 
-def stream_handle(stream: Any) -> Optional[int]:
+def stream_handle(stream: Any, call: str) -> Optional[int]:
     """A cudaStream_t from None (the default stream), an int, or a torch/CuPy stream object."""
-    if stream is None or isinstance(stream, int):
-        return stream or None
+    if stream is None:
+        return None
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        return _arguments.address(call, "stream", stream) or None
     for attribute in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
         handle = getattr(stream, attribute, None)
         if isinstance(handle, int):
-            return handle or None
-    raise TypeError(f"memtrail: a stream is None, an int or a CUDA stream object, not {stream!r}")
+            return _arguments.address(call, "stream", handle) or None
+    raise TypeError(f"memtrail: {call}(): a stream is None, an int or a CUDA stream object, "
+                    f"not {stream!r}")
 
 
 def device_count() -> int:
@@ -62,7 +73,7 @@ def device_count() -> int:
 def memory_stats(device: Device = None) -> dict[str, int]:
     """torch.cuda.memory_stats(): the same keys ("allocated_bytes.all.peak", "num_ooms", ...),
     the same meanings, sorted by name."""
-    text = _native.started().memtrail_memory_stats_json(device_index(device))
+    text = _native.started().memtrail_memory_stats_json(device_index(device, "memory_stats"))
     if text is None:
         _native.raise_last_error()
     return dict(json.loads(text))
@@ -70,7 +81,7 @@ def memory_stats(device: Device = None) -> dict[str, int]:
 
 def memory_summary(device: Device = None) -> str:
     """torch.cuda.memory_summary()'s table."""
-    text = _native.started().memtrail_memory_summary(device_index(device))
+    text = _native.started().memtrail_memory_summary(device_index(device, "memory_summary"))
     if text is None:
         _native.raise_last_error()
     return str(text.decode())
@@ -98,12 +109,14 @@ def max_memory_reserved(device: Device = None) -> int:
 
 def reset_peak_memory_stats(device: Device = None) -> None:
     """Every peak becomes the current value."""
-    _native.check(_native.started().memtrail_reset_peak_memory_stats(device_index(device)))
+    _native.check(_native.started().memtrail_reset_peak_memory_stats(
+        device_index(device, "reset_peak_memory_stats")))
 
 
 def reset_accumulated_memory_stats(device: Device = None) -> None:
     """The allocated and freed sums restart at 0."""
-    _native.check(_native.started().memtrail_reset_accumulated_memory_stats(device_index(device)))
+    _native.check(_native.started().memtrail_reset_accumulated_memory_stats(
+        device_index(device, "reset_accumulated_memory_stats")))
 
 
 def empty_cache() -> None:
@@ -113,21 +126,25 @@ def empty_cache() -> None:
 
 def set_per_process_memory_fraction(fraction: float, device: Device = None) -> None:
     """Limits `device` to fraction * its total memory (0 to 1)."""
-    _native.check(_native.started().memtrail_set_memory_fraction(float(fraction),
-                                                                 device_index(device)))
+    index = device_index(device, "set_per_process_memory_fraction")
+    _native.check(_native.started().memtrail_set_memory_fraction(float(fraction), index))
 
 
 def set_allocator_config(config: str) -> None:
     """Replaces the allocator settings of every device (PYTORCH_CUDA_ALLOC_CONF's syntax,
     "expandable_segments:True,max_split_size_mb:64"; docs/configuration.md). Raises ConfigError."""
-    _native.check(_native.started().memtrail_set_allocator_config(_native.text(config)))
+    encoded = _arguments.text("set_allocator_config", "config", config)
+    _native.check(_native.started().memtrail_set_allocator_config(encoded))
 
 
 def caching_allocator_alloc(size: int, device: Device = None, stream: Any = None) -> int:
     """A block of at least `size` bytes on `device`, usable on `stream`; its address.
     Raises OutOfMemoryError, BadArgumentError."""
-    lib = _native.started()
-    address = lib.memtrail_malloc(int(size), device_index(device), stream_handle(stream))
+    call = "caching_allocator_alloc"
+    size = _arguments.integer(call, "size", size, 0, _arguments.SSIZE_MAX)
+    index = device_index(device, call)
+    handle = stream_handle(stream, call)
+    address = _native.started().memtrail_malloc(size, index, handle)
     if address is None:
         if size == 0:
             return 0
@@ -138,6 +155,7 @@ def caching_allocator_alloc(size: int, device: Device = None, stream: Any = None
 def caching_allocator_delete(ptr: int) -> None:
     """Returns a block from caching_allocator_alloc. Raises UnknownPointerError for an address
     memtrail does not hold."""
+    ptr = _arguments.address("caching_allocator_delete", "ptr", ptr)
     if not ptr:
         return
     lib = _native.started()
@@ -147,4 +165,6 @@ def caching_allocator_delete(ptr: int) -> None:
 
 def record_stream(ptr: int, stream: Any) -> None:
     """The block at `ptr` is in use on `stream` until the work queued there so far is done."""
-    _native.check(_native.started().memtrail_record_stream(ptr, stream_handle(stream)))
+    ptr = _arguments.address("record_stream", "ptr", ptr)
+    handle = stream_handle(stream, "record_stream")
+    _native.check(_native.started().memtrail_record_stream(ptr, handle))

@@ -7,13 +7,14 @@ from __future__ import annotations
 import signal as signals
 from typing import Optional, Union
 
-from . import _native
+from . import _arguments, _native
 
 
 def on_oom(dump: Optional[str] = "oom-%p.memtrail") -> None:
     """After every out-of-memory, writes a snapshot to `dump` (".pickle": PyTorch's format) and
     names it on stderr; None switches it off. Replaces MEMTRAIL_OOM_DUMP and earlier calls."""
-    _native.check(_native.started().memtrail_set_oom_dump(_native.text(dump or "")))
+    encoded = _arguments.text("on_oom", "dump", dump or "")
+    _native.check(_native.started().memtrail_set_oom_dump(encoded))
 
 
 def dump_on_signal(dump: Optional[str] = "memtrail-%p-%t.memtrail",
@@ -21,4 +22,6 @@ def dump_on_signal(dump: Optional[str] = "memtrail-%p-%t.memtrail",
     """Whenever the process receives `signal` (`kill -USR1 PID`), writes a snapshot to `dump`
     from a helper thread, so a long run can be looked at while it runs; None switches it off.
     Replaces MEMTRAIL_SIGNAL_DUMP and earlier calls."""
-    _native.check(_native.started().memtrail_set_signal_dump(int(signal), _native.text(dump or "")))
+    number = _arguments.integer("dump_on_signal", "signal", signal, 0, _arguments.INT_MAX)
+    encoded = _arguments.text("dump_on_signal", "dump", dump or "")
+    _native.check(_native.started().memtrail_set_signal_dump(number, encoded))

@@ -85,7 +85,10 @@ MEMTRAIL_API void memtrail_free(void* ptr, ssize_t size, int device, void* strea
 /* --- allocations the program makes itself (memtrail run --mode observe) ------------------- */
 
 /* Records a device allocation made outside memtrail (cudaMalloc, cuMemAlloc) with the calling
- * stack, as a segment holding one allocated block; memtrail's allocator is not involved. */
+ * stack, as a segment holding one allocated block; memtrail's allocator is not involved. Returns
+ * 0, or -1 with MEMTRAIL_ERROR_BAD_ARGUMENT (nothing recorded) for NULL, a size that would end
+ * past the address space (SIZE_MAX), a device that does not exist, or an allocation overlapping
+ * one observed and not freed (the same pointer twice). */
 MEMTRAIL_API int memtrail_observe_malloc(void* ptr, size_t size, int device, void* stream);
 /* Records its free; -1 when `ptr` is not an observed allocation of `device`. */
 MEMTRAIL_API int memtrail_observe_free(void* ptr, int device);

@@ -23,7 +23,9 @@ class observed_allocations {
   public:
     explicit observed_allocations(int device_count) : live_(static_cast<size_t>(device_count)) {}
 
-    void add(int device, device_address address, const observed_allocation& allocation);
+    // Adds it, unless it overlaps a live one: then returns that one's address and adds nothing.
+    std::optional<device_address> add(int device, device_address address,
+                                      const observed_allocation& allocation);
     // The allocation at `address`, now forgotten; nullopt when there is none.
     std::optional<observed_allocation> remove(int device, device_address address);
     std::map<device_address, observed_allocation> live(int device) const;

@@ -1,5 +1,7 @@
 #include "simulated_memory.hpp"
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <iterator>
 
@@ -59,9 +61,29 @@ size_t simulated_memory::used() const {
     return used_;
 }
 
+namespace {
+
+simulated_memory* the_instance = nullptr;
+
+}  // namespace
+
+void simulated_memory::lock_for_fork() {
+    the_instance->mutex_.lock();
+}
+
+void simulated_memory::unlock_after_fork() {
+    the_instance->mutex_.unlock();
+}
+
 simulated_memory& simulated_memory::get() {
     // Never destroyed: the program may free device memory from its own static destructors.
-    static simulated_memory* instance = new simulated_memory();
+    static simulated_memory* instance = [] {
+        the_instance = new simulated_memory();
+        // A fork while another thread holds the lock would leave it held in the child forever:
+        // fork takes it first, and both sides go on with it free.
+        ::pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+        return the_instance;
+    }();
     return *instance;
 }
 

@@ -26,6 +26,9 @@ class simulated_memory {
     static simulated_memory& get();
 
   private:
+    static void lock_for_fork();
+    static void unlock_after_fork();
+
     struct range {
         size_t size = 0;
         void* host = nullptr;

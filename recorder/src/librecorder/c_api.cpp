@@ -12,11 +12,13 @@
 #include <system_error>
 #include <thread>
 
+#include "librecorder/fork_gate.hpp"
 #include "librecorder/runtime.hpp"
 #include "memtrail/core/allocator_config.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/memtrail.h"
 
+using memtrail::recorder::librecorder::fork_gate_scope;
 using memtrail::recorder::librecorder::runtime;
 
 namespace {
@@ -66,6 +68,8 @@ int report_current_exception() noexcept {
         throw;
     } catch (const start_error& error) {
         set_error(error.code, error.what());
+    } catch (const memtrail::recorder::librecorder::forked_child_error& error) {
+        set_error(MEMTRAIL_ERROR_NOT_STARTED, error.what());
     } catch (const memtrail::out_of_memory_error& error) {
         set_error(MEMTRAIL_ERROR_OUT_OF_MEMORY, error.what());
     } catch (const std::bad_alloc&) {
@@ -93,6 +97,7 @@ template <typename Body>
 int guarded(Body&& body) noexcept {
     clear_error();
     try {
+        const fork_gate_scope gate;
         body(started());
         return 0;
     } catch (...) {
@@ -146,25 +151,17 @@ extern "C" {
 [[gnu::noinline]] void* memtrail_malloc(ssize_t size, int device, void* stream) {
     clear_error();
     try {
+        const fork_gate_scope gate;
         if (size < 0) {
             throw std::invalid_argument("memtrail_malloc: negative size " + std::to_string(size));
         }
         if (size == 0) {
             return nullptr;
         }
-        runtime& r = started();
-        memtrail::device_address address = 0;
-        try {
-            address = r.history().allocate(static_cast<uint64_t>(size), device, stream_of(stream),
-                                           c_api_frames);
-        } catch (const memtrail::out_of_memory_error&) {
-            // The host's garbage collector gets one last chance, outside the device's lock.
-            if (!r.collect(device, memtrail::memory_pressure::full)) {
-                throw;
-            }
-            address = r.history().allocate(static_cast<uint64_t>(size), device, stream_of(stream),
-                                           c_api_frames);
-        }
+        // The host's garbage collector (set_collector) gets its last chance inside the
+        // allocator, before the allocation fails and is counted.
+        const memtrail::device_address address = started().history().allocate(
+            static_cast<uint64_t>(size), device, stream_of(stream), c_api_frames);
         return reinterpret_cast<void*>(address);
     } catch (...) {
         report_current_exception();
@@ -178,6 +175,7 @@ extern "C" {
         return;
     }
     try {
+        const fork_gate_scope gate;
         started().history().free(address_of(ptr), device, c_api_frames, stream_of(stream));
     } catch (...) {
         report_current_exception();
@@ -187,6 +185,7 @@ extern "C" {
 [[gnu::noinline]] int memtrail_observe_malloc(void* ptr, size_t size, int device, void* stream) {
     last_error[0] = '\0';
     try {
+        const fork_gate_scope gate;
         runtime::get().history().observe_allocation(address_of(ptr), size, device,
                                                     stream_of(stream), c_api_frames);
         return 0;
@@ -198,6 +197,7 @@ extern "C" {
 [[gnu::noinline]] int memtrail_observe_free(void* ptr, int device) {
     last_error[0] = '\0';
     try {
+        const fork_gate_scope gate;
         if (!runtime::get().history().observe_free(address_of(ptr), device, c_api_frames)) {
             throw std::invalid_argument(
                 "memtrail_observe_free: " + std::to_string(address_of(ptr)) +
@@ -292,6 +292,7 @@ int memtrail_set_thread_metadata(const char* metadata) {
 [[gnu::noinline]] int memtrail_empty_cache(int device) {
     clear_error();
     try {
+        const fork_gate_scope gate;
         started().history().empty_cache(device < 0 ? memtrail::recorder::all_devices : device,
                                         c_api_frames);
         return 0;
@@ -400,6 +401,7 @@ int memtrail_pool_use_count(int device, unsigned long long pool_first,
                                                 unsigned long long pool_second) {
     clear_error();
     try {
+        const fork_gate_scope gate;
         started().history().empty_pool_cache(device, private_pool(pool_first, pool_second),
                                              c_api_frames);
         return 0;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "librecorder/environment.hpp"
+#include "librecorder/fork_gate.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #ifdef MEMTRAIL_HAVE_CUDA
 #include "memtrail/core/cuda_device.hpp"
@@ -90,6 +91,7 @@ void runtime::set_signal_dump(int signal, std::string pattern) {
 }
 
 void runtime::write_signal_dump(const std::string& pattern) {
+    const fork_gate_scope gate;  // a helper thread's dump: a fork waits for it too
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     const std::string path = expand_dump_path(
         pattern, -1, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());

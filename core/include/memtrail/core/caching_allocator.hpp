@@ -105,7 +105,9 @@ class unknown_pointer_error : public usage_error {
 
 // How hard a free-memory callback should try (a host runtime's light or full garbage collection).
 enum class memory_pressure : uint8_t { light, full };
-// Called before the allocator asks the device for more memory; returns true if it freed something.
+// Called before the allocator asks the device for more memory, and once more with full pressure
+// before an allocation fails (then the allocation is tried again); returns true if it freed
+// something.
 // It runs without the device's lock (unless the allocating thread held it already): it may free
 // and allocate, on its own thread or by waiting for others.
 using free_memory_callback = std::function<bool(int device, memory_pressure pressure)>;

@@ -68,7 +68,9 @@ class recorder final : public allocator_observer {
     // --- allocations the program makes itself (memtrail run --mode observe) -------------------
     // Recorded, with the calling stack, as a segment holding one allocated block: the snapshot's
     // state and trace show them as the allocator's own would be. The allocator is not involved.
-    /// @throws std::invalid_argument for a device that does not exist.
+    /// @throws std::invalid_argument for a device that does not exist, a NULL address, a size
+    ///         that ends past the address space (SIZE_MAX), or an allocation that overlaps one
+    ///         observed and not freed (the same pointer twice).
     void observe_allocation(device_address address, uint64_t size, int device,
                             stream_handle stream = 0, size_t wrapper_frames = 0);
     // False (and nothing recorded) when `address` is not an observed allocation of `device`.

@@ -42,7 +42,8 @@ loaded_snapshot load_snapshot(const std::filesystem::path& path);
 
 /// The most bytes load_snapshot_from_stream reads by default: 4 GiB. A stream has no size to
 /// check before reading, so it is read into memory up to this cap; a larger snapshot is opened as
-/// a file (mapped, not copied). The decompression limits apply after it as to any file.
+/// a file, whose size is known before it is read. The decompression limits apply after it as to
+/// any file.
 inline constexpr size_t stream_read_limit = size_t{4} << 30;
 
 /// Reads the snapshot on the open descriptor `fd` (standard input, a pipe) to its end, whichever
