@@ -318,6 +318,17 @@ class Python(Case):
                 top = report("top", self.cwd / f"{name}.memtrail", self.cwd)
                 self.assertRegex(top, r"make_tensor \(\S*script\.py:\d+\)")
 
+    def test_a_child_whose_exec_fails_writes_nothing_of_its_parents(self):
+        # subprocess's child (vfork: the parent's memory, no fork handlers) calls _exit when exec
+        # fails; the interposer's _exit must not write, or use up, the parent's snapshot.
+        ending = ("import subprocess\ntry:\n    subprocess.run(['/no/such/program'])\n"
+                  "except OSError:\n    print('exec failed')\n")
+        result = self.python_run("cache", "parent.memtrail", ending)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("exec failed", result.stdout)
+        self.assertIn("snapshot written to parent.memtrail: peak allocated 6MiB", result.stderr)
+        self.assertEqual(sorted(p.name for p in self.cwd.glob("*.memtrail")), ["parent.memtrail"])
+
     def test_observe_leaves_pytorchs_allocator_alone(self):
         result = self.python_run("observe", "py.memtrail")
         self.assertEqual(result.returncode, 0, result.stderr)

@@ -1,5 +1,7 @@
 #include "device_memory.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
 
@@ -7,7 +9,10 @@ namespace memtrail::interpose {
 
 namespace {
 
-std::atomic<bool> reached{false};
+// A forked child is a process of its own: what its parent reached is not its to write.
+std::atomic<uint64_t> process_generation{1};  // one more in every forked child
+std::atomic<uint64_t> reached_in{0};          // the generation that reached memtrail, or 0
+std::atomic<pid_t> reached_by{0};              // that process
 
 }  // namespace
 
@@ -16,13 +21,30 @@ void report_failure(const char* call) {
 }
 
 bool reached_memtrail() {
-    return reached.load(std::memory_order_relaxed);
+    return reached_in.load(std::memory_order_relaxed) ==
+           process_generation.load(std::memory_order_relaxed);
 }
 
 void note_reached_memtrail() {
-    if (!reached.exchange(true, std::memory_order_relaxed)) {
-        arm_exit_dump();
+    const uint64_t now = process_generation.load(std::memory_order_relaxed);
+    const uint64_t before = reached_in.exchange(now, std::memory_order_relaxed);
+    if (before == now) {
+        return;
     }
+    reached_by.store(getpid());
+    if (before == 0) {
+        arm_exit_dump();
+    } else {
+        exit_dump_due_again();  // a forked child that allocates writes a snapshot of its own
+    }
+}
+
+pid_t process_that_reached() {
+    return reached_by.load();
+}
+
+void note_forked_child() {
+    process_generation.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool memory_info(int device, size_t* free_bytes, size_t* total_bytes, const char* call) {

@@ -22,12 +22,20 @@ enum class memory_result { ok, out_of_memory, failed };
 // Prints "memtrail: CALL: what went wrong" (librecorder's last error) on stderr.
 void report_failure(const char* call);
 
-// Whether any program allocation has reached memtrail (so that there is a snapshot to write).
+// Whether an allocation of this process has reached memtrail (so that there is a snapshot to
+// write); a forked child's own count, not its parent's.
 bool reached_memtrail();
 // The first time, also arms the exit snapshot (exit_dump.cpp): registered after the CUDA runtimes
-// have started, it runs before their own exit handlers unload them.
+// have started, it runs before their own exit handlers unload them. The first time in a forked
+// child, the snapshot inherited from the parent's arming is due again, the child's own.
 void note_reached_memtrail();
 void arm_exit_dump();
+void exit_dump_due_again();
+// The process whose allocation reached memtrail last noted (a vfork child, which shares its
+// parent's memory and runs no fork handlers, is told apart by its pid).
+pid_t process_that_reached();
+// pthread_atfork's child handler: the child starts as a process that has reached nothing.
+void note_forked_child();
 
 // cache: a block from memtrail's allocator. A failure other than out of memory is reported.
 MEMTRAIL_INLINE memory_result cache_allocate(void** out, size_t size, int device, void* stream,

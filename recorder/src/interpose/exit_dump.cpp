@@ -29,11 +29,10 @@ namespace {
 
 std::atomic<bool> exit_dump_due{true};
 // PyTorch allocates through librecorder (sitecustomize.py said so): its process has a snapshot
-// to write although no CUDA call of its reached the interposer.
+// to write although no CUDA call of its reached the interposer. A forked child has not.
 std::atomic<bool> pytorch_on_memtrail{false};
-// The process whose exit writes the snapshot: a child forked from it (a subprocess that fails
-// to exec and calls _exit) writes none.
-std::atomic<pid_t> recording_process{0};
+std::atomic<pid_t> pytorch_process{0};
+std::atomic<bool> termination_dump_installed{false};
 
 // The pattern with %p replaced by the process id (%% by %).
 std::string expand_pid(const std::string& pattern) {
@@ -60,15 +59,21 @@ bool write_exit_snapshot() {
     return true;
 }
 
+// getpid() tells a vfork child (subprocess's, calling _exit when exec fails) from its parent: it
+// runs no fork handlers and must not write its parent's snapshot from its parent's memory.
 bool has_a_snapshot_to_write() {
-    return !settings().exit_dump_pattern.empty() &&
-           (reached_memtrail() || pytorch_on_memtrail.load());
+    if (settings().exit_dump_pattern.empty()) {
+        return false;
+    }
+    const pid_t me = getpid();
+    return (reached_memtrail() && process_that_reached() == me) ||
+           (pytorch_on_memtrail.load() && pytorch_process.load() == me);
 }
 
-// A process that never reached memtrail (a shell, a launcher) leaves no snapshot behind.
+// A process that never reached memtrail (a shell, a launcher, a child forked from a recording
+// process that exits before allocating) leaves no snapshot behind.
 void dump_at_exit() {
-    if (has_a_snapshot_to_write() && getpid() == recording_process.load() &&
-        exit_dump_due.exchange(false)) {
+    if (has_a_snapshot_to_write() && exit_dump_due.exchange(false)) {
         write_exit_snapshot();
     }
 }
@@ -92,9 +97,14 @@ void end_by_termination() {
     raise(SIGTERM);
 }
 
-// A forked child has no thread to serve the handler: SIGTERM ends it as it would have.
-void forget_termination_in_child() {
-    signal(SIGTERM, SIG_DFL);
+// A forked child is a process of its own, and has no thread to serve the SIGTERM handler:
+// SIGTERM ends it as it would have.
+void on_forked_child() {
+    note_forked_child();
+    pytorch_on_memtrail.store(false);
+    if (termination_dump_installed.load()) {
+        signal(SIGTERM, SIG_DFL);
+    }
 }
 
 // Once per process that records, and only where SIGTERM would end the program unhandled: a
@@ -110,7 +120,7 @@ void arm_termination_dump() {
         return;
     }
     std::thread(end_by_termination).detach();
-    pthread_atfork(nullptr, nullptr, forget_termination_in_child);
+    termination_dump_installed.store(true);
     struct sigaction action {};
     action.sa_handler = on_termination;
     sigemptyset(&action.sa_mask);
@@ -135,6 +145,7 @@ template <typename Exit>
         std::fprintf(stderr, "%s\n", error.what());
         _exit(2);
     }
+    pthread_atfork(nullptr, nullptr, on_forked_child);
 }
 
 }  // namespace
@@ -144,10 +155,13 @@ template <typename Exit>
 // the device can still be asked about.
 void arm_exit_dump() {
     if (!settings().exit_dump_pattern.empty()) {
-        recording_process.store(getpid());
         std::atexit(dump_at_exit);
         arm_termination_dump();
     }
+}
+
+void exit_dump_due_again() {
+    exit_dump_due.store(true);
 }
 
 }  // namespace memtrail::interpose
@@ -160,6 +174,7 @@ extern "C" {
 [[gnu::visibility("default")]] int memtrail_interpose_exit_dump(int pytorch_allocates_here) {
     using namespace memtrail::interpose;
     if (pytorch_allocates_here != 0) {
+        pytorch_process.store(getpid());
         pytorch_on_memtrail.store(true);
     }
     if (!has_a_snapshot_to_write() || !exit_dump_due.exchange(false)) {
@@ -172,8 +187,8 @@ extern "C" {
 // write at exit, on _exit and on SIGTERM.
 [[gnu::visibility("default")]] void memtrail_interpose_pytorch_on_memtrail() {
     using namespace memtrail::interpose;
+    pytorch_process.store(getpid());
     pytorch_on_memtrail.store(true);
-    recording_process.store(getpid());
     if (!settings().exit_dump_pattern.empty()) {
         arm_termination_dump();
     }
