@@ -1,0 +1,47 @@
+"""docs/quickstart.md shows what `memtrail oom` prints for a real PyTorch OOM: every line of its
+output block must be what memtrail prints today, in order (a shown line may stop short of the
+printed one, as the page cuts long lines).
+
+Environment: MEMTRAIL, TRACE_DIR (the unpacked tests/data/traces/*.tar.gz), DOCS (docs/).
+"""
+import os
+import pathlib
+import re
+import subprocess
+import unittest
+
+MEMTRAIL = os.environ["MEMTRAIL"]
+TRACES = pathlib.Path(os.environ["TRACE_DIR"])
+PAGE = pathlib.Path(os.environ["DOCS"]) / "quickstart.md"
+
+
+def shown_output():
+    """The code block that follows "What you see." on the page."""
+    text = PAGE.read_text()
+    start = text.index("What you see.")
+    block = re.search(r"```\n(.*?)```", text[start:], re.S)
+    return block.group(1).splitlines()
+
+
+class Quickstart(unittest.TestCase):
+    def test_the_oom_output_shown_is_what_memtrail_prints(self):
+        printed = subprocess.run([MEMTRAIL, "oom", str(TRACES / "oom_graph_pool.pickle")],
+                                 capture_output=True, text=True, check=True).stdout.splitlines()
+        at = 0
+        for line in shown_output():
+            while at < len(printed) and not printed[at].startswith(line):
+                at += 1
+            self.assertLess(at, len(printed), f"not printed (in this order): {line!r}")
+            at += 1
+
+    def test_the_commands_on_the_page_exist(self):
+        text = PAGE.read_text()
+        for command in set(re.findall(r"^memtrail (\w+) ", text, re.M)):
+            with self.subTest(command=command):
+                result = subprocess.run([MEMTRAIL, command, "--help"], capture_output=True,
+                                        text=True)
+                self.assertEqual(result.returncode, 0, result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
