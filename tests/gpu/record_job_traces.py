@@ -2,8 +2,8 @@
 numbers read from its objects, as ground truth for memory by meaning, OOM verdicts and ranks:
 FSDP1 and FSDP2 (model built on the GPU, on the CPU, on the meta device; mixed precision; one
 rank given more data), DDP, HF `generate()` with a dynamic and a static KV cache, fragmentation
-under a memory cap, a CUDA graph's private pool under a cap, and a MemPool released with
-several segments.
+under a memory cap, a CUDA graph's private pool under a cap, a MemPool released with several
+segments, and compiled training with PyTorch's own tags (compile context, user metadata).
 
     python3 record_job_traces.py all OUTDIR          # every workload, one fresh process each
     python3 record_job_traces.py WORKLOAD OUTDIR      # one single-GPU workload

@@ -22,8 +22,11 @@
 #      (tests/gpu/torch_graphs.py, with libmemtrail_torch_bridge.so)
 #  10. the cost of recording inside training: 6 alternating processes of PyTorch's allocator and
 #      of memtrail recording everything, with each unwinder (tests/gpu/training_overhead.py)
+#  11. the jobs people run, recorded with the models' own numbers (tests/gpu/record_job_traces.py:
+#      FSDP and DDP where two GPUs are seen, generate() always), and memory by meaning set beside
+#      those numbers (tests/gpu/categories_truth.py)
 # Set SKIP_<PART>=1 (SKIP_TESTS, SKIP_SAMPLES, SKIP_BENCH, SKIP_TRAINING, SKIP_DISTRIBUTED,
-# SKIP_TRACES, SKIP_RUN, SKIP_PYTHON_PACKAGE, SKIP_GRAPHS, SKIP_OVERHEAD) to leave a part out,
+# SKIP_TRACES, SKIP_RUN, SKIP_PYTHON_PACKAGE, SKIP_GRAPHS, SKIP_OVERHEAD, SKIP_JOBS) to leave a part out,
 # BENCH_ARGS to pass Google Benchmark flags; OVERHEAD_RUNS, OVERHEAD_UNWINDERS and OVERHEAD_MODES
 # for part 10 (see training_overhead.py).
 set -u
@@ -268,6 +271,26 @@ if ! skip PYTHON_PACKAGE; then
   else
     fail "pip install of the Python package (see python_package_install.log)"
   fi
+fi
+
+if ! skip JOBS; then
+  # The jobs people run (FSDP1/FSDP2 and DDP on two GPUs, generate(), OOMs under caps), each with
+  # the model's own numbers, then memory by meaning set beside those numbers.
+  rm -rf "$out/jobs" && mkdir -p "$out/jobs"
+  if [ "$gpus" -ge 2 ]; then
+    PYTHONUNBUFFERED=1 "$python" "$here/tests/gpu/record_job_traces.py" all "$out/jobs" \
+      > "$out/jobs.log" 2>&1 || fail "record_job_traces.py (see jobs.log)"
+  else
+    for workload in generate_dynamic generate_static compile_tags; do
+      PYTHONUNBUFFERED=1 "$python" "$here/tests/gpu/record_job_traces.py" "$workload" \
+        "$out/jobs" >> "$out/jobs.log" 2>&1 || fail "record_job_traces.py $workload"
+    done
+  fi
+  note ""
+  note "## Memory by meaning against the models' own numbers"
+  "$python" "$here/tests/gpu/categories_truth.py" "$build/bin/memtrail" \
+    $(ls "$out/jobs"/*.pickle | grep -E 'ddp|fsdp|generate|compile_tags') \
+    >> "$out/results.md" 2>> "$out/jobs.log" || fail "categories off the models' numbers (jobs.log)"
 fi
 
 cat "$out/results.md"
