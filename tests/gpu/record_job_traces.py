@@ -21,7 +21,7 @@ import json, os, pickle, subprocess, sys, time
 
 GiB, MiB = 1 << 30, 1 << 20
 DISTRIBUTED = ["ddp", "fsdp1", "fsdp2_gpu", "fsdp2_cpu", "fsdp2_meta", "fsdp2_mixed",
-               "fsdp2_imbalance"]
+               "fsdp2_imbalance", "fsdp2_llama", "ddp_gpt2"]
 SINGLE = ["generate_dynamic", "generate_static", "oom_cap_fragmentation", "oom_graph_pool",
           "mempool_release", "compile_tags"]
 
@@ -78,7 +78,24 @@ def distributed_job(workload, outdir, truth, meta):
     torch.manual_seed(0)
     vocab = 16000
     meta.update({"rank": rank, "world_size": world})
-    if workload == "ddp":
+    hf = workload in ("fsdp2_llama", "ddp_gpt2")  # Hugging Face models: forward(ids, labels)
+    if workload == "fsdp2_llama":
+        from torch.distributed.fsdp import fully_shard
+        from transformers import LlamaConfig, LlamaForCausalLM
+        model = LlamaForCausalLM(LlamaConfig(
+            hidden_size=1024, intermediate_size=2816, num_hidden_layers=6, num_attention_heads=16,
+            num_key_value_heads=4, vocab_size=vocab, max_position_embeddings=1024)).cuda()
+        truth["parameter_bytes_full"] = parameter_bytes(model)
+        for layer in model.model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+    elif workload == "ddp_gpt2":
+        from transformers import GPT2Config, GPT2LMHeadModel
+        model = GPT2LMHeadModel(GPT2Config(n_layer=6, n_head=16, n_embd=1024, vocab_size=vocab,
+                                           n_positions=1024)).cuda()
+        truth["parameter_bytes_full"] = parameter_bytes(model)
+        model = nn.parallel.DistributedDataParallel(model)
+    elif workload == "ddp":
         model = transformer(vocab).cuda()
         truth["parameter_bytes_full"] = parameter_bytes(model)
         model = nn.parallel.DistributedDataParallel(model)
@@ -123,12 +140,15 @@ def distributed_job(workload, outdir, truth, meta):
     for step in range(4):
         truth["step_start_us"].append(now_us())
         x = torch.randint(0, vocab, (batch, 512), device="cuda")
-        loss = nn.functional.cross_entropy(model(x).float().view(-1, vocab), x.view(-1))
+        if hf:
+            loss = model(input_ids=x, labels=x).loss
+        else:
+            loss = nn.functional.cross_entropy(model(x).float().view(-1, vocab), x.view(-1))
         truth["backward_start_us"].append(now_us())
         loss.backward()
         if step == 0:
             truth["gradient_bytes"] = gradient_bytes(model)
-            if workload == "ddp":
+            if workload.startswith("ddp"):
                 logging = model._get_ddp_logging_data()
                 truth["ddp_bucket_sizes"] = logging.get("bucket_sizes")
                 truth["ddp_gradient_as_bucket_view"] = logging.get("gradient_as_bucket_view")
