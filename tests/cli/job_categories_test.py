@@ -1,7 +1,7 @@
 """Memory by meaning on the jobs people run, against the model's own numbers: real traces of
-FSDP1, FSDP2 (model built on the GPU, the CPU, the meta device; mixed precision), DDP and HF
-generate() with a dynamic and a static cache, recorded on H200s by tests/gpu/record_job_traces.py
-with the bytes read from the objects (parameters, gradients, optimizer state, DDP's buckets, the
+FSDP1, FSDP2 (model built on the GPU, the CPU, the meta device; mixed precision; HF Llama), DDP
+(and on HF GPT-2) and HF generate() with a dynamic and a static cache, recorded on H200s by
+tests/gpu/record_job_traces.py with the bytes read from the objects (parameters, gradients, optimizer state, DDP's buckets, the
 KV cache) in each trace's json.
 
 Environment: MEMTRAIL (the binary), TRACE_DIR (the unpacked tests/data/traces/jobs.tar.gz).
@@ -24,7 +24,8 @@ _spec.loader.exec_module(truth_harness)
 JOBS = sorted(p for p in TRACES.glob("*.pickle")
               if p.stem.split("__")[0] in {"ddp", "fsdp1", "fsdp2_gpu", "fsdp2_cpu", "fsdp2_meta",
                                            "fsdp2_mixed", "fsdp2_imbalance", "generate_dynamic",
-                                           "generate_static", "compile_tags"})
+                                           "generate_static", "compile_tags", "fsdp2_llama",
+                                           "ddp_gpt2"})
 
 
 def load(trace):
@@ -62,7 +63,7 @@ def makes_unsharded_parameters(entry):
 
 class JobCategories(unittest.TestCase):
     def test_the_traces_are_here(self):
-        self.assertEqual(len(JOBS), 18, [p.name for p in JOBS])
+        self.assertEqual(len(JOBS), 22, [p.name for p in JOBS])
 
     def test_every_job_matches_the_models_own_numbers(self):
         for trace in JOBS:
