@@ -1,8 +1,8 @@
 """Memory by meaning on the jobs people run, against the model's own numbers: real traces of
 FSDP1, FSDP2 (model built on the GPU, the CPU, the meta device; mixed precision; HF Llama), DDP
 (and on HF GPT-2) and HF generate() with a dynamic and a static cache, recorded on H200s by
-tests/gpu/record_job_traces.py with the bytes read from the objects (parameters, gradients, optimizer state, DDP's buckets, the
-KV cache) in each trace's json.
+tests/gpu/record_job_traces.py with the bytes read from the objects (parameters, gradients,
+optimizer state, DDP's buckets, the KV cache) in each trace's json.
 
 Environment: MEMTRAIL (the binary), TRACE_DIR (the unpacked tests/data/traces/jobs.tar.gz).
 """
