@@ -12,6 +12,7 @@ import os
 import pathlib
 import pickle
 import subprocess
+import tempfile
 import unittest
 
 MEMTRAIL = os.environ["MEMTRAIL"]
@@ -34,6 +35,14 @@ def load(trace):
     device = next(d for d, t in enumerate(snapshot["device_traces"]) if t)
     meta = json.loads(trace.with_suffix(".json").read_text())
     return snapshot["device_traces"][device], device, meta["truth"]
+
+
+def written(snapshot, folder, name):
+    """`snapshot` as a PyTorch pickle in `folder`; its path."""
+    path = pathlib.Path(folder) / name
+    with open(path, "wb") as f:
+        pickle.dump(snapshot, f)
+    return path
 
 
 def categories(trace, device, at):
@@ -179,11 +188,8 @@ class PyTorchTags(unittest.TestCase):
         for e in snapshot["device_traces"][0]:
             if e["user_metadata"] == "train step 1":
                 e["user_metadata"] = "step\x1b[2J\nmemtrail: all good"
-        import tempfile
         with tempfile.TemporaryDirectory() as folder:
-            hostile = pathlib.Path(folder) / "hostile.pickle"
-            with open(hostile, "wb") as f:
-                pickle.dump(snapshot, f)
+            hostile = written(snapshot, folder, "hostile.pickle")
             out = subprocess.run([MEMTRAIL, "summary", str(hostile)], capture_output=True,
                                  text=True, check=True).stdout
         self.assertNotIn("\x1b", out)
@@ -200,11 +206,8 @@ class TwoDevicesInOneFile(unittest.TestCase):
             other = pickle.load(f)
         snapshot["device_traces"][1] = other["device_traces"][1]
         snapshot["segments"] += [s for s in other["segments"] if s["device"] == 1]
-        import tempfile
         with tempfile.TemporaryDirectory() as folder:
-            path = pathlib.Path(folder) / "two_devices.pickle"
-            with open(path, "wb") as f:
-                pickle.dump(snapshot, f)
+            path = written(snapshot, folder, "two_devices.pickle")
             text = subprocess.run([MEMTRAIL, "summary", str(path)], capture_output=True,
                                   text=True, check=True).stdout
             report = json.loads(subprocess.run([MEMTRAIL, "summary", str(path), "--json"],

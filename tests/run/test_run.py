@@ -170,13 +170,18 @@ class Process(Case):
         self.assertEqual(result.returncode, 127)
         self.assertIn("memtrail: cannot run", result.stderr)
 
-    def test_signals_reach_the_program_and_sigusr1_writes_a_snapshot(self):
+    def start_waiting_program(self):
+        """`run_program wait` under memtrail run, once it has allocated and waits for signals."""
         runner = subprocess.Popen([MEMTRAIL, "run", "--device", DEVICE, "--dump", "run.memtrail",
                                    "--", PROGRAM, "wait"], cwd=self.cwd, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
+        self.assertEqual(runner.stdout.readline().split(",")[0], "devices 1")
+        self.assertEqual(runner.stdout.readline(), "waiting\n")
+        return runner
+
+    def test_signals_reach_the_program_and_sigusr1_writes_a_snapshot(self):
+        runner = self.start_waiting_program()
         try:
-            self.assertEqual(runner.stdout.readline().split(",")[0], "devices 1")
-            self.assertEqual(runner.stdout.readline(), "waiting\n")
             runner.send_signal(signal.SIGUSR1)
             deadline = time.monotonic() + 60
             while not list(self.cwd.glob("run-signal-*.memtrail")) and time.monotonic() < deadline:
@@ -211,12 +216,8 @@ class Process(Case):
                       "making a device allocation", result.stderr)
 
     def test_a_program_killed_outright_is_said_so(self):
-        runner = subprocess.Popen([MEMTRAIL, "run", "--device", DEVICE, "--dump", "run.memtrail",
-                                   "--", PROGRAM, "wait"], cwd=self.cwd, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
+        runner = self.start_waiting_program()
         try:
-            self.assertEqual(runner.stdout.readline().split(",")[0], "devices 1")
-            self.assertEqual(runner.stdout.readline(), "waiting\n")
             runner.send_signal(signal.SIGQUIT)  # forwarded: its default ends the program at once
             _, stderr = runner.communicate(timeout=60)
         finally:
