@@ -4,6 +4,15 @@
 // winning: what a library made for itself first (a KV cache, a workspace, FSDP's and DDP's
 // buffers), then in the order PyTorch's memory profiler assigns its own categories (gradients
 // and temporaries first, then parameters, optimizer state, activations and autograd's own).
+//
+// Index of this file:
+// [SECTION] names, descriptions and rules
+// [SECTION] choosing a rule
+// [SECTION] names and rules, public
+// [SECTION] building the map
+// [SECTION] the live allocations at any moment
+// [SECTION] totals at a moment
+// [SECTION] contradictions
 
 #include "memtrail/analysis/categories.hpp"
 
@@ -26,6 +35,10 @@ using snapshot::action;
 namespace {
 
 constexpr size_t none = no_position;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] names, descriptions and rules
+//-------------------------------------------------------------------------------------------------
 
 constexpr std::string_view category_names[memory_category_count] = {
     "parameter", "optimizer_state", "gradient",        "activation",
@@ -96,7 +109,8 @@ constexpr rule_text rules[] = {
      "FSDP's reduce-scatter output, kept as the sharded gradient until zero_grad or the "
      "optimizer"},
     {memory_category::gradient, 0.85f,
-     "DDP's gradient buckets: flat copies of the gradients for all-reduce, kept across steps"},
+     "DDP's gradient buckets: flat copies of the gradients for all-reduce (rebuilt once, "
+     "after the first step)"},
     {memory_category::collective, 0.7f, "made by torch.distributed (FSDP, DDP, a collective)"},
     {memory_category::kv_cache, 0.95f, "made by a Hugging Face cache class (cache_utils.py)"},
     {memory_category::workspace, 0.95f, "made by cuBLAS's or cuDNN's workspace code"},
@@ -108,6 +122,10 @@ constexpr rule_text rules[] = {
     {memory_category::unknown, 0.0f, "no frame, thread or lifetime evidence"},
 };
 static_assert(std::size(rules) == category_rule_count);
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] choosing a rule
+//-------------------------------------------------------------------------------------------------
 
 // What is known of one allocation, for choose_rule.
 struct allocation_facts {
@@ -278,6 +296,10 @@ bool freed_in_trace(const device_model& model, const allocation_lifetime& life) 
 
 }  // namespace
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] names and rules, public
+//-------------------------------------------------------------------------------------------------
+
 std::string_view category_name(memory_category c) {
     return category_names[static_cast<size_t>(c)];
 }
@@ -338,6 +360,10 @@ size_t training_steps::step_of(size_t position) const {
     return static_cast<size_t>(std::upper_bound(boundaries.begin(), boundaries.end(), position) -
                                boundaries.begin());
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] building the map
+//-------------------------------------------------------------------------------------------------
 
 category_map category_map::build(const device_model& model) {
     category_map map(model);
@@ -410,6 +436,10 @@ category_map category_map::build(const device_model& model) {
     map.index_live_allocations();
     return map;
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the live allocations at any moment
+//-------------------------------------------------------------------------------------------------
 
 bool category_map::live_at(size_t index, size_t position) const {
     const allocation_lifetime& life = model_.lifetimes()[index];
@@ -503,6 +533,10 @@ uint64_t category_breakdown::total_bytes() const {
     return sum;
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] totals at a moment
+//-------------------------------------------------------------------------------------------------
+
 category_breakdown categories_at(const device_model& model, const category_map& map,
                                  size_t position) {
     category_breakdown out;
@@ -549,6 +583,10 @@ std::string categories_line(const category_breakdown& breakdown) {
     }
     return line;
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] contradictions
+//-------------------------------------------------------------------------------------------------
 
 std::vector<category_contradiction> find_contradictions(const category_breakdown& breakdown,
                                                         job_kind kind) {
