@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -128,22 +129,32 @@ void arm_termination_dump() {
     sigaction(SIGTERM, &action, nullptr);
 }
 
-template <typename Exit>
-[[noreturn]] void exit_now(const char* name, int status) {
+// glibc's _exit and _Exit, found once at load: a vfork child (which shares its parent's memory
+// and locks) may call ours, and must not be the one to look them up.
+using exit_function = void (*)(int);
+exit_function real_exit = nullptr;
+exit_function real_capital_exit = nullptr;
+
+[[noreturn]] void exit_now(exit_function real, int status) {
     dump_at_exit();
-    static const auto real = reinterpret_cast<Exit>(real_dlsym(RTLD_NEXT, name));
-    real(status);
-    std::abort();  // unreachable: glibc's _exit does not return
+    if (real != nullptr) {
+        real(status);
+    }
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
 }
 
 // Checks the settings before the program's main (the exit snapshot is armed at the first
 // allocation, see arm_exit_dump).
 [[gnu::constructor]] void start() {
+    real_exit = reinterpret_cast<exit_function>(real_dlsym(RTLD_NEXT, "_exit"));
+    real_capital_exit = reinterpret_cast<exit_function>(real_dlsym(RTLD_NEXT, "_Exit"));
     try {
         settings();
     } catch (const std::exception& error) {
         std::fprintf(stderr, "%s\n", error.what());
-        _exit(2);
+        std::fflush(stderr);
+        syscall(SYS_exit_group, 2);  // not our _exit: there are no settings to write a snapshot by
     }
     pthread_atfork(nullptr, nullptr, on_forked_child);
 }
@@ -197,11 +208,11 @@ extern "C" {
 // _exit and _Exit skip exit()'s handlers (Python's os._exit, a program that ends in a hurry):
 // the snapshot is written first. glibc's exit() reaches its own _exit directly, not these.
 [[gnu::visibility("default")]] void _exit(int status) {
-    memtrail::interpose::exit_now<void (*)(int)>("_exit", status);
+    memtrail::interpose::exit_now(memtrail::interpose::real_exit, status);
 }
 
 [[gnu::visibility("default")]] void _Exit(int status) {
-    memtrail::interpose::exit_now<void (*)(int)>("_Exit", status);
+    memtrail::interpose::exit_now(memtrail::interpose::real_capital_exit, status);
 }
 
 }  // extern "C"
