@@ -51,6 +51,8 @@ _SIGNATURES: dict[str, tuple[Optional[type], list[type]]] = {
     "memtrail_set_signal_dump": (ctypes.c_int, [ctypes.c_int, ctypes.c_char_p]),
     "memtrail_set_collect_callback": (ctypes.c_int, [COLLECT_CALLBACK, ctypes.c_void_p]),
     "memtrail_device_count": (ctypes.c_int, []),
+    "memtrail_memory_info": (
+        ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]),
 }
 
 _lock = threading.Lock()
