@@ -13,7 +13,7 @@ its allocator (MEMTRAIL_DEVICE picks the device: "cuda", or "sim:80GiB" for a si
 Every failure raises a MemtrailError subclass carrying memtrail's error code and message."""
 
 from . import cupy, memory_pressure, torch
-from ._native import cli_path, library, library_path
+from ._native import cli_path, library, library_path, viewer_path
 from .annotations import marker, range, range_end, range_start, set_thread_metadata
 from .errors import (
     AllocatorSwitchError,
@@ -73,5 +73,5 @@ __all__ = [
     "mem_get_info", "memory_allocated", "memory_pressure", "memory_reserved", "memory_snapshot", "memory_stats", "memory_summary",
     "on_oom", "range", "range_end", "range_start", "record_memory_history", "record_stream",
     "reset_accumulated_memory_stats", "reset_peak_memory_stats", "set_allocator_config",
-    "set_per_process_memory_fraction", "set_thread_metadata", "torch", "version",
+    "set_per_process_memory_fraction", "set_thread_metadata", "torch", "version", "viewer_path",
 ]
