@@ -9,6 +9,7 @@ from typing import Any, Literal, Optional, Union
 from . import _arguments, _native
 from .errors import BadArgumentError
 
+
 def record_memory_history(
     enabled: Union[Literal["state", "all"], None, bool] = "all",
     *args: Any,
@@ -46,7 +47,7 @@ def _record_history(
     call = "record_memory_history"
     for name, value in (("compile_context", compile_context),
                         ("global_record_annotations", global_record_annotations)):
-        if value:
+        if _arguments.flag(call, name, value):
             raise BadArgumentError(f"memtrail: {call}(): {name}=True needs PyTorch's own "
                                    "recorder (torch.cuda.memory._record_memory_history)")
     arguments = (_arguments.text(call, "enabled", enabled or "off"),
