@@ -13,7 +13,7 @@ its allocator (MEMTRAIL_DEVICE picks the device: "cuda", or "sim:80GiB" for a si
 Every failure raises a MemtrailError subclass carrying memtrail's error code and message."""
 
 from . import cupy, memory_pressure, torch
-from ._native import cli_path, library, library_path
+from ._native import cli_path, library, library_path, viewer_path
 from .annotations import marker, range, range_end, range_start, set_thread_metadata
 from .errors import (
     AllocatorSwitchError,
@@ -35,6 +35,7 @@ from .memory import (
     device_count,
     empty_cache,
     max_memory_allocated,
+    mem_get_info,
     max_memory_reserved,
     memory_allocated,
     memory_reserved,
@@ -47,6 +48,7 @@ from .memory import (
     set_per_process_memory_fraction,
 )
 from .post_mortem import dump_on_signal, on_oom
+from .snapshot import _snapshot, memory_snapshot
 
 
 def version() -> str:
@@ -61,14 +63,15 @@ def gc_stats() -> dict[str, float]:
 
 
 __all__ = [
+    "_snapshot",
     "AllocatorSwitchError", "BadArgumentError", "ConfigError", "DeviceError", "ErrorCode",
     "InternalError", "MemtrailError", "NotStartedError", "OutOfMemoryError",
     "SnapshotWriteError", "UnknownPointerError",
     "caching_allocator_alloc", "caching_allocator_delete", "clear_memory_history", "cli_path",
     "cupy", "device_count", "dump_on_signal", "dump_snapshot", "empty_cache", "gc_stats",
     "library", "library_path", "marker", "max_memory_allocated", "max_memory_reserved",
-    "memory_allocated", "memory_pressure", "memory_reserved", "memory_stats", "memory_summary",
+    "mem_get_info", "memory_allocated", "memory_pressure", "memory_reserved", "memory_snapshot", "memory_stats", "memory_summary",
     "on_oom", "range", "range_end", "range_start", "record_memory_history", "record_stream",
     "reset_accumulated_memory_stats", "reset_peak_memory_stats", "set_allocator_config",
-    "set_per_process_memory_fraction", "set_thread_metadata", "torch", "version",
+    "set_per_process_memory_fraction", "set_thread_metadata", "torch", "version", "viewer_path",
 ]

@@ -69,3 +69,11 @@ def path(call: str, name: str, value: Any) -> bytes:
         raise BadArgumentError(f"memtrail: {call}(): argument '{name}' contains a NUL byte, "
                                f"which would cut the path short: {value!r}")
     return encoded
+
+
+def flag(call: str, name: str, value: Any) -> bool:
+    """A bool (torch's switches): TypeError for another type, so that "False" is not taken as
+    true."""
+    if not isinstance(value, bool):
+        raise _not_a(call, name, "bool", value)
+    return value

@@ -18,6 +18,7 @@ from .errors import ErrorCode, NotStartedError, error_for
 
 LIBRARY_VARIABLE = "MEMTRAIL_LIBRARY"
 CLI_VARIABLE = "MEMTRAIL_CLI"
+VIEWER_VARIABLE = "MEMTRAIL_VIEWER"
 _CARRIED = Path(__file__).resolve().parent / "_native"
 
 # int (*)(int device, int pressure, void* user_data): memtrail_collect_callback.
@@ -51,6 +52,8 @@ _SIGNATURES: dict[str, tuple[Optional[type], list[type]]] = {
     "memtrail_set_signal_dump": (ctypes.c_int, [ctypes.c_int, ctypes.c_char_p]),
     "memtrail_set_collect_callback": (ctypes.c_int, [COLLECT_CALLBACK, ctypes.c_void_p]),
     "memtrail_device_count": (ctypes.c_int, []),
+    "memtrail_memory_info": (
+        ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]),
 }
 
 _lock = threading.Lock()
@@ -84,6 +87,13 @@ def cli_path() -> Path:
     """The memtrail command this package uses (MEMTRAIL_CLI, else the carried copy)."""
     chosen = os.environ.get(CLI_VARIABLE)
     return Path(chosen) if chosen else _CARRIED / "memtrail"
+
+
+def viewer_path() -> Path:
+    """The memtrail-viewer this package uses (MEMTRAIL_VIEWER, else the carried copy, present when
+    the package was built with it)."""
+    chosen = os.environ.get(VIEWER_VARIABLE)
+    return Path(chosen) if chosen else _CARRIED / "memtrail-viewer"
 
 
 def _load() -> ctypes.CDLL:

@@ -4,12 +4,13 @@ summary table, the cache, the memory fraction, the allocator settings, and raw a
 
 from __future__ import annotations
 
+import ctypes
 import json
 import sys
 from typing import Any, Optional, Union
 
 from . import _arguments, _native
-from .errors import BadArgumentError
+from .errors import BadArgumentError, ErrorCode, NotStartedError
 
 # What names a device: an index, "cuda:1", a torch.device, or None for the current one.
 Device = Union[int, str, Any, None]
@@ -62,12 +63,34 @@ def stream_handle(stream: Any, call: str) -> Optional[int]:
 
 
 def device_count() -> int:
-    """How many devices memtrail manages."""
-    lib = _native.started()
+    """How many devices memtrail manages; 0 when its device cannot start (no CUDA device
+    visible, a librecorder built without CUDA), as torch.cuda.device_count() is 0 without CUDA.
+    A bad MEMTRAIL_DEVICE still raises ConfigError."""
+    lib = _native.library()  # a librecorder that cannot be loaded still raises
+    try:
+        _native.started()
+    except NotStartedError:
+        return 0
     count = lib.memtrail_device_count()
     if count < 0:
+        if lib.memtrail_last_error_code() == ErrorCode.NOT_STARTED:
+            return 0
         _native.raise_last_error()
     return int(count)
+
+
+def mem_get_info(device: Device = None) -> tuple[int, int]:
+    """torch.cuda.mem_get_info(): (free, total) bytes of `device` as cudaMemGetInfo reports
+    them, where memory memtrail caches unused counts as taken, as PyTorch's own cache does."""
+    lib = _native.started()
+    index = device_index(device, "mem_get_info")
+    free, total = ctypes.c_size_t(), ctypes.c_size_t()
+    stats = memory_stats(index)
+    _native.check(lib.memtrail_memory_info(index, ctypes.byref(free), ctypes.byref(total)))
+    # memtrail_memory_info counts the cache as free (what a program under `memtrail run` may
+    # still take); torch's caller sees it taken.
+    cached = stats["reserved_bytes.all.current"] - stats["allocated_bytes.all.current"]
+    return max(free.value - cached, 0), total.value
 
 
 def memory_stats(device: Device = None) -> dict[str, int]:
