@@ -121,7 +121,7 @@ TEST(TracePlan, NewExpandableSegmentsAreRecognisedByTheirFirstMap) {
 
 // Runs of releases were planned by looking ahead from each of their entries: 100k segment_free
 // entries took 14 s to replay, 1M would take about 25 minutes. The plan now costs a step per
-// entry; a run of 300k completions and 300k frees before a new segment plans and replays in well
+// entry; a run of 300k completions and 300k frees before a new segment plans and replays in
 // under a second (the quadratic planner needed minutes).
 TEST(TracePlan, LongRunsOfFreesPlanAndReplayInLinearTime) {
     constexpr size_t run = 300000;
@@ -143,7 +143,9 @@ TEST(TracePlan, LongRunsOfFreesPlanAndReplayInLinearTime) {
     options.device_memory = 80ull << 30;
     const replay_result result = replay_trace(input, options);
     const auto elapsed = std::chrono::steady_clock::now() - start;
-    EXPECT_LT(elapsed, std::chrono::seconds(2));
+    // A guard against the quadratic planner, which needs minutes here, not a speed target (that
+    // is bench_replay's million_frees): 0.4 s in a plain build, 3.2 s under TSan on 2 cores.
+    EXPECT_LT(elapsed, std::chrono::seconds(60));
 
     EXPECT_EQ(plan.steps[0], step_kind::complete_before_release);
     EXPECT_TRUE(plan.releases_follow[0]);
