@@ -6,12 +6,14 @@
 #   scripts/check-sanitizers.sh asan fuzz    # only those steps
 #
 # JOBS (default: the number of cores) sets build and test parallelism, FUZZ_SECONDS (default 60)
-# each fuzzer's run. Every step runs even when an earlier one fails; the exit status is 1 when
+# each fuzzer's run, FUZZ_SEED (default: a new one each run) libFuzzer's seed: CI gives one, so
+# that its run tries the inputs a run here with that seed tried. Every step runs even when an earlier one fails; the exit status is 1 when
 # any failed, and the last lines say which.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-$(nproc)}
 fuzz_seconds=${FUZZ_SECONDS:-60}
+fuzz_seed=${FUZZ_SEED:-0}
 steps=("$@")
 if [[ ${#steps[@]} -eq 0 ]]; then
   steps=(asan tsan fuzz)
@@ -44,7 +46,8 @@ fuzz_smoke() {
     mkdir -p "build-fuzz/corpus/$target"
     echo "== $target for ${fuzz_seconds} s"
     "build-fuzz/bin/$target" -max_total_time="$fuzz_seconds" -max_len="$max_len" \
-      -print_final_stats=1 "build-fuzz/corpus/$target" "$seeds" 2>&1 | tail -n 12 || failed=1
+      -seed="$fuzz_seed" -print_final_stats=1 "build-fuzz/corpus/$target" "$seeds" 2>&1 |
+      tail -n 12 || failed=1
   done
   return "$failed"
 }
