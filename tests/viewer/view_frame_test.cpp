@@ -24,70 +24,10 @@
 #include "memtrail/viewer/rank_table.hpp"
 #include "memtrail/viewer/view.hpp"
 #include "memtrail/viewer/workspace.hpp"
+#include "view_test_support.hpp"
 
 namespace memtrail::viewer {
 namespace {
-
-constexpr int width = 1280;
-constexpr int height = 800;
-
-std::shared_ptr<const document> load(const std::string& path) {
-    load_progress progress;
-    return load_document(path, progress);
-}
-
-const std::shared_ptr<const document>& torch_document() {
-    static const auto doc = load(MEMTRAIL_TEST_TORCH_PICKLE);
-    return doc;
-}
-
-const std::shared_ptr<const document>& memtrail_document() {
-    static const auto doc = load(MEMTRAIL_TEST_SNAPSHOT);
-    return doc;
-}
-
-// Draws `v` as the one window of the frame.
-void draw_frame(headless_frame& frame, view& v) {
-    frame.begin();
-    ImGui::SetNextWindowPos(ImVec2(0, 0));
-    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
-    ImGui::Begin("view", nullptr, ImGuiWindowFlags_NoDecoration);
-    v.draw();
-    ImGui::End();
-}
-
-// Frames until the view's background work is done and drawn (a result that arrives is taken by
-// the next frame, hence two quiet frames); returns the last frame's data.
-const ImDrawData& settle(headless_frame& frame, view& v) {
-    int quiet = 0;
-    for (int i = 0;; ++i) {
-        draw_frame(frame, v);
-        quiet = v.busy() ? 0 : quiet + 1;
-        const ImDrawData& data = frame.end();
-        if (i >= 3 && quiet >= 2) {
-            return data;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-}
-
-// The text a settled frame of `v` shows (ImGui's log of the rendered text items).
-std::string settled_text(headless_frame& frame, view& v) {
-    settle(frame, v);
-    draw_frame(frame, v);
-    frame.end();
-    frame.begin();
-    ImGui::SetNextWindowPos(ImVec2(0, 0));
-    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
-    ImGui::Begin("view", nullptr, ImGuiWindowFlags_NoDecoration);
-    ImGui::LogToBuffer();
-    v.draw();
-    std::string text = ImGui::GetCurrentContext()->LogBuffer.c_str();
-    ImGui::LogFinish();
-    ImGui::End();
-    frame.end();
-    return text;
-}
 
 // How many of the frame's vertices have `color`.
 size_t vertices_of_color(const ImDrawData& data, ImU32 color) {
@@ -175,7 +115,6 @@ TEST(view_kind, names_round_trip) {
 TEST(view, moments_by_name_and_index) {
     view v(torch_document());
     const auto& model = torch_document()->devices.front().model;
-    EXPECT_EQ(v.moment(), model.event_count());
     ASSERT_TRUE(v.select_moment("peak"));
     EXPECT_EQ(v.moment(), model.peak_position(analysis::series::allocated));
     ASSERT_TRUE(v.select_moment("12"));
@@ -328,7 +267,7 @@ TEST(view, a_click_in_the_timeline_selects_that_moment_and_the_wheel_zooms) {
     ImGuiIO& io = ImGui::GetIO();
     view v(torch_document());
     settle(frame, v);
-    const size_t end = v.moment();
+    const size_t end = torch_document()->devices.front().model.event_count();
     // The plot spans the width below the controls; its middle is about the trace's middle.
     io.MousePos = ImVec2(width / 2.0f, height * 0.7f);
     io.MouseDown[0] = true;

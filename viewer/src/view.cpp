@@ -58,7 +58,8 @@ bool parse_view_kind(std::string_view name, view_kind& out) {
 
 view::view(std::shared_ptr<const document> doc)
     : doc_(std::move(doc)), panels_(std::make_unique<panels>()) {
-    moment_ = model().event_count();
+    // The peak, not the end: after teardown every legend reads 0 B and the flame graph is empty.
+    moment_ = model().peak_position(analysis::series::allocated);
 }
 
 view::~view() = default;
@@ -73,7 +74,7 @@ bool view::select_device(int device) {
         if (doc_->devices[i].device == device) {
             if (i != device_index_) {
                 device_index_ = i;
-                moment_ = model().event_count();
+                moment_ = model().peak_position(analysis::series::allocated);
                 allocation_.reset();
                 range_.reset();
                 panels_->timeline.view_set = false;

@@ -26,7 +26,7 @@ int parse_int(std::string_view text, const char* what) {
 const char* usage() {
     return "usage: memtrail-viewer [--all-frames] [FILE...]\n"
            "       memtrail-viewer --help | --version\n"
-           "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end]\n"
+           "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at ENTRY|peak|end]\n"
            "                       [--size WxH] [--device N] [--all-frames] [--stack-by KIND]\n"
            "                       [--range FIRST:LAST] FILE [FILE2...]\n"
            "FILE: a memtrail snapshot (plain or zstd) or a PyTorch snapshot pickle; several\n"
@@ -34,6 +34,8 @@ const char* usage() {
            "NAME: timeline, segments, flame, events, allocation, stats, oom, compare, ranks\n"
            "      (compare shows FILE against FILE2; ranks shows every FILE side by side),\n"
            "      or loading: the window while the files load, at their first picture.\n"
+           "--at: the moment shown: the state after trace entry ENTRY (the CLI's \"entry N\"),\n"
+           "      the peak (the default: the first moment allocated memory is highest) or the end.\n"
            "--all-frames: show every frame of the stacks, PyTorch's plumbing unfolded\n"
            "      (View > Every frame).\n"
            "KIND: what the timeline stacks: category (the default where categories are\n"

@@ -18,7 +18,7 @@ struct options {
     std::vector<std::string> files;
     std::string screenshot;  // "" = interactive
     std::string view = "timeline";
-    std::string at = "end";
+    std::string at = "peak";
     std::string stack_by;  // the timeline's stacking; "": its default
     // The selected range of event positions; with one FILE the compare view compares its ends.
     std::optional<std::pair<size_t, size_t>> range;
