@@ -6,6 +6,7 @@
 #include <string>
 
 #include "memtrail/analysis/device_model.hpp"
+#include "../../viewer/src/format.hpp"
 #include "memtrail/viewer/view.hpp"
 #include "view_test_support.hpp"
 
@@ -29,6 +30,39 @@ TEST(view_defaults, a_snapshot_opens_at_its_first_peak_of_allocated_memory) {
     }
     ASSERT_TRUE(v.select_moment("end")) << "--at still wins";
     EXPECT_EQ(v.moment(), model.event_count());
+}
+
+// The CLI names the state after trace entry N "entry N" (position_label in cli/src/common.cpp);
+// the toolbar, the timeline's axis and tooltips, the events and the OOM view say the same.
+TEST(view_defaults, entries_are_numbered_as_the_cli_numbers_them) {
+    EXPECT_EQ(position_label(0), "start");
+    EXPECT_EQ(position_label(1475), "entry 1474");
+
+    headless_frame frame(width, height);
+    view v(torch_document());
+    v.set_moment(1475);
+    const std::string timeline = settled_text(frame, v);
+    EXPECT_NE(timeline.find("entry 1474 of "), std::string::npos) << timeline;
+    EXPECT_EQ(timeline.find("#1,475"), std::string::npos);
+    EXPECT_EQ(timeline.find("after event"), std::string::npos);
+
+    v.show(view_kind::events);
+    const std::string events = settled_text(frame, v);
+    EXPECT_NE(events.find("entry 1474 of "), std::string::npos);
+    EXPECT_NE(events.find("1474"), events.rfind("1474")) << "the row of entry 1474 is listed";
+}
+
+// The OOM view names the failed entry as `memtrail oom` does.
+TEST(view_defaults, the_oom_view_names_the_failed_entry_as_the_cli_does) {
+    const auto doc = load(traces + "/oom_graph_pool.pickle");
+    const auto& ooms = doc->devices.front().oom_entries;
+    ASSERT_FALSE(ooms.empty());
+    headless_frame frame(width, height);
+    view v(doc);
+    v.show(view_kind::oom);
+    const std::string text = settled_text(frame, v);
+    const std::string expected = "Out of memory at entry " + std::to_string(ooms.front()) + " (";
+    EXPECT_NE(text.find(expected), std::string::npos) << text;
 }
 
 }  // namespace

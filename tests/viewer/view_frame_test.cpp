@@ -175,7 +175,7 @@ TEST(view, a_selected_range_drives_every_view) {
 
     v.show(view_kind::segments);
     std::string text = settled_text(frame, v);
-    EXPECT_NE(text.find("at the end of the range 3000..8426"), std::string::npos) << text;
+    EXPECT_NE(text.find("at the end of the range entry 2999 .. entry 8425"), std::string::npos) << text;
     EXPECT_NE(text.find("4 segments reserved in the range"), std::string::npos) << text;
     EXPECT_NE(text.find("  new"), std::string::npos) << "the new segments' rows say so";
     // Beyond the legend's swatch of each colour (4 vertices), the marks along the bars: many
@@ -187,7 +187,7 @@ TEST(view, a_selected_range_drives_every_view) {
 
     v.show(view_kind::events);
     text = settled_text(frame, v);
-    EXPECT_NE(text.find("5,426 of 10,983 events (in the selected range)"), std::string::npos)
+    EXPECT_NE(text.find("5,426 of 10,983 entries (in the selected range)"), std::string::npos)
         << text.substr(0, 600);
 
     v.show(view_kind::timeline);
@@ -253,8 +253,8 @@ TEST(view, the_compare_view_compares_the_ranges_start_with_its_end) {
 
     v.set_range(std::pair<size_t, size_t>(3000, 8426));
     const std::string text = settled_text(frame, v);
-    EXPECT_NE(text.find("at 3000"), std::string::npos) << text.substr(0, 600);
-    EXPECT_NE(text.find("at 8426"), std::string::npos);
+    EXPECT_NE(text.find("at entry 2999"), std::string::npos) << text.substr(0, 600);
+    EXPECT_NE(text.find("at entry 8425"), std::string::npos);
     EXPECT_NE(text.find("this trace at the range's start"), std::string::npos);
     EXPECT_GT(settle(frame, v).TotalVtxCount, 1000) << "the differential graph is drawn";
 

@@ -232,12 +232,13 @@ void view::draw_toolbar() {
     ImGui::SameLine();
     ImGui::AlignTextToFramePadding();
     if (moment_ == 0) {
-        ImGui::Text("before the first of %s events", format_count(count).c_str());
+        ImGui::Text("start, before the first of %s entries", format_count(count).c_str());
     } else {
+        // Entries are numbered as the CLI numbers them: "entry N" is the state after entry N.
         const snapshot::trace_entry& e = model().entry(moment_ - 1);
-        ImGui::Text("after event %s of %s (%s, %s)", format_count(moment_ - 1).c_str(),
+        ImGui::Text("%s of %s entries (%s, +%s)", position_label(moment_).c_str(),
                     format_count(count).c_str(), snapshot::action_name(e.kind).data(),
-                    axis_label(axis_of(moment_)).c_str());
+                    format_duration(model().time_at(moment_) - model().time_at(0)).c_str());
     }
     ImGui::SameLine();
     if (ImGui::SmallButton("peak")) {
@@ -250,8 +251,8 @@ void view::draw_toolbar() {
     if (range_) {
         ImGui::SameLine();
         ImGui::TextColored(ImVec4(1.0f, 0.92f, 0.35f, 1.0f), "range %s .. %s",
-                           format_count(range_->first).c_str(),
-                           format_count(range_->second).c_str());
+                           position_label(range_->first).c_str(),
+                           position_label(range_->second).c_str());
         ImGui::SameLine();
         if (ImGui::SmallButton("x##range")) {
             range_.reset();
@@ -435,7 +436,7 @@ std::string view::axis_label(double axis) const {
     if (panels_->timeline.by_time) {
         return "+" + format_duration(static_cast<int64_t>(axis));
     }
-    return "#" + format_count(static_cast<uint64_t>(std::max(0.0, axis)));
+    return position_label(static_cast<size_t>(std::max(0.0, axis)));
 }
 
 }  // namespace memtrail::viewer

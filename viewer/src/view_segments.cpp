@@ -112,7 +112,9 @@ void view::draw_segments() {
     const size_t position = changes ? changes->last : moment_;
     if (changes) {
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::selection),
-                           "at the end of the range %zu..%zu%s:", changes->first, changes->last,
+                           "at the end of the range %s .. %s%s:",
+                           position_label(changes->first).c_str(),
+                           position_label(changes->last).c_str(),
                            panel.range_current(*this) ? "" : " (updating...)");
         ImGui::SameLine();
     } else if (range_) {
