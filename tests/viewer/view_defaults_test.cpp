@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+
+#include <imgui_internal.h>
 
 #include "memtrail/analysis/device_model.hpp"
 #include "../../viewer/src/format.hpp"
@@ -63,6 +66,36 @@ TEST(view_defaults, the_oom_view_names_the_failed_entry_as_the_cli_does) {
     const std::string text = settled_text(frame, v);
     const std::string expected = "Out of memory at entry " + std::to_string(ooms.front()) + " (";
     EXPECT_NE(text.find(expected), std::string::npos) << text;
+}
+
+// How far the widest item of the settled frame's windows reaches past its window's right edge
+// (0 when every item fits), and that window's name.
+std::pair<float, std::string> overflow_past_right_edge() {
+    std::pair<float, std::string> worst(0.0f, "");
+    for (const ImGuiWindow* w : ImGui::GetCurrentContext()->Windows) {
+        if (!w->WasActive || (w->Flags & (ImGuiWindowFlags_Tooltip | ImGuiWindowFlags_Popup))) {
+            continue;
+        }
+        const float past = w->DC.CursorMaxPos.x - w->InnerClipRect.Max.x;
+        if (past > worst.first) {
+            worst = {past, w->Name};
+        }
+    }
+    return worst;
+}
+
+// In a narrow window the Segments view's labels (the pool filter's name, the totals, the legend,
+// each row's address, size, stream and private pool) move to lines of their own, never cut.
+TEST(view_defaults, no_segments_label_is_cut_in_a_narrow_window) {
+    const auto doc = load(traces + "/oom_graph_pool.pickle");
+    headless_frame frame(900, 400);
+    view v(doc);
+    v.show(view_kind::segments);
+    settle(frame, v);
+    const auto [past, window] = overflow_past_right_edge();
+    EXPECT_LE(past, 1.0f) << window;
+    const std::string text = settled_text(frame, v);
+    EXPECT_NE(text.find("pool (1, 0) CUDA graph"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -215,7 +215,7 @@ TEST(view, the_segment_rows_start_below_the_legend) {
     view v(torch_document());
     v.show(view_kind::segments);
     const std::string text = settled_text(frame, v);
-    const size_t hint = text.find("left/right: step events");
+    const size_t hint = text.find("left/right: step entries");
     ASSERT_NE(hint, std::string::npos);
     const size_t first_row = text.find("0x", hint);
     ASSERT_NE(first_row, std::string::npos);

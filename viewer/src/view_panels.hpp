@@ -195,7 +195,7 @@ struct view::panels {
     struct segments_state {
         bool color_by_stack = false;
         bool common_scale = false;
-        float label_width = 0;  // the rows' labels: wider when private pools are named
+        float label_width = 0;  // the widest row label's
 
         // With a range selected the segments are drawn as at its end, with what the range
         // allocated and freed marked. They are computed in the background when the range or
@@ -221,6 +221,9 @@ struct view::panels {
         };
         std::vector<row> rows;
 
+        // "0x7f36fa000000 large  256MiB  stream 2  pool (1, 0) CUDA graph~  new".
+        static std::string row_label(const view& v, const row& r,
+                                     const analysis::range_changes* changes);
         // One segment's row of view::draw_segments: its label, its blocks as a bar, the selected
         // allocation outlined, and the block under the mouse in a tooltip.
         void draw_row(view& v, const row& r, uint64_t largest_segment, float bar_width,
