@@ -3,13 +3,19 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cfloat>
+#include <map>
+#include <set>
 #include <string>
+#include <vector>
 #include <utility>
 
 #include <imgui_internal.h>
 
 #include "memtrail/analysis/device_model.hpp"
 #include "../../viewer/src/format.hpp"
+#include "../../viewer/src/palette.hpp"
 #include "memtrail/viewer/view.hpp"
 #include "view_test_support.hpp"
 
@@ -96,6 +102,73 @@ TEST(view_defaults, no_segments_label_is_cut_in_a_narrow_window) {
     EXPECT_LE(past, 1.0f) << window;
     const std::string text = settled_text(frame, v);
     EXPECT_NE(text.find("pool (1, 0) CUDA graph"), std::string::npos) << text;
+}
+
+// The width of each segment row's bar in the settled Segments view, top row first: the extent of
+// the block colours in each row of the rows' window (a bar is 16 pixels high, rows further apart).
+std::vector<float> segment_bar_widths() {
+    const std::set<ImU32> block_colors = {palette::allocated, palette::rounding_waste,
+                                          palette::pending_free, palette::free_block};
+    std::map<float, std::pair<float, float>> by_y;  // vertex y: min x, max x
+    for (const ImGuiWindow* w : ImGui::GetCurrentContext()->Windows) {
+        if (!w->WasActive || std::string(w->Name).find("##segment_rows") == std::string::npos) {
+            continue;
+        }
+        for (const ImDrawVert& vertex : w->DrawList->VtxBuffer) {
+            if (block_colors.count(vertex.col)) {
+                auto [it, added] = by_y.try_emplace(vertex.pos.y, vertex.pos.x, vertex.pos.x);
+                it->second.first = std::min(it->second.first, vertex.pos.x);
+                it->second.second = std::max(it->second.second, vertex.pos.x);
+            }
+        }
+    }
+    std::vector<float> widths;
+    float row_top = -FLT_MAX;
+    std::pair<float, float> row(FLT_MAX, -FLT_MAX);
+    for (const auto& [y, extent] : by_y) {
+        if (y > row_top + 17.0f) {
+            if (row_top > -FLT_MAX) {
+                widths.push_back(row.second - row.first);
+            }
+            row_top = y;
+            row = extent;
+        }
+        row = {std::min(row.first, extent.first), std::max(row.second, extent.second)};
+    }
+    if (row_top > -FLT_MAX) {
+        widths.push_back(row.second - row.first);
+    }
+    return widths;
+}
+
+// Rows are drawn to scale: at mempool_release's peak its 2 MiB small segment is a twelfth of its
+// 24 MiB ones; "fit each row" draws every row as wide.
+TEST(view_defaults, segment_rows_are_drawn_to_scale_unless_fit_each_row) {
+    const auto doc = load(traces + "/mempool_release.pickle");
+    headless_frame frame(width, height);
+    view v(doc);
+    v.show(view_kind::segments);
+    settle(frame, v);
+    std::vector<uint64_t> sizes;
+    for (const snapshot::segment& seg : doc->devices.front().model.state_after(v.moment()).segments) {
+        sizes.push_back(seg.total_size);
+    }
+    std::vector<float> widths = segment_bar_widths();
+    ASSERT_EQ(widths.size(), sizes.size());
+    const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+    const float full = *std::max_element(widths.begin(), widths.end());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        EXPECT_NEAR(widths[i] / full, static_cast<double>(sizes[i]) / static_cast<double>(largest),
+                    0.01)
+            << "row " << i;
+    }
+
+    v.fit_segment_rows(true);
+    settle(frame, v);
+    widths = segment_bar_widths();
+    for (const float w : widths) {
+        EXPECT_NEAR(w, full, 1.0f);
+    }
 }
 
 }  // namespace

@@ -104,6 +104,10 @@ bool view::select_moment(std::string_view at) {
     return true;
 }
 
+void view::fit_segment_rows(bool on) {
+    panels_->segments.fit_each_row = on;
+}
+
 void view::set_comparison(std::shared_ptr<const document> other) {
     compare_doc_ = std::move(other);
     panels_->compare.zoom = 0;

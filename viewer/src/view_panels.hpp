@@ -194,7 +194,9 @@ struct view::panels {
     //--- segments state (view_segments.cpp)
     struct segments_state {
         bool color_by_stack = false;
-        bool common_scale = false;
+        // Each row as wide as the others whatever its size; off, rows are drawn to one scale so
+        // that a 2 MiB segment is a 32nd of a 64 MiB one.
+        bool fit_each_row = false;
         float label_width = 0;  // the widest row label's
 
         // With a range selected the segments are drawn as at its end, with what the range

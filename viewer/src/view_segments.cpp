@@ -145,7 +145,7 @@ void view::draw_segments() {
     ImGui::TextDisabled("%s", fragmentation);
     ImGui::Checkbox("colour by stack", &panel.color_by_stack);
     ImGui::SameLine();
-    ImGui::Checkbox("one scale for all", &panel.common_scale);
+    ImGui::Checkbox("fit each row", &panel.fit_each_row);
     ImGui::SameLine();
     if (panel.color_by_stack) {
         legend_item(palette::free_block, "free");
@@ -235,8 +235,9 @@ void view::panels::segments_state::draw_row(view& v, const row& r, uint64_t larg
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted(row_label(v, r, changes).c_str());
     const float bar_x = origin.x + label_width;
+    // To scale (the largest segment fills the width), or each row filling it.
     const float scale =
-        bar_width / static_cast<float>(common_scale ? largest_segment : seg.total_size);
+        bar_width / static_cast<float>(fit_each_row ? seg.total_size : largest_segment);
     const float y0 = origin.y + 2;
     const float y1 = origin.y + row_height - 2;
     ImGui::SameLine(label_width);

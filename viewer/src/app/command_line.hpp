@@ -3,7 +3,8 @@
 //   memtrail-viewer --help | --version
 //   memtrail-viewer [--all-frames] [FILE...]
 //   memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end] [--size WxH]
-//                   [--device N] [--all-frames] [--stack-by KIND] [--range FIRST:LAST]
+//                   [--device N] [--all-frames] [--fit-rows] [--stack-by KIND]
+//                   [--range FIRST:LAST]
 //                   FILE [FILE2...]
 
 #include <cstddef>
@@ -25,6 +26,7 @@ struct options {
     int device = -1;  // -1: the first device with a trace
     int width = 1600;
     int height = 900;
+    bool fit_rows = false;    // the Segments view's "fit each row"
     bool all_frames = false;  // every frame shown, PyTorch's plumbing unfolded
     bool help = false;
     bool version = false;
