@@ -8,14 +8,14 @@
 #include <map>
 #include <set>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include <imgui_internal.h>
 
-#include "memtrail/analysis/device_model.hpp"
 #include "../../viewer/src/format.hpp"
 #include "../../viewer/src/palette.hpp"
+#include "memtrail/analysis/device_model.hpp"
 #include "memtrail/viewer/view.hpp"
 #include "view_test_support.hpp"
 
@@ -150,7 +150,8 @@ TEST(view_defaults, segment_rows_are_drawn_to_scale_unless_fit_each_row) {
     v.show(view_kind::segments);
     settle(frame, v);
     std::vector<uint64_t> sizes;
-    for (const snapshot::segment& seg : doc->devices.front().model.state_after(v.moment()).segments) {
+    for (const snapshot::segment& seg :
+         doc->devices.front().model.state_after(v.moment()).segments) {
         sizes.push_back(seg.total_size);
     }
     std::vector<float> widths = segment_bar_widths();
@@ -169,6 +170,37 @@ TEST(view_defaults, segment_rows_are_drawn_to_scale_unless_fit_each_row) {
     for (const float w : widths) {
         EXPECT_NEAR(w, full, 1.0f);
     }
+}
+
+// The row of the logged table in `text` whose first cell is `name`; "" when there is none.
+std::string line_of(const std::string& text, const std::string& name) {
+    const size_t at = text.find("\n| " + name + " |");
+    return at == std::string::npos ? "" : text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+}
+
+// --at peak and --at end choose what the compare view sets side by side: the peaks (as the view
+// opens) or the ends.
+TEST(view_defaults, the_compare_view_honours_the_moment_asked_for) {
+    headless_frame frame(width, height);
+    view v(torch_document());
+    v.set_comparison(memtrail_document());
+    v.show(view_kind::compare);
+    const auto& model = torch_document()->devices.front().model;
+    const auto& allocated = model.values(analysis::series::allocated);
+    const std::string at_peak =
+        format_bytes(allocated[model.peak_position(analysis::series::allocated)]);
+    const std::string at_end = format_bytes(allocated[model.event_count()]);
+    ASSERT_NE(at_peak, at_end);
+
+    std::string line = line_of(settled_text(frame, v), "allocated");
+    EXPECT_NE(line.find(at_peak), std::string::npos) << "opened at the peak: " << line;
+    ASSERT_TRUE(v.select_moment("end"));
+    line = line_of(settled_text(frame, v), "allocated");
+    EXPECT_NE(line.find(at_end), std::string::npos) << "--at end: " << line;
+    EXPECT_EQ(line.find(at_peak), std::string::npos) << line;
+    ASSERT_TRUE(v.select_moment("peak"));
+    line = line_of(settled_text(frame, v), "allocated");
+    EXPECT_NE(line.find(at_peak), std::string::npos) << "--at peak: " << line;
 }
 
 }  // namespace

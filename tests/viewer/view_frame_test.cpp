@@ -175,7 +175,8 @@ TEST(view, a_selected_range_drives_every_view) {
 
     v.show(view_kind::segments);
     std::string text = settled_text(frame, v);
-    EXPECT_NE(text.find("at the end of the range entry 2999 .. entry 8425"), std::string::npos) << text;
+    EXPECT_NE(text.find("at the end of the range entry 2999 .. entry 8425"), std::string::npos)
+        << text;
     EXPECT_NE(text.find("4 segments reserved in the range"), std::string::npos) << text;
     EXPECT_NE(text.find("  new"), std::string::npos) << "the new segments' rows say so";
     // Beyond the legend's swatch of each colour (4 vertices), the marks along the bars: many

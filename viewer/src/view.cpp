@@ -87,12 +87,15 @@ bool view::select_device(int device) {
 }
 
 bool view::select_moment(std::string_view at) {
+    // The compare view sets the snapshots side by side at the moment asked for, too.
     if (at == "end") {
         set_moment(model().event_count());
+        panels_->compare.at_peak = false;
         return true;
     }
     if (at == "peak") {
         set_moment(model().peak_position(analysis::series::allocated));
+        panels_->compare.at_peak = true;
         return true;
     }
     size_t entry = 0;

@@ -335,7 +335,9 @@ struct view::panels {
 
     //--- compare state (view_compare.cpp)
     struct compare_state {
-        bool at_peak = false;     // compare the peaks, else the ends
+        // Compare the peaks, else the ends; the peaks first, as the view opens at its peak, and
+        // as --at (view::select_moment) asks after that.
+        bool at_peak = true;
         bool range_ends = false;  // this trace at the range's start against its end
         uint32_t zoom = 0;
         struct key {

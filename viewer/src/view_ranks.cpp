@@ -33,7 +33,8 @@ namespace {
 constexpr int column_count = 12;
 constexpr float axis_height = 18.0f;
 
-// "entry 1233, +1.25 s": the position as the CLI names it, and the time since the rank's first entry when it has times.
+// "entry 1233, +1.25 s": the position as the CLI names it, and the time since the rank's first
+// entry when it has times.
 std::string when(const analysis::rank_overview& o, const analysis::curve_peak& peak) {
     std::string text = position_label(peak.position);
     if (o.entries > 0 && o.first_time_ns != 0) {

@@ -120,11 +120,11 @@ void view::draw_segments() {
     const analysis::memory_totals& totals = in_range ? in_range->totals : panels_->state.totals;
     const size_t position = changes ? changes->last : moment_;
     if (changes) {
-        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::selection),
-                           "at the end of the range %s .. %s%s:",
-                           position_label(changes->first).c_str(),
-                           position_label(changes->last).c_str(),
-                           panel.range_current(*this) ? "" : " (updating...)");
+        ImGui::TextColored(
+            ImGui::ColorConvertU32ToFloat4(palette::selection),
+            "at the end of the range %s .. %s%s:", position_label(changes->first).c_str(),
+            position_label(changes->last).c_str(),
+            panel.range_current(*this) ? "" : " (updating...)");
         ImGui::SameLine();
     } else if (range_) {
         ImGui::TextDisabled("(computing the range's changes...)");
@@ -209,11 +209,10 @@ void view::draw_segments() {
 }
 
 std::string view::panels::segments_state::row_label(const view& v, const row& r,
-                                                   const analysis::range_changes* changes) {
+                                                    const analysis::range_changes* changes) {
     const snapshot::segment& seg = *r.segment;
     std::string label = format_address(seg.address) + (seg.is_large ? " large  " : " small  ") +
-                        format_bytes(seg.total_size) + "  " +
-                        v.dev().stream_names.name(seg.stream);
+                        format_bytes(seg.total_size) + "  " + v.dev().stream_names.name(seg.stream);
     if (r.pool && !r.pool->is_default()) {
         label += "  pool " + analysis::pool_name(*r.pool) + " " + analysis::pool_kind(*r.pool) +
                  (r.pool_inferred ? "~" : "");
