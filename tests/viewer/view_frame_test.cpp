@@ -24,70 +24,10 @@
 #include "memtrail/viewer/rank_table.hpp"
 #include "memtrail/viewer/view.hpp"
 #include "memtrail/viewer/workspace.hpp"
+#include "view_test_support.hpp"
 
 namespace memtrail::viewer {
 namespace {
-
-constexpr int width = 1280;
-constexpr int height = 800;
-
-std::shared_ptr<const document> load(const std::string& path) {
-    load_progress progress;
-    return load_document(path, progress);
-}
-
-const std::shared_ptr<const document>& torch_document() {
-    static const auto doc = load(MEMTRAIL_TEST_TORCH_PICKLE);
-    return doc;
-}
-
-const std::shared_ptr<const document>& memtrail_document() {
-    static const auto doc = load(MEMTRAIL_TEST_SNAPSHOT);
-    return doc;
-}
-
-// Draws `v` as the one window of the frame.
-void draw_frame(headless_frame& frame, view& v) {
-    frame.begin();
-    ImGui::SetNextWindowPos(ImVec2(0, 0));
-    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
-    ImGui::Begin("view", nullptr, ImGuiWindowFlags_NoDecoration);
-    v.draw();
-    ImGui::End();
-}
-
-// Frames until the view's background work is done and drawn (a result that arrives is taken by
-// the next frame, hence two quiet frames); returns the last frame's data.
-const ImDrawData& settle(headless_frame& frame, view& v) {
-    int quiet = 0;
-    for (int i = 0;; ++i) {
-        draw_frame(frame, v);
-        quiet = v.busy() ? 0 : quiet + 1;
-        const ImDrawData& data = frame.end();
-        if (i >= 3 && quiet >= 2) {
-            return data;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-}
-
-// The text a settled frame of `v` shows (ImGui's log of the rendered text items).
-std::string settled_text(headless_frame& frame, view& v) {
-    settle(frame, v);
-    draw_frame(frame, v);
-    frame.end();
-    frame.begin();
-    ImGui::SetNextWindowPos(ImVec2(0, 0));
-    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
-    ImGui::Begin("view", nullptr, ImGuiWindowFlags_NoDecoration);
-    ImGui::LogToBuffer();
-    v.draw();
-    std::string text = ImGui::GetCurrentContext()->LogBuffer.c_str();
-    ImGui::LogFinish();
-    ImGui::End();
-    frame.end();
-    return text;
-}
 
 // How many of the frame's vertices have `color`.
 size_t vertices_of_color(const ImDrawData& data, ImU32 color) {
@@ -175,7 +115,6 @@ TEST(view_kind, names_round_trip) {
 TEST(view, moments_by_name_and_index) {
     view v(torch_document());
     const auto& model = torch_document()->devices.front().model;
-    EXPECT_EQ(v.moment(), model.event_count());
     ASSERT_TRUE(v.select_moment("peak"));
     EXPECT_EQ(v.moment(), model.peak_position(analysis::series::allocated));
     ASSERT_TRUE(v.select_moment("12"));
@@ -236,7 +175,8 @@ TEST(view, a_selected_range_drives_every_view) {
 
     v.show(view_kind::segments);
     std::string text = settled_text(frame, v);
-    EXPECT_NE(text.find("at the end of the range 3000..8426"), std::string::npos) << text;
+    EXPECT_NE(text.find("at the end of the range entry 2999 .. entry 8425"), std::string::npos)
+        << text;
     EXPECT_NE(text.find("4 segments reserved in the range"), std::string::npos) << text;
     EXPECT_NE(text.find("  new"), std::string::npos) << "the new segments' rows say so";
     // Beyond the legend's swatch of each colour (4 vertices), the marks along the bars: many
@@ -248,7 +188,7 @@ TEST(view, a_selected_range_drives_every_view) {
 
     v.show(view_kind::events);
     text = settled_text(frame, v);
-    EXPECT_NE(text.find("5,426 of 10,983 events (in the selected range)"), std::string::npos)
+    EXPECT_NE(text.find("5,426 of 10,983 entries (in the selected range)"), std::string::npos)
         << text.substr(0, 600);
 
     v.show(view_kind::timeline);
@@ -276,7 +216,7 @@ TEST(view, the_segment_rows_start_below_the_legend) {
     view v(torch_document());
     v.show(view_kind::segments);
     const std::string text = settled_text(frame, v);
-    const size_t hint = text.find("left/right: step events");
+    const size_t hint = text.find("left/right: step entries");
     ASSERT_NE(hint, std::string::npos);
     const size_t first_row = text.find("0x", hint);
     ASSERT_NE(first_row, std::string::npos);
@@ -314,8 +254,8 @@ TEST(view, the_compare_view_compares_the_ranges_start_with_its_end) {
 
     v.set_range(std::pair<size_t, size_t>(3000, 8426));
     const std::string text = settled_text(frame, v);
-    EXPECT_NE(text.find("at 3000"), std::string::npos) << text.substr(0, 600);
-    EXPECT_NE(text.find("at 8426"), std::string::npos);
+    EXPECT_NE(text.find("at entry 2999"), std::string::npos) << text.substr(0, 600);
+    EXPECT_NE(text.find("at entry 8425"), std::string::npos);
     EXPECT_NE(text.find("this trace at the range's start"), std::string::npos);
     EXPECT_GT(settle(frame, v).TotalVtxCount, 1000) << "the differential graph is drawn";
 
@@ -328,7 +268,7 @@ TEST(view, a_click_in_the_timeline_selects_that_moment_and_the_wheel_zooms) {
     ImGuiIO& io = ImGui::GetIO();
     view v(torch_document());
     settle(frame, v);
-    const size_t end = v.moment();
+    const size_t end = torch_document()->devices.front().model.event_count();
     // The plot spans the width below the controls; its middle is about the trace's middle.
     io.MousePos = ImVec2(width / 2.0f, height * 0.7f);
     io.MouseDown[0] = true;

@@ -19,6 +19,10 @@ std::string format_count(uint64_t count) {
     return out;
 }
 
+std::string position_label(size_t position) {
+    return position == 0 ? "start" : "entry " + std::to_string(position - 1);
+}
+
 std::string format_duration(int64_t ns) {
     char text[48];
     const double magnitude = std::abs(static_cast<double>(ns));

@@ -2,6 +2,7 @@
 // Numbers as the views print them: bytes as every memtrail tool prints them, event counts,
 // times, addresses.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -14,6 +15,9 @@ using analysis::format_bytes;
 using analysis::format_bytes_delta;
 // "1,234,567".
 std::string format_count(uint64_t count);
+// A position in a device's trace as the CLI names it (cli/src/common.cpp): "start" before the
+// first entry, else "entry N", the state after trace entry N (position N + 1).
+std::string position_label(size_t position);
 // A duration: "850 ns", "12.5 us", "3.20 ms", "1.75 s", "2 min 05 s".
 std::string format_duration(int64_t ns);
 // A 64-bit address as "0x7f5c00000000".

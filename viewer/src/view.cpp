@@ -58,7 +58,8 @@ bool parse_view_kind(std::string_view name, view_kind& out) {
 
 view::view(std::shared_ptr<const document> doc)
     : doc_(std::move(doc)), panels_(std::make_unique<panels>()) {
-    moment_ = model().event_count();
+    // The peak, not the end: after teardown every legend reads 0 B and the flame graph is empty.
+    moment_ = model().peak_position(analysis::series::allocated);
 }
 
 view::~view() = default;
@@ -73,7 +74,7 @@ bool view::select_device(int device) {
         if (doc_->devices[i].device == device) {
             if (i != device_index_) {
                 device_index_ = i;
-                moment_ = model().event_count();
+                moment_ = model().peak_position(analysis::series::allocated);
                 allocation_.reset();
                 range_.reset();
                 panels_->timeline.view_set = false;
@@ -86,12 +87,15 @@ bool view::select_device(int device) {
 }
 
 bool view::select_moment(std::string_view at) {
+    // The compare view sets the snapshots side by side at the moment asked for, too.
     if (at == "end") {
         set_moment(model().event_count());
+        panels_->compare.at_peak = false;
         return true;
     }
     if (at == "peak") {
         set_moment(model().peak_position(analysis::series::allocated));
+        panels_->compare.at_peak = true;
         return true;
     }
     size_t entry = 0;
@@ -101,6 +105,10 @@ bool view::select_moment(std::string_view at) {
     }
     set_moment(entry + 1);  // the state at entry k is the one after it is applied
     return true;
+}
+
+void view::fit_segment_rows(bool on) {
+    panels_->segments.fit_each_row = on;
 }
 
 void view::set_comparison(std::shared_ptr<const document> other) {
@@ -231,12 +239,13 @@ void view::draw_toolbar() {
     ImGui::SameLine();
     ImGui::AlignTextToFramePadding();
     if (moment_ == 0) {
-        ImGui::Text("before the first of %s events", format_count(count).c_str());
+        ImGui::Text("start, before the first of %s entries", format_count(count).c_str());
     } else {
+        // Entries are numbered as the CLI numbers them: "entry N" is the state after entry N.
         const snapshot::trace_entry& e = model().entry(moment_ - 1);
-        ImGui::Text("after event %s of %s (%s, %s)", format_count(moment_ - 1).c_str(),
+        ImGui::Text("%s of %s entries (%s, +%s)", position_label(moment_).c_str(),
                     format_count(count).c_str(), snapshot::action_name(e.kind).data(),
-                    axis_label(axis_of(moment_)).c_str());
+                    format_duration(model().time_at(moment_) - model().time_at(0)).c_str());
     }
     ImGui::SameLine();
     if (ImGui::SmallButton("peak")) {
@@ -249,8 +258,8 @@ void view::draw_toolbar() {
     if (range_) {
         ImGui::SameLine();
         ImGui::TextColored(ImVec4(1.0f, 0.92f, 0.35f, 1.0f), "range %s .. %s",
-                           format_count(range_->first).c_str(),
-                           format_count(range_->second).c_str());
+                           position_label(range_->first).c_str(),
+                           position_label(range_->second).c_str());
         ImGui::SameLine();
         if (ImGui::SmallButton("x##range")) {
             range_.reset();
@@ -434,7 +443,7 @@ std::string view::axis_label(double axis) const {
     if (panels_->timeline.by_time) {
         return "+" + format_duration(static_cast<int64_t>(axis));
     }
-    return "#" + format_count(static_cast<uint64_t>(std::max(0.0, axis)));
+    return position_label(static_cast<size_t>(std::max(0.0, axis)));
 }
 
 }  // namespace memtrail::viewer

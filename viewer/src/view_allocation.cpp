@@ -210,15 +210,15 @@ void view::draw_allocation() {
         name_value_row("allocated",
                        life.from_before_trace
                            ? std::string("before the trace began")
-                           : "event " + format_count(life.begin - 1) + ", +" +
+                           : position_label(life.begin) + ", +" +
                                  format_duration(m.time_at(life.begin) - m.time_at(0)));
-        name_value_row("freed", freed ? "event " + format_count(life.end - 1) + ", +" +
+        name_value_row("freed", freed ? position_label(life.end) + ", +" +
                                             format_duration(m.time_at(life.end) - m.time_at(0))
                                       : std::string("not freed by the end of the trace"));
         if (freed) {
             name_value_row(
                 "free completed",
-                released ? "event " + format_count(life.released - 1) + " (pending " +
+                released ? position_label(life.released) + " (pending " +
                                format_duration(m.time_at(life.released) - m.time_at(life.end)) + ")"
                          : std::string("still pending at the end of the trace"));
         }

@@ -109,8 +109,8 @@ void view::draw_compare() {
         const size_t count = model().event_count();
         want = {doc_.get(), doc_.get(), device_index_, false,
                 std::pair(std::min(range_->first, count), std::min(range_->second, count))};
-        before_name = "at " + std::to_string(want.moments->first);
-        after_name = "at " + std::to_string(want.moments->second);
+        before_name = "at " + position_label(want.moments->first);
+        after_name = "at " + position_label(want.moments->second);
     } else if (!compare_doc_) {
         ImGui::TextDisabled(
             "Open a second snapshot (or pass FILE2 on the command line) and pick it as the "

@@ -52,7 +52,7 @@ void view::draw_events() {
     const size_t scan_last = range_ ? std::min(range_->second, count) : count;
     e.filter(*this, scan_first, scan_last);
     const size_t row_count = e.filtered ? e.rows.size() : count;
-    ImGui::Text("%s of %s events%s", format_count(row_count).c_str(), format_count(count).c_str(),
+    ImGui::Text("%s of %s entries%s", format_count(row_count).c_str(), format_count(count).c_str(),
                 range_ ? " (in the selected range)" : "");
     if (e.filtered && e.scanned < scan_last) {
         ImGui::SameLine();
@@ -121,7 +121,7 @@ void view::panels::events_state::draw_filters(view& v) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(100);
     if (ImGui::InputTextWithHint(
-            "##jump", "go to event", jump, sizeof jump,
+            "##jump", "go to entry", jump, sizeof jump,
             ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CharsDecimal)) {
         v.set_moment(std::strtoull(jump, nullptr, 10) + 1);
     }
@@ -173,7 +173,7 @@ void view::panels::events_state::draw_table(view& v, size_t row_count, size_t se
         return;
     }
     ImGui::TableSetupScrollFreeze(0, 1);
-    ImGui::TableSetupColumn("#", ImGuiTableColumnFlags_WidthFixed, 80);
+    ImGui::TableSetupColumn("entry", ImGuiTableColumnFlags_WidthFixed, 80);
     ImGui::TableSetupColumn("time", ImGuiTableColumnFlags_WidthFixed, 90);
     ImGui::TableSetupColumn("action", ImGuiTableColumnFlags_WidthFixed, 110);
     ImGui::TableSetupColumn("address", ImGuiTableColumnFlags_WidthFixed, 120);

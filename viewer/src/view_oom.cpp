@@ -215,8 +215,9 @@ void view::draw_oom() {
     const analysis::stream_names& streams = dev().stream_names;
 
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::oom),
-                       "Out of memory at event %s (%s): asked for %s on %s, %s pool",
-                       format_count(r.entry).c_str(), axis_label(axis_of(r.entry + 1)).c_str(),
+                       "Out of memory at %s (+%s): asked for %s on %s, %s pool",
+                       position_label(r.entry + 1).c_str(),
+                       format_duration(model().time_at(r.entry + 1) - model().time_at(0)).c_str(),
                        format_bytes(r.requested).c_str(), streams.name(r.stream).c_str(),
                        r.is_large ? "large" : "small");
     ImGui::SameLine();
@@ -265,8 +266,8 @@ void view::panels::oom_state::draw_picker(view& v) {
     if (ooms.size() > 1) {
         ImGui::SetNextItemWidth(420);
         char current[96];
-        std::snprintf(current, sizeof current, "OOM %zu of %zu: event %s", selected + 1,
-                      ooms.size(), format_count(ooms[selected]).c_str());
+        std::snprintf(current, sizeof current, "OOM %zu of %zu: %s", selected + 1, ooms.size(),
+                      position_label(ooms[selected] + 1).c_str());
         if (ImGui::BeginCombo("##oom", current)) {
             ImGuiListClipper clipper;
             clipper.Begin(static_cast<int>(ooms.size()));
@@ -274,8 +275,8 @@ void view::panels::oom_state::draw_picker(view& v) {
                 for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
                     const snapshot::trace_entry& e = v.model().entry(ooms[static_cast<size_t>(i)]);
                     char label[96];
-                    std::snprintf(label, sizeof label, "event %s: %s",
-                                  format_count(ooms[static_cast<size_t>(i)]).c_str(),
+                    std::snprintf(label, sizeof label, "%s: %s",
+                                  position_label(ooms[static_cast<size_t>(i)] + 1).c_str(),
                                   format_bytes(e.size).c_str());
                     ImGui::PushID(i);
                     if (ImGui::Selectable(label, static_cast<size_t>(i) == selected)) {

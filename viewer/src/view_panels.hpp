@@ -194,8 +194,10 @@ struct view::panels {
     //--- segments state (view_segments.cpp)
     struct segments_state {
         bool color_by_stack = false;
-        bool common_scale = false;
-        float label_width = 0;  // the rows' labels: wider when private pools are named
+        // Each row as wide as the others whatever its size; off, rows are drawn to one scale so
+        // that a 2 MiB segment is a 32nd of a 64 MiB one.
+        bool fit_each_row = false;
+        float label_width = 0;  // the widest row label's
 
         // With a range selected the segments are drawn as at its end, with what the range
         // allocated and freed marked. They are computed in the background when the range or
@@ -221,6 +223,9 @@ struct view::panels {
         };
         std::vector<row> rows;
 
+        // "0x7f36fa000000 large  256MiB  stream 2  pool (1, 0) CUDA graph~  new".
+        static std::string row_label(const view& v, const row& r,
+                                     const analysis::range_changes* changes);
         // One segment's row of view::draw_segments: its label, its blocks as a bar, the selected
         // allocation outlined, and the block under the mouse in a tooltip.
         void draw_row(view& v, const row& r, uint64_t largest_segment, float bar_width,
@@ -330,7 +335,9 @@ struct view::panels {
 
     //--- compare state (view_compare.cpp)
     struct compare_state {
-        bool at_peak = false;     // compare the peaks, else the ends
+        // Compare the peaks, else the ends; the peaks first, as the view opens at its peak, and
+        // as --at (view::select_moment) asks after that.
+        bool at_peak = true;
         bool range_ends = false;  // this trace at the range's start against its end
         uint32_t zoom = 0;
         struct key {

@@ -2,7 +2,9 @@
 // filter the segment and timeline views share: all pools, the default pools, or one private pool
 // (a CUDA graph's, a torch.cuda.MemPool's).
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "view_panels.hpp"
 
@@ -36,13 +38,25 @@ bool view::panels::pools_state::draw_filter(const view& v) {
         }
         return std::string();
     };
+    std::vector<analysis::pool_filter> choices = {{kind::all, {}}, {kind::default_pools, {}}};
+    for (const analysis::segment_pool& pool : known.private_pools()) {
+        choices.push_back({kind::one_private, pool});
+    }
+    // Wide enough for its longest choice, and on a line of its own when the rest of the line
+    // cannot hold it and its name: neither is ever cut.
+    const ImGuiStyle& style = ImGui::GetStyle();
+    float combo_width = 0;
+    for (const analysis::pool_filter& choice : choices) {
+        combo_width = std::max(combo_width, ImGui::CalcTextSize(label(choice).c_str()).x);
+    }
+    combo_width += 2 * style.FramePadding.x + ImGui::GetFrameHeight();
+    if (ImGui::GetContentRegionAvail().x <
+        combo_width + style.ItemInnerSpacing.x + ImGui::CalcTextSize("pool").x) {
+        ImGui::NewLine();
+    }
     bool changed = false;
-    ImGui::SetNextItemWidth(200);
+    ImGui::SetNextItemWidth(combo_width);
     if (ImGui::BeginCombo("pool", label(filter).c_str())) {
-        std::vector<analysis::pool_filter> choices = {{kind::all, {}}, {kind::default_pools, {}}};
-        for (const analysis::segment_pool& pool : known.private_pools()) {
-            choices.push_back({kind::one_private, pool});
-        }
         for (const analysis::pool_filter& choice : choices) {
             const bool selected = choice.shown == filter.shown && choice.pool == filter.pool;
             if (ImGui::Selectable(label(choice).c_str(), selected) && !selected) {

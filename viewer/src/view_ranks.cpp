@@ -33,9 +33,10 @@ namespace {
 constexpr int column_count = 12;
 constexpr float axis_height = 18.0f;
 
-// "#1,234, +1.25 s": the position, and the time since the rank's first entry when it has times.
+// "entry 1233, +1.25 s": the position as the CLI names it, and the time since the rank's first
+// entry when it has times.
 std::string when(const analysis::rank_overview& o, const analysis::curve_peak& peak) {
-    std::string text = "#" + format_count(peak.position);
+    std::string text = position_label(peak.position);
     if (o.entries > 0 && o.first_time_ns != 0) {
         text += ", +" + format_duration(peak.time_ns - o.first_time_ns);
     }
@@ -320,10 +321,11 @@ void view::panels::ranks_state::draw_plot(const view& v, const std::vector<rank_
     }
     auto axis_text = [&](double a) {
         return by_time ? "+" + format_duration(static_cast<int64_t>(a))
-                       : "#" + format_count(static_cast<uint64_t>(a));
+                       : position_label(static_cast<size_t>(a));
     };
     const double x_step = nice_step(longest / 8, 10);
-    for (double a = 0; a < longest; a += x_step) {
+    // On the index axis position N + 1 is "entry N": ticks there give round entry numbers.
+    for (double a = by_time ? 0.0 : 1.0; a < longest; a += x_step) {
         const float x = origin.x + static_cast<float>(a / longest) * width;
         draw->AddLine(ImVec2(x, plot_end.y), ImVec2(x, plot_end.y + 4), palette::text_dim);
         draw->AddText(ImVec2(x + 2, plot_end.y + 2), palette::text_dim, axis_text(a).c_str());

@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <future>
 
 #include "format.hpp"
@@ -19,7 +20,6 @@ namespace memtrail::viewer {
 namespace {
 
 constexpr float row_height = 20.0f;
-constexpr float base_label_width = 300.0f;
 
 // What fills a pixel column made of blocks narrower than a pixel.
 struct column_fill {
@@ -29,9 +29,18 @@ struct column_fill {
     uint64_t largest_size = 0;
 };
 
+// Starts a new line unless the rest of the current one holds `width` more pixels: a text that
+// follows another on its line is never cut at the window's edge.
+void new_line_unless_room(float width) {
+    if (ImGui::GetContentRegionAvail().x < width) {
+        ImGui::NewLine();
+    }
+}
+
 void legend_item(ImU32 color, const char* label) {
-    const ImVec2 p = ImGui::GetCursorScreenPos();
     const float h = ImGui::GetTextLineHeight();
+    new_line_unless_room(h + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(label).x);
+    const ImVec2 p = ImGui::GetCursorScreenPos();
     ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 2), ImVec2(p.x + h, p.y + h - 2),
                                               color);
     ImGui::Dummy(ImVec2(h, h));
@@ -111,24 +120,32 @@ void view::draw_segments() {
     const analysis::memory_totals& totals = in_range ? in_range->totals : panels_->state.totals;
     const size_t position = changes ? changes->last : moment_;
     if (changes) {
-        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::selection),
-                           "at the end of the range %zu..%zu%s:", changes->first, changes->last,
-                           panel.range_current(*this) ? "" : " (updating...)");
+        ImGui::TextColored(
+            ImGui::ColorConvertU32ToFloat4(palette::selection),
+            "at the end of the range %s .. %s%s:", position_label(changes->first).c_str(),
+            position_label(changes->last).c_str(),
+            panel.range_current(*this) ? "" : " (updating...)");
         ImGui::SameLine();
     } else if (range_) {
         ImGui::TextDisabled("(computing the range's changes...)");
         ImGui::SameLine();
     }
-    ImGui::Text("%s segments  reserved %s  allocated %s  pending free %s  free %s  waste %s",
-                format_count(totals.segments).c_str(), format_bytes(totals.reserved).c_str(),
-                format_bytes(totals.allocated).c_str(), format_bytes(totals.pending_free).c_str(),
-                format_bytes(totals.free).c_str(), format_bytes(totals.rounding_waste).c_str());
+    const std::string summary =
+        format_count(totals.segments) + " segments  reserved " + format_bytes(totals.reserved) +
+        "  allocated " + format_bytes(totals.allocated) + "  pending free " +
+        format_bytes(totals.pending_free) + "  free " + format_bytes(totals.free) + "  waste " +
+        format_bytes(totals.rounding_waste);
+    new_line_unless_room(ImGui::CalcTextSize(summary.c_str()).x);
+    ImGui::TextUnformatted(summary.c_str());
     ImGui::SameLine();
-    ImGui::TextDisabled("largest free %s, fragmentation %.1f%%",
-                        format_bytes(totals.largest_free).c_str(), totals.fragmentation() * 100.0);
+    char fragmentation[96];
+    std::snprintf(fragmentation, sizeof fragmentation, "largest free %s, fragmentation %.1f%%",
+                  format_bytes(totals.largest_free).c_str(), totals.fragmentation() * 100.0);
+    new_line_unless_room(ImGui::CalcTextSize(fragmentation).x);
+    ImGui::TextDisabled("%s", fragmentation);
     ImGui::Checkbox("colour by stack", &panel.color_by_stack);
     ImGui::SameLine();
-    ImGui::Checkbox("one scale for all", &panel.common_scale);
+    ImGui::Checkbox("fit each row", &panel.fit_each_row);
     ImGui::SameLine();
     if (panel.color_by_stack) {
         legend_item(palette::free_block, "free");
@@ -138,7 +155,8 @@ void view::draw_segments() {
         legend_item(palette::pending_free, "pending free");
         legend_item(palette::free_block, "free");
     }
-    ImGui::TextDisabled("left/right: step events");
+    new_line_unless_room(ImGui::CalcTextSize("left/right: step entries").x);
+    ImGui::TextDisabled("left/right: step entries");
     // The filter's combo ends the line; without one the legend's line ends here.
     if (!panels_->pools.of(*this).private_pools().empty()) {
         ImGui::SameLine();
@@ -169,16 +187,13 @@ void view::draw_segments() {
     const analysis::allocation_lifetime* selected =
         allocation_ ? &model().lifetimes()[*allocation_] : nullptr;
 
-    // Room for the longest private pool's label after the stream, when there are any.
-    panel.label_width = base_label_width;
-    for (const analysis::segment_pool& pool : pools.private_pools()) {
-        panel.label_width =
-            std::max(panel.label_width,
-                     base_label_width + ImGui::CalcTextSize(("  pool " + analysis::pool_name(pool) +
-                                                             " " + analysis::pool_kind(pool) + "~")
-                                                                .c_str())
-                                            .x);
+    // Room for the longest label, so that no bar covers the end of one.
+    panel.label_width = 0;
+    for (const panels::segments_state::row& r : panel.rows) {
+        panel.label_width = std::max(
+            panel.label_width, ImGui::CalcTextSize(panel.row_label(*this, r, changes).c_str()).x);
     }
+    panel.label_width += 2 * ImGui::GetStyle().ItemSpacing.x;
     ImGui::BeginChild("##segment_rows");
     const float bar_width =
         std::max(32.0f, ImGui::GetContentRegionAvail().x - panel.label_width - 8);
@@ -193,6 +208,21 @@ void view::draw_segments() {
     ImGui::EndChild();
 }
 
+std::string view::panels::segments_state::row_label(const view& v, const row& r,
+                                                    const analysis::range_changes* changes) {
+    const snapshot::segment& seg = *r.segment;
+    std::string label = format_address(seg.address) + (seg.is_large ? " large  " : " small  ") +
+                        format_bytes(seg.total_size) + "  " + v.dev().stream_names.name(seg.stream);
+    if (r.pool && !r.pool->is_default()) {
+        label += "  pool " + analysis::pool_name(*r.pool) + " " + analysis::pool_kind(*r.pool) +
+                 (r.pool_inferred ? "~" : "");
+    }
+    if (changes && changes->is_new_segment(seg.address)) {
+        label += "  new";
+    }
+    return label;
+}
+
 void view::panels::segments_state::draw_row(view& v, const row& r, uint64_t largest_segment,
                                             float bar_width,
                                             const analysis::allocation_lifetime* selected,
@@ -202,18 +232,11 @@ void view::panels::segments_state::draw_row(view& v, const row& r, uint64_t larg
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     ImGui::AlignTextToFramePadding();
-    const std::string pool_label = r.pool && !r.pool->is_default()
-                                       ? "  pool " + analysis::pool_name(*r.pool) + " " +
-                                             analysis::pool_kind(*r.pool) +
-                                             (r.pool_inferred ? "~" : "")
-                                       : std::string();
-    ImGui::Text("%s %s  %s  %s%s%s", format_address(seg.address).c_str(),
-                seg.is_large ? "large" : "small", format_bytes(seg.total_size).c_str(),
-                v.dev().stream_names.name(seg.stream).c_str(), pool_label.c_str(),
-                changes && changes->is_new_segment(seg.address) ? "  new" : "");
+    ImGui::TextUnformatted(row_label(v, r, changes).c_str());
     const float bar_x = origin.x + label_width;
+    // To scale (the largest segment fills the width), or each row filling it.
     const float scale =
-        bar_width / static_cast<float>(common_scale ? largest_segment : seg.total_size);
+        bar_width / static_cast<float>(fit_each_row ? seg.total_size : largest_segment);
     const float y0 = origin.y + 2;
     const float y1 = origin.y + row_height - 2;
     ImGui::SameLine(label_width);

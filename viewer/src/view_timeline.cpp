@@ -557,8 +557,11 @@ void view::panels::timeline_state::draw_marks(view& v, const frame& f) {
     const float label_width = ImGui::CalcTextSize(v.axis_label(view_last).c_str()).x + 16;
     const double ticks = std::clamp(static_cast<double>(f.width / label_width), 1.0, 8.0);
     const double x_step = nice_step(f.span / ticks, 10);
+    // On the index axis position N + 1 is "entry N": ticks there give round entry numbers.
+    const double offset = by_time ? 0.0 : 1.0;
     float free_from = f.origin.x;
-    for (double a = std::ceil(view_first / x_step) * x_step; a < view_last; a += x_step) {
+    for (double a = std::ceil((view_first - offset) / x_step) * x_step + offset; a < view_last;
+         a += x_step) {
         const float x = x_of(f, a);
         draw->AddLine(ImVec2(x, f.plot_end.y), ImVec2(x, f.plot_end.y + 4), palette::text_dim);
         const std::string label = v.axis_label(a);
@@ -631,12 +634,15 @@ void view::panels::timeline_state::handle_input(view& v, const frame& f,
             layer_tooltip(v, *hovered_layer);
         } else {
             const size_t p = v.position_of_axis(mouse_axis);
-            ImGui::Text("%s", v.axis_label(v.axis_of(p)).c_str());
-            if (p > 0) {
+            if (p == 0) {
+                ImGui::Text("start");
+            } else {
                 const snapshot::trace_entry& e = v.model().entry(p - 1);
-                ImGui::TextDisabled("after event %s: %s %s", format_count(p - 1).c_str(),
-                                    snapshot::action_name(e.kind).data(),
-                                    format_bytes(e.size).c_str());
+                ImGui::Text("%s: %s %s", position_label(p).c_str(),
+                            snapshot::action_name(e.kind).data(), format_bytes(e.size).c_str());
+            }
+            if (by_time) {
+                ImGui::TextDisabled("%s", v.axis_label(v.axis_of(p)).c_str());
             }
             auto value = [&](analysis::series s) { return format_bytes(v.model().values(s)[p]); };
             ImGui::Text("allocated %s", value(analysis::series::allocated).c_str());

@@ -26,16 +26,22 @@ int parse_int(std::string_view text, const char* what) {
 const char* usage() {
     return "usage: memtrail-viewer [--all-frames] [FILE...]\n"
            "       memtrail-viewer --help | --version\n"
-           "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end]\n"
-           "                       [--size WxH] [--device N] [--all-frames] [--stack-by KIND]\n"
+           "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at ENTRY|peak|end]\n"
+           "                       [--size WxH] [--device N] [--all-frames] [--fit-rows]\n"
+           "                       [--stack-by KIND]\n"
            "                       [--range FIRST:LAST] FILE [FILE2...]\n"
            "FILE: a memtrail snapshot (plain or zstd) or a PyTorch snapshot pickle; several\n"
            "      files are the ranks of one job (one file per rank).\n"
            "NAME: timeline, segments, flame, events, allocation, stats, oom, compare, ranks\n"
            "      (compare shows FILE against FILE2; ranks shows every FILE side by side),\n"
            "      or loading: the window while the files load, at their first picture.\n"
+           "--at: the moment shown: the state after trace entry ENTRY (the CLI's \"entry N\"),\n"
+           "      the peak (the default: the first moment allocated memory is highest) or\n"
+           "      the end; the compare view sets the files side by side at their peaks or ends.\n"
            "--all-frames: show every frame of the stacks, PyTorch's plumbing unfolded\n"
            "      (View > Every frame).\n"
+           "--fit-rows: the Segments view draws every row as wide, not to scale\n"
+           "      (its \"fit each row\").\n"
            "KIND: what the timeline stacks: category (the default where categories are\n"
            "      known), stack, allocation or segment.\n"
            "--range: select the event positions FIRST to LAST, as a drag on the timeline does;\n"
@@ -64,6 +70,8 @@ options parse_command_line(int argc, char** argv) {
             result.at = value("--at");
         } else if (arg == "--all-frames") {
             result.all_frames = true;
+        } else if (arg == "--fit-rows") {
+            result.fit_rows = true;
         } else if (arg == "--stack-by") {
             result.stack_by = value("--stack-by");
         } else if (arg == "--range") {

@@ -3,7 +3,8 @@
 //   memtrail-viewer --help | --version
 //   memtrail-viewer [--all-frames] [FILE...]
 //   memtrail-viewer --screenshot OUT.png [--view NAME] [--at EVENT|peak|end] [--size WxH]
-//                   [--device N] [--all-frames] [--stack-by KIND] [--range FIRST:LAST]
+//                   [--device N] [--all-frames] [--fit-rows] [--stack-by KIND]
+//                   [--range FIRST:LAST]
 //                   FILE [FILE2...]
 
 #include <cstddef>
@@ -18,13 +19,14 @@ struct options {
     std::vector<std::string> files;
     std::string screenshot;  // "" = interactive
     std::string view = "timeline";
-    std::string at = "end";
+    std::string at = "peak";
     std::string stack_by;  // the timeline's stacking; "": its default
     // The selected range of event positions; with one FILE the compare view compares its ends.
     std::optional<std::pair<size_t, size_t>> range;
     int device = -1;  // -1: the first device with a trace
     int width = 1600;
     int height = 900;
+    bool fit_rows = false;    // the Segments view's "fit each row"
     bool all_frames = false;  // every frame shown, PyTorch's plumbing unfolded
     bool help = false;
     bool version = false;

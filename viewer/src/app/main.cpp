@@ -134,6 +134,7 @@ int run_screenshot(const options& opts) {
                      opts.stack_by.c_str());
         return 2;
     }
+    v.fit_segment_rows(opts.fit_rows);
     if (opts.range) {
         v.set_range(*opts.range);
     }

@@ -56,6 +56,9 @@ class view {
     // What the timeline stacks: "category", "stack", "allocation" or "segment"; false when the
     // text is none of them.
     bool stack_timeline_by(std::string_view name);
+    // The Segments view's "fit each row": every row as wide, whatever its segment's size; off
+    // (the default), rows are drawn to one scale.
+    void fit_segment_rows(bool on);
     // The snapshot the compare view sets against this one (another open view's document).
     void set_comparison(std::shared_ptr<const document> other);
     // Whether the compare view sets the selected range's start against its end (two moments of
