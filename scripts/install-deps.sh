@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config python3 clang
+  libclang-rt-14-dev  # libFuzzer and the sanitizers' runtimes for clang (CI runs the fuzzers)
   libunwind-dev libdw-dev libzstd-dev libmsgpack-cxx-dev
   libimgui-dev libglfw3-dev libstb-dev libgl-dev libgl1-mesa-dri
   libgtest-dev libgmock-dev libbenchmark-dev
