@@ -89,8 +89,8 @@ std::vector<size_t> reading_search::ambiguous_steps(
     return ambiguous;
 }
 
-std::vector<size_t> reading_search::release_steps(
-    const std::vector<snapshot::trace_entry>& entries, const detail::trace_plan& plan) {
+std::vector<size_t> reading_search::release_steps(const std::vector<snapshot::trace_entry>& entries,
+                                                  const detail::trace_plan& plan) {
     std::vector<size_t> steps;
     for (size_t i = entries.size(); i-- > 0 && steps.size() < 8;) {
         if (plan.steps[i] == detail::step_kind::empty_cache ||
