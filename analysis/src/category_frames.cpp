@@ -3,7 +3,7 @@
 // names. Each rule here comes from the real traces in tests/data/traces (PyTorch 2.11,
 // transformers 5): see tests/analysis/categories_jobs_test.cpp.
 
-#include "category_frames.hpp"
+#include "detail/category_frames.hpp"
 
 #include <algorithm>
 #include <initializer_list>

@@ -2,7 +2,7 @@
 // step), from the optimizer's frames, or from the trace's own periodicity; a generation's
 // phases from generate()'s frames.
 
-#include "category_steps.hpp"
+#include "detail/category_steps.hpp"
 
 #include <algorithm>
 #include <cctype>
