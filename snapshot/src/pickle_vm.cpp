@@ -1,12 +1,12 @@
-#include "pickle_vm.hpp"
+#include "detail/pickle_vm.hpp"
 
 #include <bit>
 #include <cstring>
 #include <optional>
 #include <string>
 
+#include "detail/pages_ahead.hpp"
 #include "memtrail/snapshot/format_error.hpp"
-#include "pages_ahead.hpp"
 
 namespace memtrail::snapshot::detail {
 

@@ -15,10 +15,10 @@
 #include <cmath>
 #include <string>
 
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
+#include "detail/pickle_vm.hpp"
 #include "memtrail/snapshot/format_error.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
-#include "pickle_vm.hpp"
 
 namespace memtrail::snapshot {
 

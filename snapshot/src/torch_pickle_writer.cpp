@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <string>
 
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
+#include "detail/pickle_emitter.hpp"
 #include "memtrail/snapshot/output_file.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
-#include "pickle_emitter.hpp"
 
 namespace memtrail::snapshot {
 
