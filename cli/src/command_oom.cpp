@@ -1,4 +1,10 @@
 // memtrail oom FILE : why each out-of-memory in the trace happened.
+//
+// Index of this file:
+// [SECTION] the text report
+// [SECTION] remedies, as text
+// [SECTION] the JSON report
+// [SECTION] the command
 
 #include <iostream>
 
@@ -15,6 +21,10 @@ namespace memtrail::cli {
 namespace {
 
 using analysis::format_bytes;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the text report
+//-------------------------------------------------------------------------------------------------
 
 // Streams as `stream 0` (the default), `stream 1`...; with --raw-streams their handles too.
 struct stream_labels {
@@ -175,6 +185,10 @@ std::string replay_assumptions(const analysis::oom_report& r) {
     return text;
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] remedies, as text
+//-------------------------------------------------------------------------------------------------
+
 void print_remedies(const analysis::oom_report& r, const replay::oom_remedies& found) {
     if (!found.baseline_reproduces) {
         std::cout << "  remedies: not checked: replaying the trace under its own settings did not "
@@ -223,6 +237,10 @@ void print_remedies(const analysis::oom_report& r, const replay::oom_remedies& f
                                (r.cap.binding ? " under the cap" : "") + ": " + what_does,
                            86, "      ");
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the JSON report
+//-------------------------------------------------------------------------------------------------
 
 std::string_view remedy_kind_key(replay::remedy_kind kind) {
     switch (kind) {
@@ -371,6 +389,10 @@ void write_report(json_writer& json, const analysis::oom_report& r,
 }
 
 }  // namespace
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the command
+//-------------------------------------------------------------------------------------------------
 
 command_spec oom_spec() {
     return {

@@ -3,6 +3,13 @@
 // state (allocated, rounding waste, pending free, free) or by allocation stack.
 // Blocks narrower than a pixel are merged into one pixel column coloured by what fills most of
 // it, so a segment of thousands of small blocks still costs one item per pixel.
+//
+// Index of this file:
+// [SECTION] drawing helpers
+// [SECTION] the changes of the selected range
+// [SECTION] the panel
+// [SECTION] one row
+// [SECTION] blocks and their tooltip
 
 #include <algorithm>
 #include <array>
@@ -20,6 +27,10 @@ namespace memtrail::viewer {
 namespace {
 
 constexpr float row_height = 20.0f;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] drawing helpers
+//-------------------------------------------------------------------------------------------------
 
 // What fills a pixel column made of blocks narrower than a pixel.
 struct column_fill {
@@ -81,6 +92,10 @@ class span_marks {
 
 }  // namespace
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the changes of the selected range
+//-------------------------------------------------------------------------------------------------
+
 bool view::panels::segments_state::range_current(const view& v) const {
     const size_t count = v.model().event_count();
     return v.range_ && range && range->device_index == v.device_index_ &&
@@ -111,6 +126,10 @@ const view::panels::segments_state::range_cache* view::panels::segments_state::c
     }
     return range ? &*range : nullptr;
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the panel
+//-------------------------------------------------------------------------------------------------
 
 void view::draw_segments() {
     panels::segments_state& panel = panels_->segments;
@@ -208,6 +227,10 @@ void view::draw_segments() {
     ImGui::EndChild();
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] one row
+//-------------------------------------------------------------------------------------------------
+
 std::string view::panels::segments_state::row_label(const view& v, const row& r,
                                                     const analysis::range_changes* changes) {
     const snapshot::segment& seg = *r.segment;
@@ -286,6 +309,10 @@ void view::panels::segments_state::draw_changes(const snapshot::segment& seg,
         freed.add(x_of(std::max(it->first, seg.address)), x_of(std::min(it->second, seg_end)));
     }
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] blocks and their tooltip
+//-------------------------------------------------------------------------------------------------
 
 void view::panels::segments_state::draw_blocks(view& v, const snapshot::segment& seg, float bar_x,
                                                float scale, float y0, float y1) {
