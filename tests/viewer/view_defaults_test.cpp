@@ -13,8 +13,8 @@
 
 #include <imgui_internal.h>
 
-#include "../../viewer/src/format.hpp"
-#include "../../viewer/src/palette.hpp"
+#include "../../viewer/src/detail/format.hpp"
+#include "../../viewer/src/detail/palette.hpp"
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/viewer/view.hpp"
 #include "view_test_support.hpp"

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "format.hpp"
-#include "palette.hpp"
-#include "table_row.hpp"
-#include "view_panels.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/table_row.hpp"
+#include "detail/view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -203,7 +203,7 @@ void view::draw_oom() {
         ImGui::TextDisabled("No out-of-memory event in this trace.");
         return;
     }
-    panels::oom_state& o = panels_->oom;
+    oom_state& o = panels_->oom;
     o.draw_picker(*this);
     if (!o.valid || o.device_index != device_index_ || o.shown != o.selected) {
         o.report = analysis::analyze_oom(model(), ooms[o.selected]);
@@ -253,7 +253,7 @@ void view::draw_oom() {
     ImGui::EndChild();
 }
 
-void view::panels::oom_state::draw_picker(view& v) {
+void view::oom_state::draw_picker(view& v) {
     const std::vector<size_t>& ooms = v.dev().oom_entries;
     if (followed_moment != v.moment_) {
         // The last OOM at or before the moment; the first when the moment is before them all.
@@ -291,7 +291,7 @@ void view::panels::oom_state::draw_picker(view& v) {
     }
 }
 
-void view::panels::oom_state::draw_blockers_and_holders(view& v) {
+void view::oom_state::draw_blockers_and_holders(view& v) {
     const analysis::oom_report& r = report;
     ImGui::Spacing();
     ImGui::Text("Blockers: live blocks whose release would have made room (%zu)",
