@@ -1,4 +1,4 @@
-#include "trace_plan.hpp"
+#include "detail/trace_plan.hpp"
 
 #include <map>
 #include <unordered_map>

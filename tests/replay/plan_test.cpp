@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "memtrail/replay/replay.hpp"
-#include "trace_plan.hpp"
+#include "detail/trace_plan.hpp"
 
 namespace memtrail::replay::detail {
 namespace {
