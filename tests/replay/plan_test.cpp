@@ -4,8 +4,8 @@
 
 #include <chrono>
 
-#include "memtrail/replay/replay.hpp"
 #include "detail/trace_plan.hpp"
+#include "memtrail/replay/replay.hpp"
 
 namespace memtrail::replay::detail {
 namespace {

@@ -262,7 +262,8 @@ void view::oom_state::draw_remedies(view& v) {
     }
     ImGui::PushTextWrapPos(0);
     if (!remedies->done()) {
-        ImGui::TextDisabled("Remedies: checking each by replaying the trace under it (memtrail oom)...");
+        ImGui::TextDisabled(
+            "Remedies: checking each by replaying the trace under it (memtrail oom)...");
     } else if (!remedies->error().empty()) {
         ImGui::TextDisabled("Remedies: not available: %s", remedies->error().c_str());
     } else if (const auto it = remedies->by_entry().find(report.entry);
@@ -272,7 +273,8 @@ void view::oom_state::draw_remedies(view& v) {
         ImGui::TextUnformatted(std::string(analysis::remedies_not_checked_text()).c_str());
     } else {
         std::string heading = analysis::remedies_heading(report);
-        heading.front() = static_cast<char>(std::toupper(static_cast<unsigned char>(heading.front())));
+        heading.front() =
+            static_cast<char>(std::toupper(static_cast<unsigned char>(heading.front())));
         ImGui::TextUnformatted(heading.c_str());
         for (const analysis::remedy_outcome& remedy : it->second.tried) {
             ImGui::Bullet();
