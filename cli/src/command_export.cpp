@@ -71,36 +71,38 @@ void write_csv(const analysis::device_model& model, const entry_range& range, st
 }  // namespace
 
 command_spec export_spec() {
-    return {"export",
-            "FILE --format torch-pickle|folded|perfetto|csv -o OUT [--at EVENT|peak|end] "
-            "[--from EVENT] [--to EVENT] [--pending] [--device N] [--all-frames]",
-            "Writes the snapshot for other tools: a PyTorch snapshot pickle (for "
-            "torch.cuda._memory_viz and pytorch.org/memory_viz), folded stacks of the live bytes "
-            "at one moment (flamegraph.pl, speedscope), a Chrome/Perfetto trace (ui.perfetto.dev) "
-            "or a CSV of the trace entries.",
-            "folded: one line per stack, 'outer;...;inner BYTES', the live bytes at --at.\n"
-            "perfetto: counters for allocated, active and reserved bytes, one slice per "
-            "allocation, annotations and OOMs; with --from/--to the entries of the range and the "
-            "allocations alive during it.\n"
-            "csv: one row per trace entry: index, time_ns, action, address, size, "
-            "requested_size, stream, allocated, active, reserved, frame; the memory columns hold "
-            "the state after the entry.\n"
-            "--from and --to take what --at takes and include both ends: --from 100 --to 200 is "
-            "entries 100 to 200. A selection with nothing in it (no entries, no live stack) is an "
-            "error and no file is written.\n",
-            1,
-            1,
-            {at_option(),
-             device_option(),
-             all_frames_option(),
-             {"--from", "", "EVENT",
-              "perfetto, csv: the first trace entry to export (default: start)", false},
-             {"--to", "", "EVENT", "perfetto, csv: the last trace entry to export (default: end)",
-              false},
-             {"--format", "", "FORMAT", "torch-pickle, folded, perfetto or csv", false},
-             {"--output", "-o", "OUT", "the file to write; '-' writes standard output", false},
-             {"--pending", "", "", "folded: count blocks waiting for other streams too", false}},
-            false};
+    return {
+        "export",
+        "FILE --format torch-pickle|folded|perfetto|csv -o OUT [--at EVENT|peak|end] "
+        "[--from EVENT] [--to EVENT] [--pending] [--device N] [--all-frames]",
+        "Writes the snapshot for other tools: a PyTorch snapshot pickle (for "
+        "torch.cuda._memory_viz and pytorch.org/memory_viz), folded stacks of the live bytes "
+        "at one moment (flamegraph.pl, speedscope), a Perfetto protobuf trace (ui.perfetto.dev) "
+        "or a CSV of the trace entries.",
+        "folded: one line per stack, 'outer;...;inner BYTES', the live bytes at --at.\n"
+        "perfetto: counters for allocated, active and reserved bytes, one slice per "
+        "allocation (its memory category as the slice's category), annotations and OOMs; "
+        "names and stacks are written once and referred to by id. With --from/--to the "
+        "entries of the range and the allocations alive during it.\n"
+        "csv: one row per trace entry: index, time_ns, action, address, size, "
+        "requested_size, stream, allocated, active, reserved, frame; the memory columns hold "
+        "the state after the entry.\n"
+        "--from and --to take what --at takes and include both ends: --from 100 --to 200 is "
+        "entries 100 to 200. A selection with nothing in it (no entries, no live stack) is an "
+        "error and no file is written.\n",
+        1,
+        1,
+        {at_option(),
+         device_option(),
+         all_frames_option(),
+         {"--from", "", "EVENT", "perfetto, csv: the first trace entry to export (default: start)",
+          false},
+         {"--to", "", "EVENT", "perfetto, csv: the last trace entry to export (default: end)",
+          false},
+         {"--format", "", "FORMAT", "torch-pickle, folded, perfetto or csv", false},
+         {"--output", "-o", "OUT", "the file to write; '-' writes standard output", false},
+         {"--pending", "", "", "folded: count blocks waiting for other streams too", false}},
+        false};
 }
 
 int run_export(const parsed_arguments& args) {
