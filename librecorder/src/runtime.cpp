@@ -1,11 +1,11 @@
-#include "librecorder/runtime.hpp"
+#include "detail/runtime.hpp"
 
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
 
-#include "librecorder/environment.hpp"
-#include "librecorder/fork_gate.hpp"
+#include "detail/environment.hpp"
+#include "detail/fork_gate.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #ifdef MEMTRAIL_HAVE_CUDA
 #include "memtrail/core/cuda_device.hpp"
