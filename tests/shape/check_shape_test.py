@@ -25,8 +25,10 @@ class ShapeTest(unittest.TestCase):
                 out.write(text)
         return root
 
-    def problems(self, files):
-        problems, _ = check_shape.check(self.tree(files))
+    def problems(self, files, allowed=None):
+        """The check's problems with the tree `files`, allowing only `allowed` long functions
+        (none by default: a made-up tree has no pickle VM)."""
+        problems, _ = check_shape.check(self.tree(files), allowed=allowed or {})
         return problems
 
     def balanced(self, extra):
@@ -83,9 +85,17 @@ class ShapeTest(unittest.TestCase):
 
     def test_an_allowed_switch_may_be_long(self):
         text = function_lines("step", 200)
-        self.assertEqual(self.problems(self.balanced({"f2/src/pickle_vm.cpp": text})), [])
-        found = self.problems(self.balanced({"f2/src/other_vm.cpp": text}))
+        allowed = check_shape.ALLOWED_LONG_FUNCTIONS
+        self.assertEqual(self.problems(self.balanced({"f2/src/pickle_vm.cpp": text}), allowed), [])
+        found = self.problems(self.balanced({"f2/src/other_vm.cpp": text,
+                                             "f3/src/pickle_vm.cpp": text}), allowed)
         self.assertEqual(len(found), 1, found)
+
+    def test_an_allowance_no_longer_needed_is_reported(self):
+        found = self.problems(self.balanced({"f2/src/pickle_vm.cpp": function_lines("step", 20)}),
+                              check_shape.ALLOWED_LONG_FUNCTIONS)
+        self.assertEqual(found, ["ALLOWED_LONG_FUNCTIONS names step in pickle_vm.cpp, which is not "
+                                 "over 120 lines: remove it"])
 
     def test_python_functions_are_measured_too(self):
         text = "def long_one():\n" + "    x = 1\n" * 130
