@@ -126,7 +126,7 @@ function factsSection(file) {
   return el("div", {class: "facts"},
     el("div", null, el("h3", null, "The file"),
       table(["", ""], fileRows.map(([k, v]) => el("tr", {"data-key": k}, el("th", null, k), el("td", null, v))), {class: "file-facts"})),
-    el("div", null, el("h3", null, "At the " + rank.at.label),
+    el("div", null, el("h3", {class: "totals-heading"}, "At the " + rank.at.label),
       table(["", {text: "bytes", number: true}, ""], totalsRows, {class: "totals"})));
 }
 
