@@ -229,11 +229,11 @@ function timelineSection(file, container) {
            {size: 70, incrs: byteIncrements, values: (u, ticks) => ticks.map(formatBytes)}],
   }, data, chart);
   window.addEventListener("resize", () => plot.setSize({width: width(), height: 320}));
-  note.append("x: trace position (the state after that many entries); " + t.x.length + " columns over " +
+  note.append(...[ "x: trace position (the state after that many entries); " + t.x.length + " columns over " +
     t.entries + " entries, each the min and max of its entries; drag to zoom, double-click to reset. ",
     el("span", {class: "peak-marker"}, "dashed red: peak allocated " + formatBytes(t.peak_allocated) + " at " + positionLabel(t.peak_position)),
     t.oom_positions.length ? el("span", {class: "oom-marker"}, "; black: OOM at " +
-      t.oom_positions.map((p) => "entry " + (p - 1)).join(", ")) : null);
+      t.oom_positions.map((p) => "entry " + (p - 1)).join(", ")) : null].filter((part) => part !== null));
 }
 
 //-------------------------------------------------------------------------------------------------

@@ -72,6 +72,11 @@ class ReportPage:
         self.assertEqual(self.browser.errors, [])
         self.assertGreater(self.drawn_ms, 0)
 
+    def test_no_placeholder_words_in_the_text(self):
+        text = self.dom("document.body.innerText")
+        # A value the page failed to format ("entry 12null") ends at a word boundary.
+        self.assertNotRegex(text, r"(null|undefined|NaN|Infinity)\b|\[object ")
+
     def test_the_facts_are_summary_at_the_peak(self):
         for index, name in enumerate(self.names):
             summary = cli_json("summary", trace(name), "--at", "peak")["ranks"][0]
