@@ -34,8 +34,7 @@ constexpr uint64_t repetition_address_stride = uint64_t{1} << 40;
 
 bool has_address(snapshot::action kind) {
     return kind != snapshot::action::oom && kind != snapshot::action::snapshot &&
-           kind != snapshot::action::annotation_start &&
-           kind != snapshot::action::annotation_end &&
+           kind != snapshot::action::annotation_start && kind != snapshot::action::annotation_end &&
            kind != snapshot::action::annotation_marker;
 }
 
@@ -89,8 +88,8 @@ struct opened_model {
 
 const opened_model& opened() {
     static const opened_model m = [] {
-        auto model = analysis::device_model::build(
-            snapshot::load_snapshot(snapshot_file()).snapshot, 0);
+        auto model =
+            analysis::device_model::build(snapshot::load_snapshot(snapshot_file()).snapshot, 0);
         auto categories = analysis::category_map::build(model);
         return opened_model{std::move(model), std::move(categories)};
     }();
@@ -121,7 +120,8 @@ void report_segment_map_and_flame(benchmark::State& state) {
         cli::json_writer json(out);
         json.begin_array();
         cli::write_segment_map(json, m.model.state_after(peak));
-        cli::write_flame(json, analysis::flame_at(m.model, peak, analysis::live_measure::allocated));
+        cli::write_flame(json,
+                         analysis::flame_at(m.model, peak, analysis::live_measure::allocated));
         json.end_array();
         bytes = out.str().size();
     }

@@ -70,8 +70,7 @@ void write_facts(json_writer& json, const opened_file& file) {
     json.end_object().end_object();
 }
 
-void write_file(json_writer& json, const std::string& path,
-                const parsed_arguments& args) {
+void write_file(json_writer& json, const std::string& path, const parsed_arguments& args) {
     const opened_file file = open_file(path, args, frames_shown(args));
     const analysis::device_model& model = file.model;
     const std::vector<std::string> shared = shared_arguments(args, model.device());
@@ -81,8 +80,7 @@ void write_file(json_writer& json, const std::string& path,
     json.key("facts");
     write_facts(json, file);
     embed(json, "summary", output_of("summary", path, shared, {"--at", "peak", "--json"}));
-    embed(json, "categories",
-          output_of("categories", path, shared, {"--at", "peak", "--json"}));
+    embed(json, "categories", output_of("categories", path, shared, {"--at", "peak", "--json"}));
     embed(json, "top",
           output_of("top", path, shared, {"--at", "peak", "-n", top_stacks_shown, "--json"}));
     if (analysis::oom_entries(model).empty()) {
@@ -113,29 +111,28 @@ void write_file(json_writer& json, const std::string& path,
 }  // namespace
 
 command_spec report_spec() {
-    return {"report",
-            "FILE... -o OUT.html [--device N] [--all-frames] [--no-remedies]",
-            "One self-contained HTML page to open in any browser, offline, or attach to a bug "
-            "report: the file's facts (device, totals, peaks, settings), the OOM verdict with "
-            "its remedies when the trace has one, the timeline stacked by category with the "
-            "peak and the OOM marked, the segment map, the categories, the top stacks and a "
-            "flame graph at the peak; for several files of one job, the ranks table.",
-            "The page embeds what summary, oom, categories, top and ranks print with --json, so "
-            "its numbers are theirs, at the peak of allocated memory (--at peak). The timeline "
-            "is cut into " +
-                std::to_string(report_timeline_columns) +
-                " columns (each the min and max of its entries), so the page stays a few MB "
-                "however long the trace. Each FILE is read several times: standard input ('-') "
-                "is not accepted.\n",
-            1,
-            SIZE_MAX,
-            {{"--output", "-o", "OUT.html", "where to write the page ('-': standard output)",
-              false},
-             device_option(),
-             all_frames_option(),
-             {"--no-remedies", "", "", "skip the what-if replays that check an OOM's remedies",
-              false}},
-            false};
+    return {
+        "report",
+        "FILE... -o OUT.html [--device N] [--all-frames] [--no-remedies]",
+        "One self-contained HTML page to open in any browser, offline, or attach to a bug "
+        "report: the file's facts (device, totals, peaks, settings), the OOM verdict with "
+        "its remedies when the trace has one, the timeline stacked by category with the "
+        "peak and the OOM marked, the segment map, the categories, the top stacks and a "
+        "flame graph at the peak; for several files of one job, the ranks table.",
+        "The page embeds what summary, oom, categories, top and ranks print with --json, so "
+        "its numbers are theirs, at the peak of allocated memory (--at peak). The timeline "
+        "is cut into " +
+            std::to_string(report_timeline_columns) +
+            " columns (each the min and max of its entries), so the page stays a few MB "
+            "however long the trace. Each FILE is read several times: standard input ('-') "
+            "is not accepted.\n",
+        1,
+        SIZE_MAX,
+        {{"--output", "-o", "OUT.html", "where to write the page ('-': standard output)", false},
+         device_option(),
+         all_frames_option(),
+         {"--no-remedies", "", "", "skip the what-if replays that check an OOM's remedies", false}},
+        false};
 }
 
 int run_report(const parsed_arguments& args) {

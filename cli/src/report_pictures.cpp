@@ -51,8 +51,7 @@ void write_blocks(json_writer& json, const snapshot::segment& segment) {
         const snapshot::block& first = segment.blocks[i];
         uint64_t size = first.size;
         size_t next = i + 1;
-        while (merge && next < segment.blocks.size() &&
-               segment.blocks[next].state == first.state) {
+        while (merge && next < segment.blocks.size() && segment.blocks[next].state == first.state) {
             size += segment.blocks[next].size;
             ++next;
         }
