@@ -404,7 +404,7 @@ function ranksSection(ranks) {
       const rows = job.ranks.map((row) => el("tr", {"data-rank": row.rank}, keys.map((k) => rankCell(k, row[k]))));
       rows.push(el("tr", {"data-rank": "total"}, keys.map((k) => (k === "rank" ? el("th", null, "total") : rankCell(k, job.total[k])))));
       return el("div", {class: "job"}, el("h3", null, "job " + job.name),
-        table(keys.map((k) => k.replace(/_/g, " ")), rows, {class: "ranks"}),
+        el("div", {class: "scroll"}, table(keys.map((k) => k.replace(/_/g, " ")), rows, {class: "ranks"})),
         el("p", {class: "highest"}, "rank " + job.highest_peak.rank + " peaks highest: " +
           formatBytes(job.highest_peak.peak_reserved) + " reserved"),
         job.explanation ? el("p", {class: "explanation"}, job.explanation.summary) : null);

@@ -103,5 +103,28 @@ class HostileFrameNames(unittest.TestCase):
                 self.assertEqual(browser.errors, [])
 
 
+class FilesWithNothingToDraw(unittest.TestCase):
+    """A snapshot without a trace (segments only) and one without anything still make a page
+    that draws, with no error."""
+
+    def test_pages_of_empty_files_draw(self):
+        with open(TRACES / "oom_cap_fragmentation.pickle", "rb") as f:
+            snapshot = pickle.load(f)
+        snapshot["device_traces"] = [[] for _ in snapshot["device_traces"]]
+        with tempfile.TemporaryDirectory() as folder, report_browser.Browser() as browser:
+            for name in ("segments_only", "empty"):
+                with self.subTest(file=name):
+                    if name == "empty":
+                        snapshot["segments"] = []
+                    path = pathlib.Path(folder) / f"{name}.pickle"
+                    path.write_bytes(pickle.dumps(snapshot, protocol=4))
+                    page = pathlib.Path(folder) / f"{name}.html"
+                    result = run("report", path, "-o", page)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    browser.open_report(page)
+                    self.assertEqual(browser.errors, [])
+                    self.assertIn("trace entries\t0", browser.evaluate("document.body.innerText"))
+
+
 if __name__ == "__main__":
     unittest.main()

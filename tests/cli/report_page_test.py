@@ -191,6 +191,20 @@ class RankPairs(ReportPage, unittest.TestCase):
                          job["explanation"]["summary"])
 
 
+    def test_the_ranks_part_shows_every_field_a_row_carries(self):
+        """Fields the ranks analysis may add to its rows (an outlier's explanation) get columns
+        of their own, through the one function that draws the part."""
+        ranks = cli_json("ranks", *map(trace, self.names))
+        for row in ranks["jobs"][0]["ranks"]:
+            row["outlier"] = {"why": f"rank {row['rank']} is special", "bytes": 5}
+        headers = self.dom(f"[...ranksSection({json.dumps(ranks)})"
+                           '.querySelectorAll("table.ranks th")].map(th => th.textContent)')
+        self.assertIn("outlier", headers)
+        cells = self.dom(f"[...ranksSection({json.dumps(ranks)})"
+                         '.querySelectorAll("table.ranks td")].map(td => td.textContent)')
+        self.assertIn("why: rank 1 is special; bytes: 5", cells)
+
+
 class DdpPair(RankPairs):
     names = ("ddp__rank0", "ddp__rank1")
 
