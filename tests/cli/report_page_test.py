@@ -172,6 +172,25 @@ class GenerateDynamic(ReportPage, unittest.TestCase):
                                       " && true"))
 
 
+class ExpandableSegments(ReportPage, unittest.TestCase):
+    """A segment of more blocks than its row has pixels (563 at the peak) is embedded with its
+    runs of blocks in one state merged; the totals stay (test_the_pictures_keep_the_clis_numbers)."""
+    names = ("resnet__expandable_segments-True",)
+
+    def test_runs_of_blocks_in_one_state_are_merged(self):
+        segments = cli_json("segments", trace(self.names[0]), "--at", "peak")["segments"]
+        data = self.dom('JSON.parse(document.getElementById("memtrail-data").textContent)')
+        embedded = {s["address"]: s["blocks"] for s in data["files"][0]["segment_map"]["segments"]}
+        crowded = [s for s in segments if s["blocks"] > 512]
+        self.assertTrue(crowded)
+        for s in crowded:
+            blocks = embedded[s["address"]]
+            self.assertLess(len(blocks), s["blocks"])
+            self.assertTrue(all(a[2] != b[2] for a, b in zip(blocks, blocks[1:])))
+            self.assertEqual(sum(b[1] for b in blocks), s["size"])
+            self.assertEqual(sum(b[1] for b in blocks if b[2] == 0), s["allocated"])
+
+
 class RankPairs(ReportPage, unittest.TestCase):
     names = ("fsdp2_imbalance__rank0", "fsdp2_imbalance__rank1")
 
