@@ -37,6 +37,17 @@ std::string output_of(std::string_view command, const std::string& path,
     return command_output(command, arguments);
 }
 
+std::vector<std::string> oom_options(const parsed_arguments& args, bool json) {
+    std::vector<std::string> options;
+    if (args.has("--no-remedies")) {
+        options.emplace_back("--no-remedies");
+    }
+    if (json) {
+        options.emplace_back("--json");
+    }
+    return options;
+}
+
 // A command's JSON as the value of `key`, as the command printed it.
 void embed(json_writer& json, std::string_view key, const std::string& text) {
     json.key(key).raw_value(text);
@@ -70,33 +81,21 @@ void write_facts(json_writer& json, const opened_file& file) {
     json.end_object().end_object();
 }
 
-void write_file(json_writer& json, const std::string& path, const parsed_arguments& args) {
+// What write_pictures learnt of a file that the embedded commands need.
+struct file_outline {
+    int device = 0;
+    bool has_oom = false;
+};
+
+// What the page draws that no command prints: the file's facts and the pictures at the peak.
+file_outline write_pictures(json_writer& json, const std::string& path,
+                            const parsed_arguments& args) {
     const opened_file file = open_file(path, args, frames_shown(args));
     const analysis::device_model& model = file.model;
-    const std::vector<std::string> shared = shared_arguments(args, model.device());
     const moment peak = resolve_at(model, "peak");
-
-    json.begin_object().field("path", file.path).field("device", model.device());
+    json.field("path", file.path).field("device", model.device()).field("peak_label", peak.label);
     json.key("facts");
     write_facts(json, file);
-    embed(json, "summary", output_of("summary", path, shared, {"--at", "peak", "--json"}));
-    embed(json, "categories", output_of("categories", path, shared, {"--at", "peak", "--json"}));
-    embed(json, "top",
-          output_of("top", path, shared, {"--at", "peak", "-n", top_stacks_shown, "--json"}));
-    if (analysis::oom_entries(model).empty()) {
-        json.key("oom").null().key("oom_text").null();
-    } else {
-        std::vector<std::string> oom_options;
-        if (args.has("--no-remedies")) {
-            oom_options.emplace_back("--no-remedies");
-        }
-        embed(json, "oom", [&] {
-            auto with_json = oom_options;
-            with_json.emplace_back("--json");
-            return output_of("oom", path, shared, with_json);
-        }());
-        json.field("oom_text", output_of("oom", path, shared, oom_options));
-    }
     const analysis::device_model every_frame = model_with_every_frame(file);
     const analysis::category_map categories = analysis::category_map::build(every_frame);
     json.key("timeline");
@@ -105,7 +104,27 @@ void write_file(json_writer& json, const std::string& path, const parsed_argumen
     write_segment_map(json, model.state_after(peak.position));
     json.key("flame");
     write_flame(json, analysis::flame_at(model, peak.position, analysis::live_measure::allocated));
-    json.field("peak_label", peak.label).end_object();
+    return {model.device(), !analysis::oom_entries(model).empty()};
+}
+
+// One file's part of the data: the pictures, then the commands' JSON. The file's model is
+// released before the commands run, each loading the file itself, so at most one copy of a
+// large trace is in memory at a time.
+void write_file(json_writer& json, const std::string& path, const parsed_arguments& args) {
+    json.begin_object();
+    const file_outline outline = write_pictures(json, path, args);
+    const std::vector<std::string> shared = shared_arguments(args, outline.device);
+    embed(json, "summary", output_of("summary", path, shared, {"--at", "peak", "--json"}));
+    embed(json, "categories", output_of("categories", path, shared, {"--at", "peak", "--json"}));
+    embed(json, "top",
+          output_of("top", path, shared, {"--at", "peak", "-n", top_stacks_shown, "--json"}));
+    if (outline.has_oom) {
+        embed(json, "oom", output_of("oom", path, shared, oom_options(args, true)));
+        json.field("oom_text", output_of("oom", path, shared, oom_options(args, false)));
+    } else {
+        json.key("oom").null().key("oom_text").null();
+    }
+    json.end_object();
 }
 
 }  // namespace
