@@ -6,9 +6,11 @@ text and runs nothing of theirs (checked in headless Chromium). Output paths: ou
 
 Environment: MEMTRAIL, TRACE_DIR, CHROMIUM (default chromium).
 """
+import json
 import os
 import pathlib
 import pickle
+import re
 import subprocess
 import sys
 import tempfile
@@ -70,6 +72,22 @@ class BadInput(unittest.TestCase):
         result = run("report", TRACES / "oom_cap_fragmentation.pickle")
         self.assertEqual(result.returncode, 2)
         self.assertIn("memtrail: report: -o OUT.html is required", result.stderr)
+
+    def test_dash_o_dash_writes_the_page_to_standard_output(self):
+        result = run("report", TRACES / "oom_cap_fragmentation.pickle", "-o", "-")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue(result.stdout.startswith("<!DOCTYPE html>"))
+        self.assertTrue(result.stdout.rstrip().endswith("</html>"))
+
+    def test_no_remedies_skips_the_replays(self):
+        result = run("report", TRACES / "oom_cap_fragmentation.pickle", "--no-remedies", "-o", "-")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        data = json.loads(re.search(r'<script type="application/json" id="memtrail-data">'
+                                    r"(.*?)</script>", result.stdout, re.S).group(1))
+        oom = data["files"][0]["oom"]["ooms"][0]
+        self.assertEqual(oom["verdict"], "fragmentation")
+        self.assertNotIn("remedies", oom)
+        self.assertNotIn("remedies,", data["files"][0]["oom_text"])
 
     def test_a_device_the_file_lacks(self):
         result = run("report", TRACES / "oom_cap_fragmentation.pickle", "--device", "3",
