@@ -162,7 +162,8 @@ function oomSection(file) {
       el("p", {class: "note"}, "allocated at:"), framesList(r.stack));
   });
   return el("div", null, reports,
-    el("details", {class: "oom-text"}, el("summary", null, "what memtrail oom prints for this file"),
+    el("details", {class: "oom-text", open: ""}, el("summary", null,
+      "what memtrail oom prints for this file: the blockers, the largest holders and what to do"),
       el("pre", null, file.oom_text)));
 }
 

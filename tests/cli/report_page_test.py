@@ -151,6 +151,8 @@ class OomCapFragmentation(ReportPage, unittest.TestCase):
             self.assertIn(text, printed)
             self.assertEqual(avoids, str(tried["avoids"]).lower())
         self.assertIn("with no memory cap this OOM does not happen", printed)
+        # What to do when no setting avoids it is in the text only: shown, not folded away.
+        self.assertTrue(self.dom('document.querySelector(".oom-text").open'))
         self.assertEqual(self.dom('document.querySelector(".oom-text pre").textContent'),
                          run("oom", trace(self.names[0])))
 
