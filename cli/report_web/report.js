@@ -142,13 +142,14 @@ function oomSection(file) {
     if (!remedies) {
       remedyList = el("p", {class: "note"}, "remedies not checked (--no-remedies)");
     } else if (!remedies.checked) {
-      remedyList = el("p", {class: "note remedies-unchecked"},
-        "remedies: not checked: replaying the trace under its own settings did not fail at this entry, so a what-if replay proves nothing here");
+      remedyList = el("p", {class: "note remedies-unchecked"}, remedies.heading);
     } else {
-      remedyList = el("ul", {class: "remedies"}, remedies.tried.map((m) =>
-        el("li", {class: m.avoids ? "remedy avoids" : "remedy", "data-avoids": m.avoids},
-          "with " + m.setting + " this OOM " + (m.avoids ? "does not happen" : "still happens") +
-          " (peak reserved " + formatBytes(m.peak_reserved) + ")")));
+      // The sentences are memtrail oom's own (its --json carries them), never re-worded here.
+      remedyList = el("div", null,
+        el("div", {class: "remedies-heading"}, remedies.heading),
+        el("ul", {class: "remedies"}, remedies.tried.map((m) =>
+          el("li", {class: m.avoids ? "remedy avoids" : "remedy", "data-avoids": m.avoids}, m.text))),
+        remedies.conclusion ? el("p", {class: "remedies-conclusion"}, remedies.conclusion) : null);
     }
     return el("div", {class: "oom", "data-entry": r.entry},
       el("div", {class: "oom-headline"}, "OOM at entry " + r.entry + ": " + formatBytes(r.requested) +
@@ -158,12 +159,12 @@ function oomSection(file) {
         r.secondary_text ? " (secondary: " + r.secondary_text + ")" : ""),
       el("p", {class: "explanation"}, r.explanation),
       r.unknown.map((u) => el("p", {class: "note unknown"}, "unknown: " + u)),
-      el("div", null, "remedies, each checked by replaying the trace under it:"), remedyList,
+      remedyList,
       el("p", {class: "note"}, "allocated at:"), framesList(r.stack));
   });
   return el("div", null, reports,
     el("details", {class: "oom-text", open: ""}, el("summary", null,
-      "what memtrail oom prints for this file: the blockers, the largest holders and what to do"),
+      "what memtrail oom prints for this file: the blockers and the largest holders"),
       el("pre", null, file.oom_text)));
 }
 

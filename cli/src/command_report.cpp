@@ -37,9 +37,11 @@ std::string output_of(std::string_view command, const std::string& path,
     return command_output(command, arguments);
 }
 
+// The JSON carries the remedies with their words; the text (for the blockers and holders) skips
+// the what-if replays, which would only be made again.
 std::vector<std::string> oom_options(const parsed_arguments& args, bool json) {
     std::vector<std::string> options;
-    if (args.has("--no-remedies")) {
+    if (args.has("--no-remedies") || !json) {
         options.emplace_back("--no-remedies");
     }
     if (json) {

@@ -151,10 +151,18 @@ class OomCapFragmentation(ReportPage, unittest.TestCase):
             self.assertIn(text, printed)
             self.assertEqual(avoids, str(tried["avoids"]).lower())
         self.assertIn("with no memory cap this OOM does not happen", printed)
-        # What to do when no setting avoids it is in the text only: shown, not folded away.
+        # The heading and what to do when no setting avoids it, as memtrail oom prints them.
+        heading = " ".join(self.dom('document.querySelector(".oom .remedies-heading").textContent')
+                           .split())
+        self.assertIn(heading, printed)
+        conclusion = self.dom('document.querySelector(".oom .remedies-conclusion").textContent')
+        self.assertTrue(conclusion.startswith("no allocator setting avoids it under the cap"))
+        self.assertIn(conclusion, printed)
+        # The blockers and holders: memtrail oom's text, shown open (its replays left out: the
+        # remedies above are theirs).
         self.assertTrue(self.dom('document.querySelector(".oom-text").open'))
         self.assertEqual(self.dom('document.querySelector(".oom-text pre").textContent'),
-                         run("oom", trace(self.names[0])))
+                         run("oom", trace(self.names[0]), "--no-remedies"))
 
     def test_the_timeline_marks_the_oom_and_the_peak(self):
         entry = cli_json("oom", trace(self.names[0]))["ooms"][0]["entry"]
