@@ -172,6 +172,11 @@ void device_allocator::set_observer(allocator_observer* observer) {
     impl_->observer = observer;
 }
 
+allocator_observer* device_allocator::observer() const {
+    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
+    return impl_->observer;
+}
+
 void device_allocator::run_under_lock(const std::function<void()>& f) {
     std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
     f();

@@ -217,7 +217,6 @@ recorder::recorder(caching_allocator& allocator)
         devices_.push_back(std::make_unique<device_history>());
         captures_.push_back(std::make_unique<detail::capture_pools>());
         devices_.back()->options.enabled = record_mode::off;
-        allocator_.on(d).set_observer(this);
     }
 }
 
@@ -260,6 +259,9 @@ void recorder::record_memory_history(const history_options& options, int device)
                 h.ring.clear();
             }
             h.ring.set_capacity(options.max_entries);
+            // Only a trace needs the allocator's events: unobserved, its operations take the
+            // bare path (the device lock's holder makes waiting threads' operations too).
+            allocator_.on(d).set_observer(options.enabled == record_mode::all ? this : nullptr);
         });
         h.options = options;
         h.options.clear_history = false;

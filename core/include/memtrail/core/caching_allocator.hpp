@@ -215,9 +215,10 @@ class device_allocator {
     void set_config(allocator_config config);
 
     void set_observer(allocator_observer* observer);
+    allocator_observer* observer() const;  // nullptr: none
     // Runs `f` holding the device's lock, as the observer's events run, so that what `f` does is
-    // ordered with every event (the recorder's trace: annotations, resizing, copies). `f` must
-    // not call into the allocator.
+    // ordered with every event (the recorder's trace: annotations, resizing, copies). `f` may
+    // call only the allocator's methods that never wait for the device (snapshot, stats).
     void run_under_lock(const std::function<void()>& f);
     void add_free_memory_callback(free_memory_callback callback);
     void add_oom_observer(oom_observer observer);
