@@ -57,11 +57,10 @@ bool device_allocator_impl::find_or_make_block(alloc_params& p, context_handle c
 
 block* device_allocator_impl::malloc_cached(uint64_t orig_size, stream_handle stream,
                                             context_handle context) {
-    // The events an observer gets name the calling thread (the recorder's trace does); pending
-    // cross-stream events are queried on the calling thread's current device; a private pool's
-    // filter may look at the calling thread; a failed search with garbage collection on would
-    // advance its clock twice.
-    if (observer || !captures_underway_.empty() || !stream_events_.empty() ||
+    // Pending cross-stream events are queried on the calling thread's current device; a private
+    // pool's filter may look at the calling thread; a failed search with garbage collection on
+    // would advance its clock twice.
+    if (!captures_underway_.empty() || !stream_events_.empty() ||
         !deferred_until_no_capture_.empty() ||
         (set_fraction_ && config.garbage_collection_threshold > 0.0)) {
         return nullptr;

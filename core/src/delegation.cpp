@@ -27,8 +27,21 @@ bool usual_choice(const char* variable, std::string_view usual, std::string_view
 }
 }  // namespace
 
-bool delegation_from_environment() {
-    return usual_choice("MEMTRAIL_DEVICE_LOCK", "combining", "spinning", "a device lock");
+device_lock_kind device_lock_from_environment() {
+    const char* text = std::getenv("MEMTRAIL_DEVICE_LOCK");
+    const std::string_view value = text ? text : "combining";
+    if (value == "combining") {
+        return device_lock_kind::combining;
+    }
+    if (value == "combining_observed") {
+        return device_lock_kind::combining_observed;
+    }
+    if (value == "spinning") {
+        return device_lock_kind::spinning;
+    }
+    throw usage_error("memtrail: MEMTRAIL_DEVICE_LOCK=" + std::string(value) +
+                      " is not a device lock; accepted: combining (the default) or spinning, "
+                      "and combining_observed (delegation while observed too)");
 }
 
 uint32_t bias_after_from_environment() {
@@ -71,7 +84,7 @@ inline block* device_allocator_impl::malloc_entered(bool reentered, uint64_t ori
 // The uncontended path builds no delegated_op: the lock is free (or this thread's) on almost
 // every call, and the record and its checks cost a tenth of a cached allocation.
 device_address device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
-                                     context_handle context) {
+                                             context_handle context) {
     const reentrant_mutex::try_result first = mutex.try_lock();
     if (first == reentrant_mutex::try_result::busy) [[unlikely]] {
         return malloc_when_busy(orig_size, stream, context);
@@ -82,16 +95,15 @@ device_address device_allocator_impl::malloc(uint64_t orig_size, stream_handle s
 }
 
 device_address device_allocator_impl::malloc_when_busy(uint64_t orig_size, stream_handle stream,
-                                               context_handle context) {
+                                                       context_handle context) {
     std::exception_ptr thrown;
-    delegated_op op{.what = delegated_op::kind::malloc,
-                    .made = false,
-                    .size = orig_size,
-                    .stream = stream,
-                    .context = context,
-                    .address = 0,
-                    .b = nullptr,
-                    .error = &thrown};
+    delegated_op op;
+    op.what = delegated_op::kind::malloc;
+    op.size = orig_size;
+    op.stream = stream;
+    op.context = context;
+    op.caller = caller_word();
+    op.error = &thrown;
     if (made_by_holder(combiner.when_busy(op), op, mutex)) {
         return op.address;
     }
@@ -125,14 +137,13 @@ block* device_allocator_impl::free(device_address address, context_handle contex
 
 block* device_allocator_impl::free_when_busy(device_address address, context_handle context) {
     std::exception_ptr thrown;
-    delegated_op op{.what = delegated_op::kind::free,
-                    .made = false,
-                    .size = 0,
-                    .stream = 0,
-                    .context = context,
-                    .address = address,
-                    .b = nullptr,
-                    .error = &thrown};
+    delegated_op op;
+    op.what = delegated_op::kind::free;
+    op.b = nullptr;
+    op.context = context;
+    op.address = address;
+    op.caller = caller_word();
+    op.error = &thrown;
     if (made_by_holder(combiner.when_busy(op), op, mutex)) {
         return op.b;
     }
@@ -140,9 +151,14 @@ block* device_allocator_impl::free_when_busy(device_address address, context_han
 }
 
 void device_allocator_impl::run_delegated(delegated_op& op) noexcept {
+    // An observer's events name the thread that asked: made here only for a requester that its
+    // observer named (candidate b of issue 35: MEMTRAIL_DEVICE_LOCK=combining_observed).
+    const bool may_make = observer.load(std::memory_order_relaxed) == nullptr ||
+                          (lock_kind == device_lock_kind::combining_observed && op.caller != 0);
+    caller_ = op.caller;
     try {
         if (op.what == delegated_op::kind::malloc) {
-            const block* b = malloc_cached(op.size, op.stream, op.context);
+            const block* b = may_make ? malloc_cached(op.size, op.stream, op.context) : nullptr;
             op.made = b != nullptr;
             if (op.made) {
                 op.address = b->ptr;
@@ -150,7 +166,7 @@ void device_allocator_impl::run_delegated(delegated_op& op) noexcept {
         } else {
             // Unknown to the map: made, the requester reports it.
             op.b = allocated.take(op.address);
-            op.made = op.b == nullptr || free_at_once(op.b, op.context);
+            op.made = op.b == nullptr || (may_make && free_at_once(op.b, op.context));
             if (!op.made) {
                 handed_back_.push_back(op.b);
             }
@@ -158,6 +174,7 @@ void device_allocator_impl::run_delegated(delegated_op& op) noexcept {
     } catch (...) {
         *op.error = std::current_exception();
     }
+    caller_ = 0;
 }
 
 }  // namespace memtrail::detail

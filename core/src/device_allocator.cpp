@@ -169,12 +169,12 @@ void device_allocator::set_config(allocator_config config) {
 
 void device_allocator::set_observer(allocator_observer* observer) {
     std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
-    impl_->observer = observer;
+    impl_->observer.store(observer, std::memory_order_release);
 }
 
 allocator_observer* device_allocator::observer() const {
     std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
-    return impl_->observer;
+    return impl_->observer.load(std::memory_order_relaxed);
 }
 
 void device_allocator::run_under_lock(const std::function<void()>& f) {

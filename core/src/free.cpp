@@ -32,9 +32,8 @@ void device_allocator_impl::free_locked(block* b, context_handle context) {
 }
 
 bool device_allocator_impl::free_at_once(block* b, context_handle context) {
-    // Not with an observer (its events name the calling thread) or with uses on other streams
-    // (events to record, on the calling thread's current device).
-    if (observer || !b->stream_uses.empty()) {
+    // Not with uses on other streams (events to record, on the calling thread's current device).
+    if (!b->stream_uses.empty()) {
         return false;
     }
     free_locked(b, context);

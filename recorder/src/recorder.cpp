@@ -385,7 +385,9 @@ void recorder::on_event(const allocator_event& event) {
         return;
     }
     const detail::call_context call = detail::decode_call_context(event.context, epoch_ns_);
-    const detail::thread_identity caller = detail::this_thread_identity();
+    // Made by the device lock's holder for another thread: that thread's identity.
+    const detail::thread_identity caller =
+        event.caller != 0 ? detail::from_word(event.caller) : detail::this_thread_identity();
     const uint32_t keeping_stack = h.actions_keeping_stack.load(std::memory_order_relaxed);
     const uint64_t end = h.ring.push_filled([&](detail::trace_record& record) {
         record.address = event.address;
@@ -404,6 +406,10 @@ void recorder::on_event(const allocator_event& event) {
     if (event.action == allocator_action::snapshot) {
         detail::snapshot_cut_on_this_thread = end;
     }
+}
+
+uint64_t recorder::caller() const {
+    return detail::to_word(detail::this_thread_identity());
 }
 
 void recorder::annotate(uint8_t action, std::string_view name) {

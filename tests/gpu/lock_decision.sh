@@ -6,10 +6,12 @@
 # BUILD holds bin/bench_lock_decision (and lib/libmemtrail_torch_allocator.so for the PyTorch
 # rows: a build configured with -DMEMTRAIL_TORCH_DIR, as tests/gpu/run.sh does). The candidates,
 # chosen by MEMTRAIL_DEVICE_LOCK as librecorder starts:
-#   combining  the combining lock, the recorder attached as the allocator's observer only while
-#              it records a trace (recording off: the bare path, where the lock's holder makes
-#              waiting threads' operations; on: each thread makes its own)
-#   spinning   no combining: every thread takes the lock itself (spin, then sleep)
+#   combining           (a) the combining lock; the recorder is the allocator's observer only
+#                       while it records a trace: recording off, the lock's holder makes waiting
+#                       threads' operations; recording on, each thread makes its own
+#   combining_observed  (b) the same, and recording on too the holder makes them, its events
+#                       naming the thread that asked
+#   spinning            (c) no combining: every thread takes the lock itself (spin, then sleep)
 # Without a visible GPU it runs on the simulated device (MEMTRAIL_DEVICE=sim:80GiB). Writes
 # OUT/lock_<candidate>.json (the benchmark's JSON), OUT/lock_<candidate>.log and OUT/lock.md.
 # REPETITIONS (default 5) and SECONDS_PER_RUN (default 0.2) change the measurement.
@@ -31,7 +33,7 @@ if [ -z "${MEMTRAIL_DEVICE:-}" ] && ! nvidia-smi -L > /dev/null 2>&1; then
   export MEMTRAIL_DEVICE=sim:80GiB
 fi
 tables=()
-for candidate in combining spinning; do
+for candidate in combining combining_observed spinning; do
   echo "lock_decision: $candidate (MEMTRAIL_DEVICE=${MEMTRAIL_DEVICE:-cuda})"
   MEMTRAIL_DEVICE_LOCK=$candidate "$bench" --repetitions "${REPETITIONS:-5}" \
     --seconds "${SECONDS_PER_RUN:-0.2}" > "$out/lock_$candidate.json" 2> "$out/lock_$candidate.log" ||

@@ -5,6 +5,7 @@
 // release.cpp (giving memory back: oversize release, empty_cache, garbage collection),
 // expandable.cpp (expandable segments), introspection.cpp (stats, snapshot, consistency checks).
 
+#include <atomic>
 #include <deque>
 #include <exception>
 #include <map>
@@ -43,23 +44,29 @@ struct alloc_params {
 // plain words to copy.
 struct delegated_op {
     enum class kind : uint8_t { malloc, free };
-    kind what;
+    kind what = kind::malloc;
     // Set by the holder: whether it made the whole operation (else it leaves the operation to
     // the requester, having changed nothing but, for a free, taking the block from the map).
     bool made = false;
-    uint64_t size;  // malloc: the requested size
-    stream_handle stream;
-    context_handle context;
-    device_address address;  // free: the address to free. malloc: the address allocated
-    // free: the block taken from the address map (nullptr: the address is not allocated here),
-    // set by the holder whether or not it made the free.
-    block* b;
-    std::exception_ptr* error;  // where the holder puts what it threw
+    union {
+        uint64_t size = 0;  // malloc: the requested size
+        // free: the block taken from the address map (nullptr: the address is not allocated
+        // here), set by the holder whether or not it made the free.
+        block* b;
+    };
+    stream_handle stream = 0;
+    context_handle context = 0;
+    device_address address = 0;  // free: the address to free. malloc: the address allocated
+    uint64_t caller = 0;         // the observer's word for the requester's thread (allocator_event)
+    std::exception_ptr* error = nullptr;  // where the holder puts what it threw
 };
 
-// Whether waiters on the device lock hand their operations to its holder: MEMTRAIL_DEVICE_LOCK
-// =combining (the default, unset too); =spinning, they do not (delegation.cpp).
-bool delegation_from_environment();
+// What waiters on the device lock do, from MEMTRAIL_DEVICE_LOCK (delegation.cpp): hand their
+// operations to its holder while no observer is set (combining, the default, unset too), or
+// also while one is (combining_observed: the observer's events name the requester); or take
+// the lock themselves (spinning).
+enum class device_lock_kind : uint8_t { combining, combining_observed, spinning };
+device_lock_kind device_lock_from_environment();
 // The run of acquisitions after which the device lock is biased to a thread:
 // MEMTRAIL_DEVICE_LOCK_BIAS=on (the default, unset too); =off, never (delegation.cpp).
 uint32_t bias_after_from_environment();
@@ -113,11 +120,13 @@ class device_allocator_impl {
     device& dev;
     allocator_config config;
     mutable reentrant_mutex mutex{bias_after_from_environment()};
+    const device_lock_kind lock_kind = device_lock_from_environment();
     combining_lock<delegated_op> combiner{
-        mutex, delegation_from_environment()};  // malloc's and free's way to `mutex`
-    address_map allocated;                      // address -> allocated block, under `mutex`
-    segment_span segments;                      // where this device's segments lie, lock-free
-    allocator_observer* observer = nullptr;
+        mutex, lock_kind != device_lock_kind::spinning};  // malloc's and free's way to `mutex`
+    address_map allocated;  // address -> allocated block, under `mutex`
+    segment_span segments;  // where this device's segments lie, lock-free
+    // Set under `mutex`; read without it by a thread about to hand its operation over.
+    std::atomic<allocator_observer*> observer{nullptr};
     std::vector<free_memory_callback> free_memory_callbacks;
     std::vector<oom_observer> oom_observers;
 
@@ -126,7 +135,7 @@ class device_allocator_impl {
 
     // delegation.cpp
     [[gnu::noinline]] device_address malloc_when_busy(uint64_t orig_size, stream_handle stream,
-                                              context_handle context);
+                                                      context_handle context);
     block* malloc_entered(bool reentered, uint64_t orig_size, stream_handle stream,
                           context_handle context);
     [[gnu::noinline]] block* free_when_busy(device_address address, context_handle context);
@@ -138,6 +147,11 @@ class device_allocator_impl {
         combiner.serve_waiters([this](delegated_op& op) { run_delegated(op); });
     }
     void run_delegated(delegated_op& op) noexcept;
+    // The observer's word for the calling thread (0 without an observer, or one that names none).
+    uint64_t caller_word() const {
+        const allocator_observer* o = observer.load(std::memory_order_acquire);
+        return o != nullptr ? o->caller() : 0;
+    }
 
     // allocate.cpp
     block* malloc_locked(uint64_t orig_size, stream_handle stream, context_handle context,
@@ -263,9 +277,9 @@ class device_allocator_impl {
         if (action == allocator_action::segment_alloc || action == allocator_action::segment_map) {
             segments.widen(address, size);
         }
-        if (observer) {
-            observer->on_event({action, device_index_, address, size, block_size, stream, context,
-                                pool ? owner_id(*pool) : pool_id{}});
+        if (allocator_observer* o = observer.load(std::memory_order_relaxed)) {
+            o->on_event({action, device_index_, address, size, block_size, stream, context,
+                         pool ? owner_id(*pool) : pool_id{}, caller_});
         }
     }
     template <typename Array, typename F>
@@ -308,6 +322,9 @@ class device_allocator_impl {
     // requester (delegation.cpp): allocated still, and until the requester frees them, in no
     // other place for_each_active_block looks.
     std::vector<block*> handed_back_;
+    // While the lock's holder makes a waiter's operation: the waiter's caller word, which its
+    // events carry (0 otherwise).
+    uint64_t caller_ = 0;
     block_arena arena_;
     // Outstanding cross-stream events, per stream, in recording order.
     std::map<stream_handle, std::deque<std::pair<event_handle, block*>>> stream_events_;

@@ -63,6 +63,9 @@ struct allocator_event {
     stream_handle stream = 0;
     context_handle context = 0;
     pool_id pool;  // the private pool of the block or segment; (0, 0) for the default pools
+    // The thread that asked for the operation, as its observer's caller() named it there, when
+    // the device lock's holder made the operation for it; 0: the thread calling on_event.
+    uint64_t caller = 0;
 };
 
 // Receives every event as it happens, under the device's lock: it must be quick and must not
@@ -71,6 +74,10 @@ class allocator_observer {
   public:
     virtual ~allocator_observer() = default;
     virtual void on_event(const allocator_event& event) = 0;
+    // A non-zero word naming the calling thread, asked on a thread that hands its operation to
+    // the device lock's holder and given back in the operation's events (allocator_event::
+    // caller); 0 (the default): such operations are not handed over while this observer is set.
+    virtual uint64_t caller() const { return 0; }
 };
 
 // Thrown when an allocation cannot be satisfied even after freeing the cache.
