@@ -19,6 +19,7 @@
 #include "detail/thread_identity.hpp"
 #include "detail/trace_ring.hpp"
 #include "memtrail/bridge/allocator_snapshot.hpp"
+#include "memtrail/recorder/cost_counters.hpp"
 
 namespace memtrail::recorder {
 
@@ -74,8 +75,10 @@ struct remembered_stacks {
     // The id of the native stack `frames`, interned or remembered.
     stack_id intern_native(stack_table& stacks, std::span<const uintptr_t> frames) const {
         if (walk != nullptr && whole && holds(walk->native, stacks)) {
+            cost::add(cost::counter::whole, 1);
             return walk->native.id;
         }
+        const cost::zone timing(cost::counter::intern_native);
         const stack_id id = stacks.intern(frames);
         if (walk != nullptr && id != no_stack) {
             walk->native = {stacks.serial(), skip, limit, id};
@@ -133,12 +136,17 @@ stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& 
                                    remembered_stacks& remembered, size_t& python_words) {
     python_words = 0;
     if (read) {
-        const stack_id found = stacks.find(frames.first(native_count + 1 + *read));
+        const stack_id found = cost::timed(cost::counter::py_find, [&] {
+            return stacks.find(frames.first(native_count + 1 + *read));
+        });
         if (found != no_stack) {
+            cost::add(cost::counter::find_hit, 1);
             python_words = *read;
             return found;
         }
+        cost::add(cost::counter::find_miss, 1);
     }
+    const cost::zone timing(cost::counter::py_slow);
     const size_t checked_words = capture.frames(python_part);
     remembered.forget_if_walked_since();
     if (checked_words == 0) {
@@ -164,21 +172,28 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames,
     if (python == nullptr) {
         return remembered.intern_native(stacks, native);
     }
-    detail::python_capture capture(*python, native);
+    detail::python_capture capture = cost::timed(
+        cost::counter::py_ctor, [&] { return detail::python_capture(*python, native); });
     const size_t native_count = native.size();
     const std::span<uintptr_t> python_part = frames.subspan(native_count + 1, 2 * depth);
     frames[native_count] = detail::python_frames_marker;
     // A stack interned before holds only kept code objects: found again, its frames need no
     // check. Most captures repeat a stack, so only new ones pay for the check.
-    const std::optional<size_t> read = capture.frames_unchecked(python_part);
+    const std::optional<size_t> read =
+        cost::timed(cost::counter::py_read, [&] { return capture.frames_unchecked(python_part); });
+    if (read) {
+        cost::add(cost::counter::py_words, *read);
+    }
     if (read && *read == 0) {
         return remembered.intern_native(stacks, native);  // no Python code running (autograd's)
     }
     // The same native walk and the same Python frames: the same stack, without hashing the whole
     // or looking it up.
     if (read) {
+        const cost::zone timing(cost::counter::py_find);
         if (const stack_id id = remembered.with_python(stacks, python_part.first(*read));
             id != no_stack) {
+            cost::add(cost::counter::py_cached, 1);
             return id;
         }
     }
@@ -199,7 +214,12 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames,
 // interned.
 [[gnu::always_inline]] inline stack_id capture_native_stack(stack_table& stacks, unwinder method,
                                                             std::span<uintptr_t> out, size_t skip) {
-    const detail::walked_stack walked = detail::capture_walked_stack(method, out, skip);
+    detail::walked_stack walked;
+    {
+        const cost::zone timing(cost::counter::native);
+        walked = detail::capture_walked_stack(method, out, skip);
+    }
+    cost::add(cost::counter::native_frames, walked.frames.size());
     return remembered_stacks::of(walked, skip, out.size()).intern_native(stacks, walked.frames);
 }
 
@@ -291,6 +311,8 @@ history_options recorder::options(int device) const {
         return 0;
     }
     const context_mode context = h.context.load(std::memory_order_relaxed);
+    const cost::zone timing(cost::counter::capture_context);
+    cost::add(cost::counter::events_ctx, 1);
     stack_id stack = no_stack;
     if (is_free ? context == context_mode::all : context != context_mode::none) {
         // Room for the native frames, the marker and a (code, location) pair per Python frame.
@@ -303,16 +325,19 @@ history_options recorder::options(int device) const {
             stack = capture_native_stack(stacks_, method,
                                          std::span<uintptr_t>(frames.data(), depth), skip);
         } else {
-            const detail::walked_stack walked =
-                source == stack_source::python
-                    ? detail::walked_stack{}
-                    : detail::capture_walked_stack(
-                          method, std::span<uintptr_t>(frames.data(), depth), skip);
+            detail::walked_stack walked;
+            if (source != stack_source::python) {
+                const cost::zone walking(cost::counter::native);
+                walked = detail::capture_walked_stack(
+                    method, std::span<uintptr_t>(frames.data(), depth), skip);
+                cost::add(cost::counter::native_frames, walked.frames.size());
+            }
             stack = intern_with_python(stacks_, frames, walked.frames, depth,
                                        remembered_stacks::of(walked, skip, depth));
         }
     }
-    return detail::encode_call_context(stack, now_ns(), epoch_ns_);
+    const int64_t time_ns = cost::timed(cost::counter::clock, [] { return now_ns(); });
+    return detail::encode_call_context(stack, time_ns, epoch_ns_);
 }
 
 [[gnu::noinline]] device_address recorder::allocate(uint64_t size, int device, stream_handle stream,
@@ -320,6 +345,7 @@ history_options recorder::options(int device) const {
     if (device >= 0 && device < static_cast<int>(captures_.size())) {
         captures_[static_cast<size_t>(device)]->prepare(allocator_.on(device), stream);
     }
+    const cost::zone timing(cost::counter::alloc_total);
     const context_handle context = capture_context(device, false, wrapper_frames);
     return allocator_.allocate(size, device, stream, context);
 }
@@ -331,6 +357,7 @@ history_options recorder::options(int device) const {
     if (stream != 0 && device >= 0 && device < static_cast<int>(captures_.size())) {
         captures_[static_cast<size_t>(device)]->prepare(allocator_.on(device), stream);
     }
+    const cost::zone timing(cost::counter::free_total);
     const context_handle context = capture_context(device, true, wrapper_frames);
     allocator_.free(address, device, context);
 }
@@ -384,24 +411,28 @@ void recorder::on_event(const allocator_event& event) {
         }
         return;
     }
+    const cost::zone timing(cost::counter::on_event);
+    cost::add(cost::counter::on_event_calls, 1);
     const detail::call_context call = detail::decode_call_context(event.context, epoch_ns_);
     // Made by the device lock's holder for another thread: that thread's identity.
     const detail::thread_identity caller =
         event.caller != 0 ? detail::from_word(event.caller) : detail::this_thread_identity();
     const uint32_t keeping_stack = h.actions_keeping_stack.load(std::memory_order_relaxed);
-    const uint64_t end = h.ring.push_filled([&](detail::trace_record& record) {
-        record.address = event.address;
-        record.size = event.size;
-        record.stream = event.stream;
-        // The call's own time, taken just before the lock, saves a clock read per event (the
-        // ring keeps times from going backwards when calls wait for the lock in another order).
-        record.time_ns = call.time_ns != 0 ? call.time_ns : now_ns();
-        record.stack = (keeping_stack >> static_cast<int>(event.action)) & 1 ? call.stack : 0;
-        record.thread = caller.number;
-        record.metadata = caller.metadata;
-        record.name = 0;
-        record.action = static_cast<uint8_t>(bridge::to_snapshot_action(event.action));
-        record.device = static_cast<int8_t>(event.device);
+    const uint64_t end = cost::timed(cost::counter::push, [&] {
+        return h.ring.push_filled([&](detail::trace_record& record) {
+            record.address = event.address;
+            record.size = event.size;
+            record.stream = event.stream;
+            // The call's own time, taken just before the lock, saves a clock read per event (the
+            // ring keeps times from going backwards when calls wait for the lock in another order).
+            record.time_ns = call.time_ns != 0 ? call.time_ns : now_ns();
+            record.stack = (keeping_stack >> static_cast<int>(event.action)) & 1 ? call.stack : 0;
+            record.thread = caller.number;
+            record.metadata = caller.metadata;
+            record.name = 0;
+            record.action = static_cast<uint8_t>(bridge::to_snapshot_action(event.action));
+            record.device = static_cast<int8_t>(event.device);
+        });
     });
     if (event.action == allocator_action::snapshot) {
         detail::snapshot_cut_on_this_thread = end;
