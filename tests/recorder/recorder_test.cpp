@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -339,11 +338,8 @@ TEST_F(recorder_test, annotations_and_thread_metadata) {
 // Under contention the device lock's holder makes waiting threads' allocations and frees for
 // them (combining_lock.hpp): each entry must still name the thread that made the call, not the
 // one that held the lock.
-void expect_each_entry_to_name_the_thread_that_called(recorder::recorder& history) {
-    history_options options;
-    options.enabled = record_mode::all;
-    options.context = context_mode::none;
-    history.record_memory_history(options);
+TEST_F(recorder_test, each_entry_names_the_thread_that_called) {
+    history.record_memory_history(mode(record_mode::all, context_mode::none));
     constexpr int threads = 4;
     constexpr int pairs = 20000;
     std::vector<uint32_t> numbers(threads, 0);
@@ -380,20 +376,6 @@ void expect_each_entry_to_name_the_thread_that_called(recorder::recorder& histor
         ++checked;
     }
     EXPECT_GT(checked, static_cast<size_t>(threads * pairs));
-}
-
-TEST_F(recorder_test, each_entry_names_the_thread_that_called) {
-    expect_each_entry_to_name_the_thread_that_called(history);
-}
-
-// The same where the holder makes them while the recorder observes (issue 35's candidate b).
-TEST(recorder_delegation, each_entry_names_the_thread_that_called_when_the_holder_made_it) {
-    setenv("MEMTRAIL_DEVICE_LOCK", "combining_observed", 1);
-    simulated_device gpu;
-    caching_allocator allocator{{&gpu}};
-    unsetenv("MEMTRAIL_DEVICE_LOCK");
-    recorder::recorder history{allocator};
-    expect_each_entry_to_name_the_thread_that_called(history);
 }
 
 TEST_F(recorder_test, snapshot_carries_header_settings_and_statistics) {
