@@ -3,8 +3,8 @@
 // threads, with recording off and on (enabled "all", context "all", stacks as the default), and
 // PyTorch's CUDACachingAllocator on the same device in the same process, off and recording C++
 // stacks (libmemtrail_torch_allocator.so, see torch_allocator_loader.hpp; without it the PyTorch
-// rows are left out). The device lock is the one librecorder chooses (MEMTRAIL_DEVICE_LOCK);
-// tests/gpu/lock_decision.sh runs one process per candidate and writes the table.
+// rows are left out). tests/gpu/lock_decision.sh runs it and writes the table; issue 35 chose
+// the device lock with it (docs/configuration.md).
 //   MEMTRAIL_DEVICE=sim build/bin/bench_lock_decision --repetitions 5 --seconds 0.2
 // Prints one JSON object: for each row, the aggregate rate (pairs a second over all threads) of
 // every repetition and their median.

@@ -1,8 +1,8 @@
-"""The device lock's decision as a table: bench_lock_decision's JSON, one file per candidate
-(tests/gpu/lock_decision.sh writes them), side by side with PyTorch's allocator measured in the
-same process as each.
+"""The device lock's numbers as a table: bench_lock_decision's JSON, one file per build or lock
+named on the command line (tests/gpu/lock_decision.sh writes one), side by side with PyTorch's
+allocator measured in the same process as each.
 
-    python3 tests/gpu/lock_table.py OUT/lock.md combining=OUT/lock_combining.json spinning=...
+    python3 tests/gpu/lock_table.py OUT/lock.md shipped=OUT/lock_shipped.json [other=...]
 """
 import json, sys
 

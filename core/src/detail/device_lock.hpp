@@ -46,7 +46,7 @@ class device_lock {
     explicit device_lock(const device_lock_options& options)
         : mutex_(options.biased ? reentrant_mutex::default_bias_after
                                 : reentrant_mutex::never_biased),
-          combiner_(mutex_, options.combining) {}
+          combiner_(mutex_) {}
     device_lock(const device_lock&) = delete;
     device_lock& operator=(const device_lock&) = delete;
 

@@ -25,11 +25,9 @@ class config_error : public std::invalid_argument {
 // roundup_power2_divisions holds one setting per interval of the size rules.
 using size_rules::roundup_interval_count;
 
-// How threads share a device's lock (not PYTORCH_CUDA_ALLOC_CONF keys: librecorder fills them
-// from MEMTRAIL_DEVICE_LOCK and MEMTRAIL_DEVICE_LOCK_BIAS, docs/configuration.md).
+// How a device's lock is taken (not a PYTORCH_CUDA_ALLOC_CONF key: librecorder's settings fill
+// it from MEMTRAIL_DEVICE_LOCK_BIAS, docs/configuration.md).
 struct device_lock_options {
-    // Waiters hand their operations to the lock's holder (else they spin for the lock).
-    bool combining = true;
     // After a run of acquisitions by one thread, the lock is biased to it.
     bool biased = true;
 };
