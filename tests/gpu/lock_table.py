@@ -27,7 +27,7 @@ def table(candidates):
         if header is None:
             header = (f"512 B malloc/free pairs through librecorder's C API, medians of "
                       f"{data['repetitions']} runs of {data['seconds']} s; PyTorch's "
-                      f"CUDACachingAllocator in the same process as each candidate (recording: "
+                      f"CUDACachingAllocator in the same process as memtrail (recording: "
                       f"memtrail context all, default stacks; PyTorch context all, C++ stacks).")
             lines += [header, "",
                       "| device lock | recording | threads | memtrail M pairs/s | ns a pair (1 thread) "
