@@ -10,7 +10,6 @@
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <execinfo.h>
 #include <signal.h>
 #include <unistd.h>
@@ -18,7 +17,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -28,7 +26,7 @@
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/core/cuda_device.hpp"
 #include "memtrail/recorder/recorder.hpp"
-#include "torch_allocator.hpp"
+#include "torch_allocator_loader.hpp"
 
 namespace {
 
@@ -54,6 +52,8 @@ class backend {
 // The allocator alone, as bench/core measures it.
 class memtrail_allocator_backend final : public backend {
   public:
+    explicit memtrail_allocator_backend(allocator_config config = {})
+        : allocator_(gpu_, std::move(config)) {}
     void* allocate(size_t size) override {
         return reinterpret_cast<void*>(allocator_.allocate(size, 0));
     }
@@ -64,7 +64,7 @@ class memtrail_allocator_backend final : public backend {
 
   private:
     cuda_device gpu_{0};
-    device_allocator allocator_{gpu_};
+    device_allocator allocator_;
 };
 
 // The allocator behind the recorder, as librecorder serves programs and PyTorch.
@@ -89,49 +89,11 @@ class memtrail_backend final : public backend {
     recorder::recorder history_{allocator_};
 };
 
-// libmemtrail_torch_allocator.so's functions.
-struct torch_functions {
-    decltype(&memtrail_torch_allocate) allocate = nullptr;
-    decltype(&memtrail_torch_free) free = nullptr;
-    decltype(&memtrail_torch_empty_cache) empty_cache = nullptr;
-    decltype(&memtrail_torch_record_history) record_history = nullptr;
-};
-
-std::string torch_library_path() {
-    if (const char* path = std::getenv("MEMTRAIL_TORCH_ALLOCATOR")) {
-        return path;
-    }
-    std::error_code error;
-    const auto executable = std::filesystem::read_symlink("/proc/self/exe", error);
-    return (executable.parent_path().parent_path() / "lib" / "libmemtrail_torch_allocator.so")
-        .string();
-}
+using bench::torch_functions;
 
 // nullptr when the library is not there (built without libtorch).
 const torch_functions* load_torch() {
-    static const torch_functions* const loaded = []() -> const torch_functions* {
-        const std::string path = torch_library_path();
-        void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (library == nullptr) {
-            std::fprintf(stderr, "bench_side_by_side: no PyTorch rows (%s)\n", dlerror());
-            return nullptr;
-        }
-        static torch_functions f;
-        f.allocate =
-            reinterpret_cast<decltype(f.allocate)>(dlsym(library, "memtrail_torch_allocate"));
-        f.free = reinterpret_cast<decltype(f.free)>(dlsym(library, "memtrail_torch_free"));
-        f.empty_cache =
-            reinterpret_cast<decltype(f.empty_cache)>(dlsym(library, "memtrail_torch_empty_cache"));
-        f.record_history = reinterpret_cast<decltype(f.record_history)>(
-            dlsym(library, "memtrail_torch_record_history"));
-        if (!f.allocate || !f.free || !f.empty_cache || !f.record_history) {
-            std::fprintf(stderr, "bench_side_by_side: %s lacks a memtrail_torch_ function\n",
-                         path.c_str());
-            return nullptr;
-        }
-        return &f;
-    }();
-    return loaded;
+    return bench::load_torch("bench_side_by_side");
 }
 
 class torch_backend final : public backend {
@@ -209,18 +171,11 @@ backend& backend_named(const std::string& name) {
     }
     if (name == "memtrail_unbiased") {
         // What the lock's bias gives, measured in the same process (docs/configuration.md).
-        static memtrail_allocator_backend& unbiased = []() -> memtrail_allocator_backend& {
-            const char* set = std::getenv("MEMTRAIL_DEVICE_LOCK_BIAS");
-            const std::string before = set ? set : "";
-            setenv("MEMTRAIL_DEVICE_LOCK_BIAS", "off", 1);
-            static memtrail_allocator_backend made;
-            if (set) {
-                setenv("MEMTRAIL_DEVICE_LOCK_BIAS", before.c_str(), 1);
-            } else {
-                unsetenv("MEMTRAIL_DEVICE_LOCK_BIAS");
-            }
-            return made;
-        }();
+        static memtrail_allocator_backend unbiased([] {
+            allocator_config config;
+            config.device_lock.biased = false;
+            return config;
+        }());
         return unbiased;
     }
     if (name == "memtrail_recorder") {

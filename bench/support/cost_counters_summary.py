@@ -1,21 +1,16 @@
 """Nanoseconds per event in each part of recording, from the files that a build with
-bench/support/recording_cost_counters.patch writes at exit ($MEMTRAIL_COUNTERS.<pid>).
+-DMEMTRAIL_COST_COUNTERS=ON writes at exit (<MEMTRAIL_COST_COUNTERS_FILE>.<pid>; bench/README.md):
 
-    git apply bench/support/recording_cost_counters.patch   # then build librecorder
-    MEMTRAIL_COUNTERS=/tmp/costs MEMTRAIL_UNWINDER=eh_frame MEMTRAIL_TRAINING_STEPS=96 \\
-        python3 tests/gpu/torch_training.py --child memtrail_alternate build/lib/librecorder.so ""
-    python3 bench/support/cost_counters_summary.py /tmp/costs.*
+    python3 bench/support/cost_counters_summary.py /tmp/memtrail_costs.*
 
 One line per file: every timed part's ticks turned into ns and divided by the events that
 captured a context; the walk's frames (written, stepped, taken from the kept walk) per walk; and
-how walks met their kept walks: found with their innermost frame, found whole, and the checks
-that failed, first on a return address or on a saved rbp.
+how walks met their kept walks: found with their innermost frame, or whole.
 """
 import sys
 
-TIMED = ["capture_context", "native", "loop", "keep", "py_read", "py_find", "py_slow",
-         "intern_nopy", "intern_native", "py_ctor", "choose", "clock", "on_event", "push",
-         "alloc_total", "free_total"]
+TIMED = ["capture_context", "native", "choose", "loop", "keep", "intern_native", "py_ctor",
+         "py_read", "py_find", "py_slow", "clock", "on_event", "push", "alloc_total", "free_total"]
 
 
 def summary(path):
@@ -31,13 +26,9 @@ def summary(path):
     frames = ""
     if walks:
         frames = (f"; per walk: {counts['native_frames'] / walks:.1f} frames written, "
-                  f"{counts['fresh'] / walks:.1f} stepped, {counts['shared'] / walks:.1f} kept")
-    checks = ""
-    if walks and "chk_fail" in counts:
-        checks = (f"; walks {walks}: innermost frame kept {counts['choose_hit']}, "
-                  f"whole {counts.get('walk_whole', '?')}; checks failed {counts['chk_fail']} "
-                  f"(first on a return address {counts['first_ra']}, "
-                  f"on a saved rbp {counts['first_bp']})")
+                  f"{counts['fresh'] / walks:.1f} stepped, {counts['shared'] / walks:.1f} kept"
+                  f"; walks {walks}: innermost frame kept {counts['choose_hit']}, "
+                  f"whole {counts['walk_whole']}, deeper than kept {counts['fallback']}")
     python = ""
     if "py_cached" in counts:
         python = (f"; stacks taken from the kept walk: {counts.get('whole', 0)} native only, "
@@ -47,7 +38,7 @@ def summary(path):
     if calls:
         python += (f"; on_event {calls} calls, {ns_per_tick * counts['on_event'] / calls:.0f} ns a call "
                    f"(push {ns_per_tick * counts['push'] / calls:.0f})")
-    return f"{path}: {events} events, ns per event: " + ", ".join(parts) + frames + checks + python
+    return f"{path}: {events} events, ns per event: " + ", ".join(parts) + frames + python
 
 
 if __name__ == "__main__":

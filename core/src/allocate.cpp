@@ -9,9 +9,29 @@
 
 namespace memtrail::detail {
 
+device_address device_allocator_impl::malloc(uint64_t orig_size, stream_handle stream,
+                                             context_handle context) {
+    delegated_op op;
+    const device_lock::entry held = mutex.lock_or_delegate(op, [&](delegated_op& asked) {
+        asked.what = delegated_op::kind::malloc;
+        asked.size = orig_size;
+        asked.stream = stream;
+        asked.context = context;
+        asked.caller = caller_word();
+    });
+    if (held == device_lock::entry::delegated) {
+        return op.address;
+    }
+    std::unique_lock<device_lock> lock(mutex, std::adopt_lock);
+    const device_address address = malloc_locked(orig_size, stream, context, lock)->ptr;
+    lock.release();
+    unlock_and_serve(held);
+    return address;
+}
+
 block* device_allocator_impl::malloc_locked(uint64_t orig_size, stream_handle stream,
                                             context_handle context,
-                                            std::unique_lock<reentrant_mutex>& lock) {
+                                            std::unique_lock<device_lock>& lock) {
     // Event queries are illegal while a CUDA graph captures: cross-stream frees wait until no
     // pool is being allocated to.
     if (captures_underway_.empty() &&
@@ -39,7 +59,7 @@ block* device_allocator_impl::malloc_locked(uint64_t orig_size, stream_handle st
 // After the cached blocks: a new segment, made room for by releasing cached memory if need be,
 // else a free block of a pool marked use_on_oom.
 bool device_allocator_impl::find_or_make_block(alloc_params& p, context_handle context,
-                                               std::unique_lock<reentrant_mutex>& lock) {
+                                               std::unique_lock<device_lock>& lock) {
     if (set_fraction_ && config.garbage_collection_threshold > 0.0) [[unlikely]] {
         garbage_collect_cached_blocks(context);
     }
@@ -55,22 +75,22 @@ bool device_allocator_impl::find_or_make_block(alloc_params& p, context_handle c
     return found;
 }
 
-block* device_allocator_impl::malloc_cached(uint64_t orig_size, stream_handle stream,
-                                            context_handle context) {
-    // The events an observer gets name the calling thread (the recorder's trace does); pending
-    // cross-stream events are queried on the calling thread's current device; a private pool's
-    // filter may look at the calling thread; a failed search with garbage collection on would
-    // advance its clock twice.
-    if (observer || !captures_underway_.empty() || !stream_events_.empty() ||
+// malloc_locked's path when nothing precedes its search and the search finds a block: the rest
+// is the waiter's own to make. Pending cross-stream events are queried on the calling thread's
+// current device; a private pool's filter may look at the calling thread; a failed search with
+// garbage collection on would advance its clock twice.
+bool device_allocator_impl::malloc_for_waiter(delegated_op& op) {
+    if (!captures_underway_.empty() || !stream_events_.empty() ||
         !deferred_until_no_capture_.empty() ||
         (set_fraction_ && config.garbage_collection_threshold > 0.0)) {
-        return nullptr;
+        return false;
     }
-    alloc_params p = params_for(orig_size, stream);
+    alloc_params p = params_for(op.size, op.stream);
     if (!get_free_block(p)) {
-        return nullptr;
+        return false;
     }
-    return alloc_found_block(p, orig_size, context, should_split(p.found, p.size()));
+    op.address = alloc_found_block(p, op.size, op.context, should_split(p.found, p.size()))->ptr;
+    return true;
 }
 
 bool device_allocator_impl::get_free_block(alloc_params& p) {
@@ -157,7 +177,7 @@ bool device_allocator_impl::run_free_memory_callbacks(memory_pressure pressure) 
 }
 
 bool device_allocator_impl::alloc_block(alloc_params& p, bool is_retry, context_handle context,
-                                        std::unique_lock<reentrant_mutex>& lock) {
+                                        std::unique_lock<device_lock>& lock) {
     const uint64_t size = p.alloc_size;
     if (is_retry) {
         stats_.num_alloc_retries += 1;
@@ -303,7 +323,7 @@ bool device_allocator_impl::try_use_on_oom_pools(alloc_params& p) {
 }
 
 void device_allocator_impl::raise_out_of_memory(alloc_params& p, context_handle context,
-                                                std::unique_lock<reentrant_mutex>& lock) {
+                                                std::unique_lock<device_lock>& lock) {
     const memory_info info = dev.get_memory_info();
     record(allocator_action::oom, info.free, p.size(), p.size(), p.stream(), context, p.pool);
     stats_.num_ooms += 1;

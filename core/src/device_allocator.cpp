@@ -115,7 +115,7 @@ double device_allocator::memory_fraction() const {
 }
 
 void device_allocator::process_events(context_handle context) {
-    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
+    std::lock_guard<detail::device_lock> lock(impl_->mutex);
     impl_->process_events_locked(context);
 }
 
@@ -147,7 +147,7 @@ std::vector<segment_info> device_allocator::snapshot(bool record_event) const {
 }
 
 uint64_t device_allocator::allocated_size(device_address address) const {
-    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
+    std::lock_guard<detail::device_lock> lock(impl_->mutex);
     const detail::block* b = impl_->allocated.find(address);
     return b ? b->size : 0;
 }
@@ -161,29 +161,35 @@ const allocator_config& device_allocator::config() const {
 }
 
 void device_allocator::set_config(allocator_config config) {
-    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
+    std::lock_guard<detail::device_lock> lock(impl_->mutex);
+    config.device_lock = impl_->config.device_lock;  // the lock, made with the allocator, stays
     impl_->config = std::move(config);
     impl_->stats_.max_split_size =
         size_rules::max_split_size_statistic(impl_->config.max_split_size);
 }
 
 void device_allocator::set_observer(allocator_observer* observer) {
-    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
-    impl_->observer = observer;
+    std::lock_guard<detail::device_lock> lock(impl_->mutex);
+    impl_->observer.store(observer, std::memory_order_release);
+}
+
+allocator_observer* device_allocator::observer() const {
+    std::lock_guard<detail::device_lock> lock(impl_->mutex);
+    return impl_->observer.load(std::memory_order_relaxed);
 }
 
 void device_allocator::run_under_lock(const std::function<void()>& f) {
-    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
+    std::lock_guard<detail::device_lock> lock(impl_->mutex);
     f();
 }
 
 void device_allocator::add_free_memory_callback(free_memory_callback callback) {
-    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
+    std::lock_guard<detail::device_lock> lock(impl_->mutex);
     impl_->free_memory_callbacks.push_back(std::move(callback));
 }
 
 void device_allocator::add_oom_observer(oom_observer observer) {
-    std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
+    std::lock_guard<detail::device_lock> lock(impl_->mutex);
     impl_->oom_observers.push_back(std::move(observer));
 }
 

@@ -6,6 +6,27 @@
 
 namespace memtrail::detail {
 
+block* device_allocator_impl::free(device_address address, context_handle context) {
+    delegated_op op;
+    const device_lock::entry held = mutex.lock_or_delegate(op, [&](delegated_op& asked) {
+        asked.what = delegated_op::kind::free;
+        asked.context = context;
+        asked.address = address;
+        asked.caller = caller_word();
+    });
+    if (held == device_lock::entry::delegated) {
+        return op.b;
+    }
+    std::unique_lock<device_lock> lock(mutex, std::adopt_lock);
+    block* b = allocated.take(address);
+    if (b != nullptr) [[likely]] {
+        free_locked(b, context);
+    }
+    lock.release();
+    unlock_and_serve(held);
+    return b;
+}
+
 void device_allocator_impl::free_locked(block* b, context_handle context) {
     b->allocated = false;
     const uint64_t block_size = b->size;
@@ -31,18 +52,22 @@ void device_allocator_impl::free_locked(block* b, context_handle context) {
     }
 }
 
-bool device_allocator_impl::free_at_once(block* b, context_handle context) {
-    // Not with an observer (its events name the calling thread) or with uses on other streams
-    // (events to record, on the calling thread's current device).
-    if (observer || !b->stream_uses.empty()) {
+// A free of an address not allocated here (the waiter reports it), or of a block used only on its
+// own stream: one used on others records events on the calling thread's current device.
+bool device_allocator_impl::free_for_waiter(delegated_op& op) {
+    const block* found = allocated.find(op.address);
+    if (found != nullptr && !found->stream_uses.empty()) {
         return false;
     }
-    free_locked(b, context);
+    op.b = found != nullptr ? allocated.take(op.address) : nullptr;
+    if (op.b != nullptr) {
+        free_locked(op.b, op.context);
+    }
     return true;
 }
 
 bool device_allocator_impl::record_stream(device_address address, stream_handle stream) {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     block* b = allocated.find(address);
     if (b == nullptr) {
         return false;

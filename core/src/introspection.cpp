@@ -36,7 +36,7 @@ device_allocator_impl::~device_allocator_impl() {
 }
 
 bool device_allocator_impl::would_release_memory(uint64_t orig_size, stream_handle stream) {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     alloc_params p;
     p.search_key.stream = stream;
     p.search_key.size = round_size(orig_size, config);
@@ -72,7 +72,7 @@ bool device_allocator_impl::would_release_memory(uint64_t orig_size, stream_hand
 
 bool device_allocator_impl::has_cached_block(uint64_t orig_size, stream_handle stream,
                                              pool_id pool) {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     alloc_params p;
     p.search_key.stream = stream;
     p.search_key.size = round_size(orig_size, config);
@@ -115,7 +115,7 @@ device_stats device_allocator_impl::with_active_stats() const {
 }
 
 device_stats device_allocator_impl::get_stats() const {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     return with_active_stats();
 }
 
@@ -139,7 +139,7 @@ void for_each_stat(device_stats& stats, F f) {
 }  // namespace
 
 void device_allocator_impl::reset_peak_stats() {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     for_each_stat(stats_, [](stat& s) { s.reset_peak(); });
     for (size_t i = 0; i < stat_type_count; ++i) {
         pending_blocks_[i].active_peak = stats_.allocation[i].current + pending_blocks_[i].current;
@@ -149,7 +149,7 @@ void device_allocator_impl::reset_peak_stats() {
 }
 
 void device_allocator_impl::reset_accumulated_stats() {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     for_each_stat(stats_, [](stat& s) { s.reset_accumulated(); });
     for (size_t i = 0; i < stat_type_count; ++i) {
         pending_blocks_[i].freed_lag = 0;
@@ -163,7 +163,7 @@ void device_allocator_impl::reset_accumulated_stats() {
 }
 
 std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) const {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     std::vector<const block*> all;
     for_each_block_pool([&](const block_pool& pool) {
         all.insert(all.end(), pool.blocks.begin(), pool.blocks.end());
@@ -215,7 +215,7 @@ std::vector<segment_info> device_allocator_impl::snapshot(bool record_event) con
 }
 
 std::string device_allocator_impl::check_consistency() const {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     std::ostringstream problems;
     // Every block, found from the pools and where the active ones are, then grouped into segments.
     std::unordered_set<const block*> all;

@@ -49,7 +49,7 @@ private_pool& device_allocator_impl::create_or_incref_pool(pool_id id) {
 }
 
 void device_allocator_impl::create_pool(pool_id id, pool_options options) {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     create_or_incref_pool(id);
     if (options.no_split) {
         no_split_pools_.insert(id);
@@ -60,7 +60,7 @@ void device_allocator_impl::create_pool(pool_id id, pool_options options) {
 }
 
 void device_allocator_impl::begin_allocate_to_pool(pool_id id, stream_filter filter) {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     for (const auto& [underway, ignored] : captures_underway_) {
         if (underway == id) {
             throw usage_error("memtrail: begin_allocate_to_pool: already allocating to pool " +
@@ -72,7 +72,7 @@ void device_allocator_impl::begin_allocate_to_pool(pool_id id, stream_filter fil
 }
 
 void device_allocator_impl::end_allocate_to_pool(pool_id id) {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     auto it = std::find_if(captures_underway_.begin(), captures_underway_.end(),
                            [&](const auto& entry) { return entry.first == id; });
     if (it == captures_underway_.end()) {
@@ -83,7 +83,7 @@ void device_allocator_impl::end_allocate_to_pool(pool_id id) {
 }
 
 void device_allocator_impl::release_pool(pool_id id) {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     private_pool* pool = find_pool(id);
     if (!pool || pool->use_count == 0) {
         throw usage_error("memtrail: release_pool: pool " + pool_name(id) +
@@ -96,13 +96,13 @@ void device_allocator_impl::release_pool(pool_id id) {
 }
 
 int device_allocator_impl::pool_use_count(pool_id id) const {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     const private_pool* pool = find_pool(id);
     return pool ? pool->use_count : 0;
 }
 
 bool device_allocator_impl::allocates_to_pool(stream_handle stream) const {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     return std::any_of(captures_underway_.begin(), captures_underway_.end(),
                        [&](const auto& entry) { return entry.second(stream); });
 }

@@ -7,12 +7,12 @@
 namespace memtrail::detail {
 
 void device_allocator_impl::empty_cache(context_handle context, pool_id pool) {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     release_cached_blocks(context, pool);
 }
 
 void device_allocator_impl::set_memory_fraction(double fraction) {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     const memory_info info = dev.get_memory_info();
     allowed_memory_maximum_ = static_cast<uint64_t>(fraction * static_cast<double>(info.total));
     set_fraction_ = true;
@@ -20,7 +20,7 @@ void device_allocator_impl::set_memory_fraction(double fraction) {
 }
 
 double device_allocator_impl::memory_fraction() const {
-    std::lock_guard<reentrant_mutex> lock(mutex);
+    std::lock_guard<device_lock> lock(mutex);
     return memory_fraction_;
 }
 

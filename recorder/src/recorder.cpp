@@ -15,6 +15,7 @@
 #include "detail/thread_identity.hpp"
 #include "detail/trace_ring.hpp"
 #include "memtrail/bridge/allocator_snapshot.hpp"
+#include "memtrail/stacks/cost_counters.hpp"
 #include "memtrail/stacks/interned_capture.hpp"
 
 namespace memtrail::recorder {
@@ -57,7 +58,6 @@ recorder::recorder(caching_allocator& allocator)
         devices_.push_back(std::make_unique<device_history>());
         captures_.push_back(std::make_unique<detail::capture_pools>());
         devices_.back()->options.enabled = record_mode::off;
-        allocator_.on(d).set_observer(this);
     }
 }
 
@@ -100,6 +100,9 @@ void recorder::record_memory_history(const history_options& options, int device)
                 h.ring.clear();
             }
             h.ring.set_capacity(options.max_entries);
+            // Only a trace needs the allocator's events: unobserved, its operations take the
+            // bare path.
+            allocator_.on(d).set_observer(options.enabled == record_mode::all ? this : nullptr);
         });
         h.options = options;
         h.options.clear_history = false;
@@ -129,6 +132,8 @@ history_options recorder::options(int device) const {
         return 0;
     }
     const context_mode context = h.context.load(std::memory_order_relaxed);
+    const cost::zone timing(cost::counter::capture_context);
+    cost::add(cost::counter::events_ctx, 1);
     stack_id stack = no_stack;
     if (is_free ? context == context_mode::all : context != context_mode::none) {
         const capture_options options{h.stacks.load(std::memory_order_relaxed),
@@ -136,7 +141,8 @@ history_options recorder::options(int device) const {
                                       h.max_stack_depth.load(std::memory_order_relaxed)};
         stack = capture_stack(stacks_, options, recorder_frames + wrapper_frames);
     }
-    return detail::encode_call_context(stack, now_ns(), epoch_ns_);
+    const int64_t time_ns = cost::timed(cost::counter::clock, [] { return now_ns(); });
+    return detail::encode_call_context(stack, time_ns, epoch_ns_);
 }
 
 [[gnu::noinline]] device_address recorder::allocate(uint64_t size, int device, stream_handle stream,
@@ -144,6 +150,7 @@ history_options recorder::options(int device) const {
     if (device >= 0 && device < static_cast<int>(captures_.size())) {
         captures_[static_cast<size_t>(device)]->prepare(allocator_.on(device), stream);
     }
+    const cost::zone timing(cost::counter::alloc_total);
     const context_handle context = capture_context(device, false, wrapper_frames);
     return allocator_.allocate(size, device, stream, context);
 }
@@ -155,6 +162,7 @@ history_options recorder::options(int device) const {
     if (stream != 0 && device >= 0 && device < static_cast<int>(captures_.size())) {
         captures_[static_cast<size_t>(device)]->prepare(allocator_.on(device), stream);
     }
+    const cost::zone timing(cost::counter::free_total);
     const context_handle context = capture_context(device, true, wrapper_frames);
     allocator_.free(address, device, context);
 }
@@ -208,26 +216,36 @@ void recorder::on_event(const allocator_event& event) {
         }
         return;
     }
+    const cost::zone timing(cost::counter::on_event);
+    cost::add(cost::counter::on_event_calls, 1);
     const detail::call_context call = detail::decode_call_context(event.context, epoch_ns_);
-    const detail::thread_identity caller = detail::this_thread_identity();
+    // Made by the device lock's holder for another thread: that thread's identity.
+    const detail::thread_identity caller =
+        event.caller != 0 ? detail::from_word(event.caller) : detail::this_thread_identity();
     const uint32_t keeping_stack = h.actions_keeping_stack.load(std::memory_order_relaxed);
-    const uint64_t end = h.ring.push_filled([&](detail::trace_record& record) {
-        record.address = event.address;
-        record.size = event.size;
-        record.stream = event.stream;
-        // The call's own time, taken just before the lock, saves a clock read per event (the
-        // ring keeps times from going backwards when calls wait for the lock in another order).
-        record.time_ns = call.time_ns != 0 ? call.time_ns : now_ns();
-        record.stack = (keeping_stack >> static_cast<int>(event.action)) & 1 ? call.stack : 0;
-        record.thread = caller.number;
-        record.metadata = caller.metadata;
-        record.name = 0;
-        record.action = static_cast<uint8_t>(bridge::to_snapshot_action(event.action));
-        record.device = static_cast<int8_t>(event.device);
+    const uint64_t end = cost::timed(cost::counter::push, [&] {
+        return h.ring.push_filled([&](detail::trace_record& record) {
+            record.address = event.address;
+            record.size = event.size;
+            record.stream = event.stream;
+            // The call's own time, taken just before the lock, saves a clock read per event (the
+            // ring keeps times from going backwards when calls wait for the lock in another order).
+            record.time_ns = call.time_ns != 0 ? call.time_ns : now_ns();
+            record.stack = (keeping_stack >> static_cast<int>(event.action)) & 1 ? call.stack : 0;
+            record.thread = caller.number;
+            record.metadata = caller.metadata;
+            record.name = 0;
+            record.action = static_cast<uint8_t>(bridge::to_snapshot_action(event.action));
+            record.device = static_cast<int8_t>(event.device);
+        });
     });
     if (event.action == allocator_action::snapshot) {
         detail::snapshot_cut_on_this_thread = end;
     }
+}
+
+uint64_t recorder::caller() const {
+    return detail::to_word(detail::this_thread_identity());
 }
 
 void recorder::annotate(uint8_t action, std::string_view name) {

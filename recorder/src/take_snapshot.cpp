@@ -95,8 +95,16 @@ snapshot::snapshot recorder::take_snapshot() {
         // The allocator's snapshot() adds a "snapshot" entry to the trace and, through
         // on_event, sets the cut: the trace is copied up to that entry and no further, however
         // much other threads record meanwhile. Copied at once, before the ring wraps past it.
+        // Not recording, the recorder observes nothing: the cut is the ring's end, taken under
+        // the same hold of the lock as the segments.
         detail::snapshot_cut_on_this_thread = detail::no_snapshot_cut;
-        const std::vector<segment_info> segments = allocator.snapshot();
+        std::vector<segment_info> segments;
+        allocator.run_under_lock([&] {
+            segments = allocator.snapshot();
+            if (detail::snapshot_cut_on_this_thread == detail::no_snapshot_cut) {
+                detail::snapshot_cut_on_this_thread = history(d).ring.end();
+            }
+        });
         const detail::trace_ring::contents recorded = history(d).ring.copy(
             detail::snapshot_cut_on_this_thread,
             [&allocator](const std::function<void()>& batch) { allocator.run_under_lock(batch); });

@@ -19,6 +19,7 @@
 #endif
 
 #include "detail/eh_frame_rule_table.hpp"
+#include "memtrail/stacks/cost_counters.hpp"
 #include "memtrail/stacks/huge_pages.hpp"
 #include "memtrail/stacks/stack_capture.hpp"
 
@@ -465,8 +466,8 @@ struct walk_memory {
             // Told apart by the low bits of the walks' numbers: wrong only for a walk unused
             // for two billion walks, which then is merely compared first.
             const bool first_is_recent =
-                found == 1 || static_cast<int32_t>(heads[place[0]].used_at -
-                                                   heads[place[1]].used_at) >= 0;
+                found == 1 ||
+                static_cast<int32_t>(heads[place[0]].used_at - heads[place[1]].used_at) >= 0;
             compared = &kept[first_is_recent ? place[0] : place[1]];
             for (size_t k = 0; k < found; ++k) {
                 heads[place[k]].last_of_place = false;
@@ -587,8 +588,13 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     const size_t window = skip + out.size();
     kept_walk* compared = nullptr;
     kept_walk* kept_as = nullptr;
-    const walk_match match = memory.choose(start, window, compared, kept_as);
+    const walk_match match = cost::timed(
+        cost::counter::choose, [&] { return memory.choose(start, window, compared, kept_as); });
+    cost::add(cost::counter::choose_hit, match != walk_match::other ? 1 : 0);
     if (match == walk_match::whole) {
+        cost::add(cost::counter::walks, 1);
+        cost::add(cost::counter::walk_whole, 1);
+        cost::add(cost::counter::shared, compared->count);
         return memory.give(*compared, start, true, skip, out.size(), walked);
     }
     const kept_walk& kept = *compared;
@@ -607,6 +613,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     size_t candidate = kept.count;
     size_t first_changed = kept.count;
     bool reached_outermost = false;
+    const cost::stopwatch stepping;
     for (;;) {
         while (candidate > 0 && kept.frames[candidate - 1].sp < registers.sp) {
             --candidate;
@@ -651,6 +658,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
             break;  // every frame written out is known
         }
         if (fresh_count == kept_walk_frames) {
+            cost::add(cost::counter::fallback, 1);
             return walk_each_frame(start, stack, skip, out, walked);  // deeper than kept
         }
         memory.fresh_pcs[fresh_count] = registers.pc;
@@ -666,6 +674,12 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     if (shared + fresh_count + inner_count > kept_walk_frames) {
         return walk_each_frame(start, stack, skip, out, walked);
     }
+    cost::add(cost::counter::loop, stepping.ticks());
+    cost::add(cost::counter::walks, 1);
+    cost::add(cost::counter::fresh, fresh_count);
+    cost::add(cost::counter::shared, shared);
+    cost::add(cost::counter::walk_whole, fresh_count == 0 ? 1 : 0);
+    const cost::zone keeping(cost::counter::keep);
     if (fresh_count == 0) {
         return memory.give(*compared, start, true, skip, out.size(), walked);
     }

@@ -10,6 +10,7 @@
 
 #include "detail/eh_frame_unwinder.hpp"
 #include "detail/python_stack.hpp"
+#include "memtrail/stacks/cost_counters.hpp"
 
 namespace memtrail::recorder {
 
@@ -43,8 +44,10 @@ struct remembered_stacks {
     // The id of the native stack `frames`, interned or remembered.
     stack_id intern_native(stack_table& stacks, std::span<const uintptr_t> frames) const {
         if (walk != nullptr && whole && holds(walk->native, stacks)) {
+            cost::add(cost::counter::whole, 1);
             return walk->native.id;
         }
+        const cost::zone timing(cost::counter::intern_native);
         const stack_id id = stacks.intern(frames);
         if (walk != nullptr && id != no_stack) {
             walk->native = {stacks.serial(), skip, limit, id};
@@ -102,12 +105,17 @@ stack_id intern_with_python_frames(stack_table& stacks, detail::python_capture& 
                                    remembered_stacks& remembered, size_t& python_words) {
     python_words = 0;
     if (read) {
-        const stack_id found = stacks.find(frames.first(native_count + 1 + *read));
+        const stack_id found = cost::timed(cost::counter::py_find, [&] {
+            return stacks.find(frames.first(native_count + 1 + *read));
+        });
         if (found != no_stack) {
+            cost::add(cost::counter::find_hit, 1);
             python_words = *read;
             return found;
         }
+        cost::add(cost::counter::find_miss, 1);
     }
+    const cost::zone timing(cost::counter::py_slow);
     const size_t checked_words = capture.frames(python_part);
     remembered.forget_if_walked_since();
     if (checked_words == 0) {
@@ -133,21 +141,28 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames,
     if (python == nullptr) {
         return remembered.intern_native(stacks, native);
     }
-    detail::python_capture capture(*python, native);
+    detail::python_capture capture = cost::timed(
+        cost::counter::py_ctor, [&] { return detail::python_capture(*python, native); });
     const size_t native_count = native.size();
     const std::span<uintptr_t> python_part = frames.subspan(native_count + 1, 2 * depth);
     frames[native_count] = detail::python_frames_marker;
     // A stack interned before holds only kept code objects: found again, its frames need no
     // check. Most captures repeat a stack, so only new ones pay for the check.
-    const std::optional<size_t> read = capture.frames_unchecked(python_part);
+    const std::optional<size_t> read =
+        cost::timed(cost::counter::py_read, [&] { return capture.frames_unchecked(python_part); });
+    if (read) {
+        cost::add(cost::counter::py_words, *read);
+    }
     if (read && *read == 0) {
         return remembered.intern_native(stacks, native);  // no Python code running (autograd's)
     }
     // The same native walk and the same Python frames: the same stack, without hashing the whole
     // or looking it up.
     if (read) {
+        const cost::zone timing(cost::counter::py_find);
         if (const stack_id id = remembered.with_python(stacks, python_part.first(*read));
             id != no_stack) {
+            cost::add(cost::counter::py_cached, 1);
             return id;
         }
     }
@@ -168,7 +183,12 @@ stack_id intern_with_python(stack_table& stacks, std::span<uintptr_t> frames,
 // interned.
 [[gnu::always_inline]] inline stack_id capture_native_stack(stack_table& stacks, unwinder method,
                                                             std::span<uintptr_t> out, size_t skip) {
-    const detail::walked_stack walked = detail::capture_walked_stack(method, out, skip);
+    detail::walked_stack walked;
+    {
+        const cost::zone timing(cost::counter::native);
+        walked = detail::capture_walked_stack(method, out, skip);
+    }
+    cost::add(cost::counter::native_frames, walked.frames.size());
     return remembered_stacks::of(walked, skip, out.size()).intern_native(stacks, walked.frames);
 }
 
@@ -187,10 +207,12 @@ constexpr size_t own_frames = 1;
     if (options.source == stack_source::native) {
         return capture_native_stack(table, options.method, native_part, skip);
     }
-    const detail::walked_stack walked =
-        options.source == stack_source::python
-            ? detail::walked_stack{}
-            : detail::capture_walked_stack(options.method, native_part, skip);
+    detail::walked_stack walked;
+    if (options.source != stack_source::python) {
+        const cost::zone timing(cost::counter::native);
+        walked = detail::capture_walked_stack(options.method, native_part, skip);
+        cost::add(cost::counter::native_frames, walked.frames.size());
+    }
     return intern_with_python(table, frames, walked.frames, options.depth,
                               remembered_stacks::of(walked, skip, options.depth));
 }

@@ -21,7 +21,7 @@ struct increment {
 
 struct guarded_counter {
     reentrant_mutex mutex;
-    combining_lock<increment> combiner{mutex, true};
+    combining_lock<increment> combiner{mutex};
     uint64_t value = 0;  // plain: only the lock keeps the increments apart
     int inside = 0;
     bool overlapped = false;

@@ -5,9 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
+#include <map>
 #include <mutex>
-#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -79,57 +78,6 @@ TEST(ThreadStress, EightThreadsLoseAndDuplicateNothing) {
     a.set_observer(nullptr);
 }
 
-// Sets MEMTRAIL_DEVICE_LOCK (or `variable`) for the allocators made in its scope, and restores
-// it after.
-class device_lock_choice {
-  public:
-    explicit device_lock_choice(const char* lock, const char* variable = "MEMTRAIL_DEVICE_LOCK")
-        : variable_(variable) {
-        if (const char* before = std::getenv(variable_)) {
-            before_ = before;
-        }
-        setenv(variable_, lock, 1);
-    }
-    ~device_lock_choice() {
-        if (before_) {
-            setenv(variable_, before_->c_str(), 1);
-        } else {
-            unsetenv(variable_);
-        }
-    }
-
-  private:
-    const char* variable_;
-    std::optional<std::string> before_;
-};
-
-TEST(ThreadStress, AnUnknownDeviceLockIsRefused) {
-    device_lock_choice choice("ticket");
-    simulated_device dev;
-    try {
-        device_allocator a(dev);
-        FAIL() << "MEMTRAIL_DEVICE_LOCK=ticket was accepted";
-    } catch (const usage_error& e) {
-        EXPECT_NE(std::string(e.what()).find("combining (the default) or spinning"),
-                  std::string::npos)
-            << e.what();
-    }
-}
-
-TEST(ThreadStress, AnUnknownDeviceLockBiasIsRefused) {
-    device_lock_choice choice("sometimes", "MEMTRAIL_DEVICE_LOCK_BIAS");
-    simulated_device dev;
-    try {
-        device_allocator a(dev);
-        FAIL() << "MEMTRAIL_DEVICE_LOCK_BIAS=sometimes was accepted";
-    } catch (const usage_error& e) {
-        EXPECT_NE(std::string(e.what()).find("MEMTRAIL_DEVICE_LOCK_BIAS=sometimes is not a device "
-                                             "lock bias; accepted: on (the default) or off"),
-                  std::string::npos)
-            << e.what();
-    }
-}
-
 // Takes snapshots on a thread of its own: each holds the device lock for a walk over every block
 // (this many, for long enough that the other threads queue behind it even on a machine of few
 // cores), so that the next holder has operations of others to make (combining_lock.hpp).
@@ -168,7 +116,7 @@ class lock_holder {
     std::thread thread_;
 };
 
-// With MEMTRAIL_DEVICE_LOCK=combining and without an observer, allocations served from the cache
+// With the combining device lock (the default) and without an observer, allocations served from the cache
 // and frees of blocks used on one stream may be made by the lock's holder for the waiting threads
 // (combining_lock.hpp); the rest, which this mix has too (new segments, cross-stream frees, out of
 // memory), each thread makes itself.
@@ -176,7 +124,6 @@ TEST(ThreadStress, EightThreadsOfPairsAndMixesWithoutObserverStayConsistent) {
     simulated_device_options options;
     options.capacity = 256ull << 20;  // small enough that some allocations run out of memory
     simulated_device dev(options);
-    const device_lock_choice choice("combining");
     device_allocator a(dev);
     std::mutex live_mutex;
     std::set<device_address> live;  // handed out and not yet freed, over all threads
@@ -272,11 +219,34 @@ class thread_logging_observer : public allocator_observer {
     std::vector<entry> log;  // only touched under the allocator's lock
 };
 
-TEST(ThreadStress, AnObserverSeesEachThreadsEventsOnThatThread) {
+// One that names the calling thread (allocator_observer::caller): the lock's holder may then make
+// waiting threads' allocations and frees, whose events carry the word of the thread that asked.
+class caller_naming_observer final : public thread_logging_observer {
+  public:
+    uint64_t caller() const override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const auto [it, added] = words_.try_emplace(std::this_thread::get_id(), words_.size() + 1);
+        threads_.try_emplace(it->second, it->first);
+        return it->second;
+    }
+    void on_event(const allocator_event& e) override {
+        std::thread::id thread = std::this_thread::get_id();
+        if (e.caller != 0) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            thread = threads_.at(e.caller);
+        }
+        log.push_back({thread, e.action, e.address});
+    }
+
+  private:
+    mutable std::mutex mutex_;
+    mutable std::map<std::thread::id, uint64_t> words_;
+    mutable std::map<uint64_t, std::thread::id> threads_;
+};
+
+void expect_each_threads_events_in_its_order(thread_logging_observer& observer) {
     simulated_device dev;
-    const device_lock_choice choice("combining");
     device_allocator a(dev);
-    thread_logging_observer observer;
     a.set_observer(&observer);
     lock_holder holder(a);
     constexpr int threads = 8;
@@ -315,6 +285,16 @@ TEST(ThreadStress, AnObserverSeesEachThreadsEventsOnThatThread) {
         EXPECT_EQ(allocs, handed_out[static_cast<size_t>(t)]) << "thread " << t;
         EXPECT_EQ(frees, handed_out[static_cast<size_t>(t)]) << "thread " << t;
     }
+}
+
+TEST(ThreadStress, AnObserverSeesEachThreadsEventsOnThatThread) {
+    thread_logging_observer observer;
+    expect_each_threads_events_in_its_order(observer);
+}
+
+TEST(ThreadStress, AnObserverThatNamesCallersSeesEachThreadsEventsNamed) {
+    caller_naming_observer observer;
+    expect_each_threads_events_in_its_order(observer);
 }
 
 }  // namespace

@@ -75,6 +75,20 @@ TEST_F(recorder_test, records_nothing_until_switched_on) {
     EXPECT_EQ(s.segments[0].stack, snapshot::no_id);
 }
 
+// Only a trace needs the allocator's events: otherwise its operations take the bare path, where
+// the device lock's holder makes waiting threads' operations (combining_lock.hpp).
+TEST_F(recorder_test, observes_the_allocator_only_while_it_records_a_trace) {
+    EXPECT_EQ(allocator.on(0).observer(), nullptr);
+    history.record_memory_history(mode(record_mode::all, context_mode::all));
+    EXPECT_EQ(allocator.on(0).observer(), &history);
+    history.record_memory_history(mode(record_mode::state, context_mode::state));
+    EXPECT_EQ(allocator.on(0).observer(), nullptr);
+    history.record_memory_history(mode(record_mode::all, context_mode::none));
+    EXPECT_EQ(allocator.on(0).observer(), &history);
+    history.record_memory_history(mode(record_mode::off, context_mode::none));
+    EXPECT_EQ(allocator.on(0).observer(), nullptr);
+}
+
 TEST_F(recorder_test, records_every_allocator_action) {
     history.record_memory_history(mode(record_mode::all, context_mode::all));
     const auto p = history.allocate(MiB, 0);

@@ -15,8 +15,7 @@
 // A waiter whose operation has not been taken watches the lock too and, seeing it free, takes it
 // and withdraws the operation (or finds it done). One that waits longer than a holder's batch
 // takes the lock's own way (spin, then sleep), and one that finds no free slot near its own
-// takes the lock at once. Made with `delegate` false, a waiter just takes the lock's own way, as
-// without this class.
+// takes the lock at once.
 //
 // Op is the caller's record of an operation (arguments and result), copied into the slot and
 // back; it must fit in the slot's line beside the state.
@@ -38,7 +37,7 @@ namespace memtrail::detail {
 template <typename Op>
 class combining_lock {
   public:
-    combining_lock(reentrant_mutex& mutex, bool delegate) : mutex_(mutex), delegate_(delegate) {}
+    explicit combining_lock(reentrant_mutex& mutex) : mutex_(mutex) {}
     combining_lock(const combining_lock&) = delete;
     combining_lock& operator=(const combining_lock&) = delete;
 
@@ -62,13 +61,7 @@ class combining_lock {
 
     // The second half of lock_or_delegate, for a caller that tried the mutex itself and found it
     // busy: it builds its operation's record only then (the record costs something to build).
-    entry when_busy(Op& op) {
-        if (!delegate_) {
-            mutex_.lock();
-            return entry::acquired;
-        }
-        return wait_or_delegate(op);
-    }
+    entry when_busy(Op& op) { return wait_or_delegate(op); }
 
     // Runs the operations published so far, by a thread that holds the lock once: passes over
     // the slots until one finds nothing new, at most max_passes. `run` must not throw.
@@ -250,7 +243,6 @@ class combining_lock {
     }
 
     reentrant_mutex& mutex_;
-    const bool delegate_;
     // A bit per slot a waiter has used since the slot was last forgotten (forget_free_slots):
     // set once per slot, so its line is rarely written.
     alignas(64) std::atomic<uint64_t> used_{0};

@@ -5,6 +5,7 @@
 // release.cpp (giving memory back: oversize release, empty_cache, garbage collection),
 // expandable.cpp (expandable segments), introspection.cpp (stats, snapshot, consistency checks).
 
+#include <atomic>
 #include <deque>
 #include <exception>
 #include <map>
@@ -18,9 +19,8 @@
 #include "detail/address_map.hpp"
 #include "detail/block.hpp"
 #include "detail/block_arena.hpp"
-#include "detail/combining_lock.hpp"
+#include "detail/device_lock.hpp"
 #include "detail/expandable_segment.hpp"
-#include "detail/reentrant_mutex.hpp"
 #include "detail/segment_span.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/rules/size_rules.hpp"
@@ -37,46 +37,19 @@ struct alloc_params {
     stream_handle stream() const { return search_key.stream; }
 };
 
-// An allocation or a free handed to the device lock's holder (combining_lock.hpp), which copies
-// it into a slot of one cache line: the two one-byte fields come first to keep it in 56 bytes,
-// and what the holder throws goes to the requester's own exception_ptr, so that the record is
-// plain words to copy.
-struct delegated_op {
-    enum class kind : uint8_t { malloc, free };
-    kind what;
-    // Set by the holder: whether it made the whole operation (else it leaves the operation to
-    // the requester, having changed nothing but, for a free, taking the block from the map).
-    bool made = false;
-    uint64_t size;  // malloc: the requested size
-    stream_handle stream;
-    context_handle context;
-    device_address address;  // free: the address to free. malloc: the address allocated
-    // free: the block taken from the address map (nullptr: the address is not allocated here),
-    // set by the holder whether or not it made the free.
-    block* b;
-    std::exception_ptr* error;  // where the holder puts what it threw
-};
-
-// Whether waiters on the device lock hand their operations to its holder: MEMTRAIL_DEVICE_LOCK
-// =combining (the default, unset too); =spinning, they do not (delegation.cpp).
-bool delegation_from_environment();
-// The run of acquisitions after which the device lock is biased to a thread:
-// MEMTRAIL_DEVICE_LOCK_BIAS=on (the default, unset too); =off, never (delegation.cpp).
-uint32_t bias_after_from_environment();
-
 class device_allocator_impl {
   public:
     device_allocator_impl(device& dev, allocator_config config);
     ~device_allocator_impl();
 
-    // delegation.cpp: the entry points, on the device lock or delegated to its holder. A block
+    // The entry points, on the device lock or handed to its holder (device_lock.hpp). A block
     // enters the address map where it becomes allocated (alloc_found_block), and free takes it
     // out, both under the lock.
-    // The address of the block allocated (read here, so that a waiter served by the lock's holder
-    // does not fetch the block's line from the holder's cache).
+    // allocate.cpp: the address of the block allocated (read here, so that a waiter served by
+    // the lock's holder does not fetch the block's line from the holder's cache).
     device_address malloc(uint64_t orig_size, stream_handle stream, context_handle context);
-    // Frees the block at `address` and returns it; nullptr, changing nothing, when no allocated
-    // block starts there.
+    // free.cpp: frees the block at `address` and returns it; nullptr, changing nothing, when no
+    // allocated block starts there.
     block* free(device_address address, context_handle context);
 
     // free.cpp
@@ -112,37 +85,47 @@ class device_allocator_impl {
 
     device& dev;
     allocator_config config;
-    mutable reentrant_mutex mutex{bias_after_from_environment()};
-    combining_lock<delegated_op> combiner{
-        mutex, delegation_from_environment()};  // malloc's and free's way to `mutex`
-    address_map allocated;                      // address -> allocated block, under `mutex`
-    segment_span segments;                      // where this device's segments lie, lock-free
-    allocator_observer* observer = nullptr;
+    mutable device_lock mutex{config.device_lock};
+    address_map allocated;  // address -> allocated block, under `mutex`
+    segment_span segments;  // where this device's segments lie, lock-free
+    // Set under `mutex`; read without it by a thread about to hand its operation over.
+    std::atomic<allocator_observer*> observer{nullptr};
     std::vector<free_memory_callback> free_memory_callbacks;
     std::vector<oom_observer> oom_observers;
 
   private:
     friend class ::memtrail::device_allocator;
 
-    // delegation.cpp
-    [[gnu::noinline]] device_address malloc_when_busy(uint64_t orig_size, stream_handle stream,
-                                              context_handle context);
-    block* malloc_entered(bool reentered, uint64_t orig_size, stream_handle stream,
-                          context_handle context);
-    [[gnu::noinline]] block* free_when_busy(device_address address, context_handle context);
-    // `taken`: the block a holder took from the map already, else nullptr.
-    block* free_entered(bool reentered, device_address address, block* taken,
-                        context_handle context);
-    // Inline: it is called after every operation and mostly finds no waiter.
-    void serve_waiters() {
-        combiner.serve_waiters([this](delegated_op& op) { run_delegated(op); });
+    // The operation a waiting thread handed to the lock's holder, made when the cache alone
+    // serves it and its events can name the waiter (allocate.cpp, free.cpp); whether it was.
+    bool make_for_waiter(delegated_op& op) {
+        if (!events_can_name(op)) {
+            return false;
+        }
+        caller_ = op.caller;
+        struct forget_the_waiter {
+            uint64_t& caller;
+            ~forget_the_waiter() { caller = 0; }
+        } const forget{caller_};
+        return op.what == delegated_op::kind::malloc ? malloc_for_waiter(op) : free_for_waiter(op);
     }
-    void run_delegated(delegated_op& op) noexcept;
+    // An observer's events name the thread that asked: the waiter's, when its observer named it.
+    bool events_can_name(const delegated_op& op) const {
+        return op.caller != 0 || observer.load(std::memory_order_relaxed) == nullptr;
+    }
+    // The observer's word for the calling thread (0 without an observer, or one that names none).
+    uint64_t caller_word() const {
+        const allocator_observer* o = observer.load(std::memory_order_acquire);
+        return o != nullptr ? o->caller() : 0;
+    }
+    void unlock_and_serve(device_lock::entry held) {
+        mutex.unlock_and_serve(held, [this](delegated_op& op) { return make_for_waiter(op); });
+    }
 
     // allocate.cpp
     block* malloc_locked(uint64_t orig_size, stream_handle stream, context_handle context,
-                         std::unique_lock<reentrant_mutex>& lock);
-    block* malloc_cached(uint64_t orig_size, stream_handle stream, context_handle context);
+                         std::unique_lock<device_lock>& lock);
+    bool malloc_for_waiter(delegated_op& op);
     alloc_params params_for(uint64_t orig_size, stream_handle stream) {
         alloc_params p;
         p.search_key.stream = stream;
@@ -161,11 +144,11 @@ class device_allocator_impl {
     }
     bool get_free_block(alloc_params& p);
     bool find_or_make_block(alloc_params& p, context_handle context,
-                            std::unique_lock<reentrant_mutex>& lock);
+                            std::unique_lock<device_lock>& lock);
     bool trigger_free_memory_callbacks();
     bool run_free_memory_callbacks(memory_pressure pressure);
     bool alloc_block(alloc_params& p, bool is_retry, context_handle context,
-                     std::unique_lock<reentrant_mutex>& lock);
+                     std::unique_lock<device_lock>& lock);
     bool should_split(const block* b, uint64_t size) const {
         if (b->pool->owner && !no_split_pools_.empty() && no_split_pools_.count(b->pool->owner->id))
             [[unlikely]] {
@@ -181,7 +164,7 @@ class device_allocator_impl {
                              bool split_remainder);
     bool try_use_on_oom_pools(alloc_params& p);
     [[noreturn]] void raise_out_of_memory(alloc_params& p, context_handle context,
-                                          std::unique_lock<reentrant_mutex>& lock);
+                                          std::unique_lock<device_lock>& lock);
 
     // private_pools.cpp
     block_pool* capturing_pool(uint64_t size, stream_handle stream);
@@ -201,7 +184,7 @@ class device_allocator_impl {
 
     // free.cpp
     void free_locked(block* b, context_handle context);
-    bool free_at_once(block* b, context_handle context);
+    bool free_for_waiter(delegated_op& op);
     void free_block(block* b, context_handle context);
     // free_block for a block whose free waited for events (or for a capture to end).
     void free_pending_block(block* b, context_handle context);
@@ -237,16 +220,12 @@ class device_allocator_impl {
     void release_expandable_segment(block* b);
 
     // Applies f to every active block (allocated or waiting for events), found where each
-    // already is, so allocation and free keep no list of them: the address map, the blocks a
-    // lock holder took from it for a free it left to the requester, the frees deferred until no
-    // capture is under way, and the event queues (a block waiting on several streams is in
-    // several queues: f may see it more than once).
+    // already is, so allocation and free keep no list of them: the address map, the frees
+    // deferred until no capture is under way, and the event queues (a block waiting on several
+    // streams is in several queues: f may see it more than once).
     template <typename F>
     void for_each_active_block(F f) const {
         allocated.for_each(f);
-        for (block* b : handed_back_) {
-            f(b);
-        }
         for (block* b : deferred_until_no_capture_) {
             f(b);
         }
@@ -263,9 +242,9 @@ class device_allocator_impl {
         if (action == allocator_action::segment_alloc || action == allocator_action::segment_map) {
             segments.widen(address, size);
         }
-        if (observer) {
-            observer->on_event({action, device_index_, address, size, block_size, stream, context,
-                                pool ? owner_id(*pool) : pool_id{}});
+        if (allocator_observer* o = observer.load(std::memory_order_relaxed)) {
+            o->on_event({action, device_index_, address, size, block_size, stream, context,
+                         pool ? owner_id(*pool) : pool_id{}, caller_});
         }
     }
     template <typename Array, typename F>
@@ -304,10 +283,9 @@ class device_allocator_impl {
     pending_array pending_bytes_;
     block_pool large_blocks_{false};
     block_pool small_blocks_{true};
-    // Blocks taken from the address map by a lock holder that left their free to the
-    // requester (delegation.cpp): allocated still, and until the requester frees them, in no
-    // other place for_each_active_block looks.
-    std::vector<block*> handed_back_;
+    // While the lock's holder makes a waiter's operation: the waiter's caller word, which its
+    // events carry (0 otherwise).
+    uint64_t caller_ = 0;
     block_arena arena_;
     // Outstanding cross-stream events, per stream, in recording order.
     std::map<stream_handle, std::deque<std::pair<event_handle, block*>>> stream_events_;

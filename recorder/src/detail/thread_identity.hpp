@@ -14,6 +14,14 @@ struct thread_identity {
     uint32_t metadata = 0;  // label id (0: none)
 };
 
+// As one word, never 0 for a numbered thread (allocator_observer::caller), and back.
+inline uint64_t to_word(thread_identity identity) {
+    return (uint64_t{identity.number} << 32) | identity.metadata;
+}
+inline thread_identity from_word(uint64_t word) {
+    return {static_cast<uint32_t>(word >> 32), static_cast<uint32_t>(word)};
+}
+
 extern constinit thread_local thread_identity current_thread_identity;
 
 // Gives the calling thread its number: 1 for the first thread that asks, then 2, 3, ...

@@ -25,6 +25,13 @@ class config_error : public std::invalid_argument {
 // roundup_power2_divisions holds one setting per interval of the size rules.
 using size_rules::roundup_interval_count;
 
+// How a device's lock is taken (not a PYTORCH_CUDA_ALLOC_CONF key: librecorder's settings fill
+// it from MEMTRAIL_DEVICE_LOCK_BIAS, docs/configuration.md).
+struct device_lock_options {
+    // After a run of acquisitions by one thread, the lock is biased to it.
+    bool biased = true;
+};
+
 struct allocator_config {
     // Blocks at least this large are never split ("oversize"); SIZE_MAX = unlimited.
     uint64_t max_split_size = std::numeric_limits<uint64_t>::max();
@@ -43,6 +50,7 @@ struct allocator_config {
     double callback_allocated_reserved_rate = 0.8;
     // The string this configuration was parsed from ("" for defaults).
     std::string source;
+    device_lock_options device_lock;
 
     // Parses a configuration string; throws config_error on unknown or repeated keys and bad
     // values. `origin`, when given (an environment variable's name), starts every error.

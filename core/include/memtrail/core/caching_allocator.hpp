@@ -63,6 +63,9 @@ struct allocator_event {
     stream_handle stream = 0;
     context_handle context = 0;
     pool_id pool;  // the private pool of the block or segment; (0, 0) for the default pools
+    // The thread that asked for the operation, as its observer's caller() named it there, when
+    // the device lock's holder made the operation for it; 0: the thread calling on_event.
+    uint64_t caller = 0;
 };
 
 // Receives every event as it happens, under the device's lock: it must be quick and must not
@@ -71,6 +74,10 @@ class allocator_observer {
   public:
     virtual ~allocator_observer() = default;
     virtual void on_event(const allocator_event& event) = 0;
+    // A non-zero word naming the calling thread, asked on a thread that hands its operation to
+    // the device lock's holder and given back in the operation's events (allocator_event::
+    // caller); 0 (the default): such operations are not handed over while this observer is set.
+    virtual uint64_t caller() const { return 0; }
 };
 
 // Thrown when an allocation cannot be satisfied even after freeing the cache.
@@ -211,13 +218,15 @@ class device_allocator {
     std::string check_consistency() const;
 
     const allocator_config& config() const;
-    // Replaces the settings (for example to switch expandable segments off for a while).
+    // Replaces the settings (for example to switch expandable segments off for a while); the
+    // device lock keeps the options the allocator was made with.
     void set_config(allocator_config config);
 
     void set_observer(allocator_observer* observer);
+    allocator_observer* observer() const;  // nullptr: none
     // Runs `f` holding the device's lock, as the observer's events run, so that what `f` does is
-    // ordered with every event (the recorder's trace: annotations, resizing, copies). `f` must
-    // not call into the allocator.
+    // ordered with every event (the recorder's trace: annotations, resizing, copies). `f` may
+    // call only the allocator's methods that never wait for the device (snapshot, stats).
     void run_under_lock(const std::function<void()>& f);
     void add_free_memory_callback(free_memory_callback callback);
     void add_oom_observer(oom_observer observer);

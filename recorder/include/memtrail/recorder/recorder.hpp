@@ -108,6 +108,9 @@ class recorder final : public allocator_observer {
     const stack_table& stacks() const { return stacks_; }
 
     void on_event(const allocator_event& event) override;
+    // The calling thread's number and metadata, for events the device lock's holder records
+    // for this thread.
+    uint64_t caller() const override;
 
   private:
     struct device_history;

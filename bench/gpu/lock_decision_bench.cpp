@@ -1,0 +1,226 @@
+// The device lock's decision (issue 35), measured through librecorder as a user program links
+// it: 512 B malloc/free pairs through the C API (memtrail_malloc, memtrail_free) on 1, 2, 4 and 8
+// threads, with recording off and on (enabled "all", context "all", stacks as the default), and
+// PyTorch's CUDACachingAllocator on the same device in the same process, off and recording C++
+// stacks (libmemtrail_torch_allocator.so, see torch_allocator_loader.hpp; without it the PyTorch
+// rows are left out). tests/gpu/lock_decision.sh runs it and writes the table; issue 35 chose
+// the device lock with it (docs/configuration.md).
+//   MEMTRAIL_DEVICE=sim build/bin/bench_lock_decision --repetitions 5 --seconds 0.2
+// Prints one JSON object: for each row, the aggregate rate (pairs a second over all threads) of
+// every repetition and their median.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "memtrail/memtrail.h"
+#include "torch_allocator_loader.hpp"
+
+namespace {
+
+constexpr size_t pair_size = 512;
+constexpr const char* program = "bench_lock_decision";
+
+[[noreturn]] void fail(const std::string& what) {
+    std::fprintf(stderr, "%s: %s\n", program, what.c_str());
+    std::exit(1);
+}
+
+// An allocator under test: a 512 B allocation and its free.
+struct allocator_calls {
+    void* (*allocate)();
+    void (*release)(void* pointer);
+};
+
+void* memtrail_allocate() {
+    void* pointer = memtrail_malloc(pair_size, 0, nullptr);
+    if (pointer == nullptr) {
+        fail(std::string("memtrail_malloc failed: ") + memtrail_last_error());
+    }
+    return pointer;
+}
+void memtrail_release(void* pointer) {
+    memtrail_free(pointer, pair_size, 0, nullptr);
+}
+
+const memtrail::bench::torch_functions* torch() {
+    return memtrail::bench::load_torch(program);
+}
+void* torch_allocate() {
+    void* pointer = torch()->allocate(pair_size);
+    if (pointer == nullptr) {
+        fail("PyTorch's raw_alloc failed");
+    }
+    return pointer;
+}
+void torch_release(void* pointer) {
+    torch()->free(pointer);
+}
+
+using clock_type = std::chrono::steady_clock;
+
+// One thread's count, on a cache line of its own.
+struct alignas(64) thread_count {
+    uint64_t pairs = 0;
+    clock_type::time_point end;
+};
+
+// Pairs a second over `threads` threads running pairs together for about `seconds`.
+double aggregate_rate(const allocator_calls& calls, int threads, double seconds) {
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::atomic<bool> stop{false};
+    std::vector<thread_count> counts(static_cast<size_t>(threads));
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([&, t] {
+            calls.release(calls.allocate());  // this thread's first call, untimed
+            ready.fetch_add(1);
+            while (!go.load(std::memory_order_acquire)) {
+            }
+            thread_count& mine = counts[static_cast<size_t>(t)];
+            while (!stop.load(std::memory_order_relaxed)) {
+                for (int i = 0; i < 64; ++i) {
+                    void* volatile pointer = calls.allocate();
+                    calls.release(pointer);
+                }
+                mine.pairs += 64;
+            }
+            mine.end = clock_type::now();
+        });
+    }
+    while (ready.load() != threads) {
+        std::this_thread::yield();
+    }
+    const clock_type::time_point start = clock_type::now();
+    go.store(true, std::memory_order_release);
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    stop.store(true);
+    for (auto& worker : workers) {
+        worker.join();
+    }
+    uint64_t pairs = 0;
+    clock_type::time_point end = start;
+    for (const thread_count& count : counts) {
+        pairs += count.pairs;
+        end = std::max(end, count.end);
+    }
+    return static_cast<double>(pairs) / std::chrono::duration<double>(end - start).count();
+}
+
+struct options {
+    int repetitions = 5;
+    double seconds = 0.2;
+    std::vector<int> threads = {1, 2, 4, 8};
+};
+
+options parse_options(int argc, char** argv) {
+    options parsed;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view flag = argv[i];
+        if (i + 1 == argc) {
+            fail("option " + std::string(flag) + " needs a value");
+        }
+        const char* value = argv[++i];
+        char* end = nullptr;
+        if (flag == "--repetitions") {
+            parsed.repetitions = static_cast<int>(std::strtol(value, &end, 10));
+            if (*end != '\0' || parsed.repetitions < 1) {
+                fail(std::string("--repetitions ") + value +
+                     " is not a whole number of at least 1");
+            }
+        } else if (flag == "--seconds") {
+            parsed.seconds = std::strtod(value, &end);
+            if (*end != '\0' || !(parsed.seconds > 0.0)) {
+                fail(std::string("--seconds ") + value + " is not a positive number");
+            }
+        } else {
+            fail("unknown option " + std::string(flag) +
+                 "; accepted: --repetitions N, --seconds S");
+        }
+    }
+    return parsed;
+}
+
+// Prints one row of the JSON object's "rows": every repetition's rate and their median.
+void measure_row(const char* allocator, const char* recording, const allocator_calls& calls,
+                 const options& o, bool& first_row) {
+    for (int threads : o.threads) {
+        std::vector<double> rates;
+        for (int r = 0; r < o.repetitions; ++r) {
+            rates.push_back(aggregate_rate(calls, threads, o.seconds));
+        }
+        std::vector<double> sorted = rates;
+        std::sort(sorted.begin(), sorted.end());
+        const double median = sorted[sorted.size() / 2];
+        std::printf(
+            "%s\n    {\"allocator\": \"%s\", \"recording\": \"%s\", \"threads\": %d, "
+            "\"median_pairs_per_second\": %.0f, \"pairs_per_second\": [",
+            first_row ? "" : ",", allocator, recording, threads, median);
+        for (size_t i = 0; i < rates.size(); ++i) {
+            std::printf("%s%.0f", i == 0 ? "" : ", ", rates[i]);
+        }
+        std::printf("]}");
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s: %-8s recording %-3s %d threads: %8.3f M pairs/s\n", program,
+                     allocator, recording, threads, median / 1e6);
+        first_row = false;
+    }
+}
+
+void record_memtrail(bool on) {
+    const int status = on ? memtrail_record_memory_history("all", "all", nullptr, 0)
+                          : memtrail_record_memory_history("off", nullptr, nullptr, 0);
+    if (status != 0) {
+        fail(std::string("memtrail_record_memory_history failed: ") + memtrail_last_error());
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const options o = parse_options(argc, argv);
+    const allocator_calls memtrail{memtrail_allocate, memtrail_release};
+    const allocator_calls pytorch{torch_allocate, torch_release};
+    // Every allocator serves its first calls before any is timed (device start, cache warm).
+    for (int i = 0; i < 100000; ++i) {
+        memtrail.release(memtrail.allocate());
+        if (torch() != nullptr) {
+            pytorch.release(pytorch.allocate());
+        }
+    }
+    std::printf(
+        "{\"benchmark\": \"lock_decision\", \"pair_size\": %zu, \"seconds\": %g, "
+        "\"repetitions\": %d, \"rows\": [",
+        pair_size, o.seconds, o.repetitions);
+    bool first_row = true;
+    record_memtrail(false);
+    measure_row("memtrail", "off", memtrail, o, first_row);
+    record_memtrail(true);
+    // The trace ring (a million entries by default) full before anything is timed, as it is in a
+    // long run: two entries a pair.
+    for (int i = 0; i < 600000; ++i) {
+        memtrail.release(memtrail.allocate());
+    }
+    measure_row("memtrail", "on", memtrail, o, first_row);
+    record_memtrail(false);
+    if (torch() != nullptr) {
+        torch()->record_history(memtrail_torch_recording_off);
+        measure_row("pytorch", "off", pytorch, o, first_row);
+        // Its ring is not filled first: with C++ stacks a million entries take minutes.
+        torch()->record_history(memtrail_torch_recording_trace_cpp_stacks);
+        measure_row("pytorch", "on", pytorch, o, first_row);
+        torch()->record_history(memtrail_torch_recording_off);
+    }
+    std::printf("\n]}\n");
+    std::fflush(nullptr);
+    // PyTorch's allocator and the CUDA runtime tear down in an order of their own: leave without
+    // running static destructors.
+    std::_Exit(0);
+}
