@@ -16,6 +16,7 @@
 #include "memtrail/snapshot/format_error.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "msgpack_cursor.hpp"
+#include "msgpack_outside_memory.hpp"
 #include "msgpack_schema.hpp"
 #include "zstd_codec.hpp"
 
@@ -32,9 +33,10 @@ using namespace detail;
 constexpr size_t zstd_entries_per_byte = 8;
 constexpr size_t zstd_entries_slack = size_t{1} << 20;
 
-constexpr std::array<std::string_view, 9> section_names = {
-    section::header, section::settings, section::stats,  section::strings,     section::frames,
-    section::stacks, section::segments, section::traces, section::annotations,
+constexpr std::array<std::string_view, 10> section_names = {
+    section::header,   section::settings, section::stats,       section::strings,
+    section::frames,   section::stacks,   section::segments,    section::traces,
+    section::annotations, section::outside_memory,
 };
 
 class snapshot_reader {
@@ -104,6 +106,8 @@ class snapshot_reader {
             read_segments();
         } else if (name == section::traces) {
             read_traces();
+        } else if (name == section::outside_memory) {
+            read_outside_memory(in_, out_);
         } else {
             read_annotations();
         }
