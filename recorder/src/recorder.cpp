@@ -15,6 +15,7 @@
 #include "detail/eh_frame_unwinder.hpp"
 #include "detail/fast_clock.hpp"
 #include "detail/observed_allocations.hpp"
+#include "detail/outside_allocations.hpp"
 #include "detail/python_stack.hpp"
 #include "detail/thread_identity.hpp"
 #include "detail/trace_ring.hpp"
@@ -212,7 +213,8 @@ constexpr size_t recorder_frames = 2;
 recorder::recorder(caching_allocator& allocator)
     : allocator_(allocator),
       epoch_ns_(now_ns()),
-      observed_(std::make_unique<detail::observed_allocations>(allocator.device_count())) {
+      observed_(std::make_unique<detail::observed_allocations>(allocator.device_count())),
+      outside_(std::make_unique<detail::outside_allocations>()) {
     for (int d = 0; d < allocator_.device_count(); ++d) {
         devices_.push_back(std::make_unique<device_history>());
         captures_.push_back(std::make_unique<detail::capture_pools>());

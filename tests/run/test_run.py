@@ -9,6 +9,7 @@ in tests/gpu/run.sh.
 
 import os
 import pathlib
+import json
 import pickle
 import re
 import shutil
@@ -30,12 +31,16 @@ def run(args, cwd, **kwargs):
                           timeout=120, **kwargs)
 
 
-def report(command, path, cwd):
-    result = subprocess.run([MEMTRAIL, command, str(path)], cwd=cwd, capture_output=True,
-                            text=True, timeout=120)
+def report(command, path, cwd, *options):
+    result = subprocess.run([MEMTRAIL, command, str(path), *options], cwd=cwd,
+                            capture_output=True, text=True, timeout=120)
     if result.returncode != 0:
         raise AssertionError(f"memtrail {command} failed: {result.stderr}")
     return result.stdout
+
+
+def report_json(command, path, cwd):
+    return report(command, path, cwd, "--json")
 
 
 def total_reserved(segments_output):
@@ -281,6 +286,22 @@ print("sitecustomize of the program ran:", "program_sitecustomize" in sys.module
 '''
 
 
+OUTSIDE = '''
+import ctypes
+blas = ctypes.CDLL(os.environ["FAKEBLAS"])
+blas.fakeblas_create_workspace.restype = ctypes.c_void_p
+blas.fakeblas_create_workspace.argtypes = [ctypes.c_size_t]
+blas.fakeblas_destroy_workspace.argtypes = [ctypes.c_void_p]
+blas.fakeblas_pin.restype = ctypes.c_void_p
+blas.fakeblas_pin.argtypes = [ctypes.c_size_t]
+workspace = blas.fakeblas_create_workspace(64 << 20)
+print("workspace made:", bool(workspace))
+print("another freed:", blas.fakeblas_destroy_workspace(blas.fakeblas_create_workspace(8 << 20)))
+print("pinned:", bool(blas.fakeblas_pin(4 << 20)))
+print("too much:", blas.fakeblas_create_workspace(2 << 30))
+'''
+
+
 class Python(Case):
     def python_run(self, mode, dump, ending=""):
         (self.cwd / "torch").mkdir()
@@ -301,6 +322,32 @@ class Python(Case):
         self.assertIn("peak allocated 6MiB", result.stderr)
         top = report("top", self.cwd / "py.memtrail", self.cwd)
         self.assertRegex(top, r"make_tensor \(\S*script\.py:\d+\)")
+
+    def test_other_libraries_memory_passes_through_and_is_recorded_outside(self):
+        # PyTorch's requests come from memtrail's allocator; a library's own cudaMalloc and
+        # cudaHostAlloc reach CUDA (here the simulated device) untouched, are recorded as memory
+        # outside the allocator, named for the library, and leave PyTorch's peaks alone.
+        result = self.python_run("cache", "py.memtrail", OUTSIDE)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("workspace made: True", result.stdout)
+        self.assertIn("another freed: 0", result.stdout)
+        self.assertIn("pinned: True", result.stdout)
+        self.assertIn("too much: None", result.stdout)  # the device's 1 GiB is CUDA's limit
+        self.assertIn("peak allocated 6MiB, peak reserved 20MiB", result.stderr)
+        summary = " ".join(report("summary", self.cwd / "py.memtrail", self.cwd).split())
+        self.assertIn("device memory used 84MiB of 1GiB at the snapshot:", summary)
+        self.assertIn("the allocator reserved 20MiB; outside the allocator: libfakeblas.so "
+                      "64MiB, context 0B, other processes 0B", summary)
+        self.assertIn("pinned host memory (host, not device memory): libfakeblas.so 4MiB",
+                      summary)
+        rank = json.loads(report_json("summary", self.cwd / "py.memtrail", self.cwd))["ranks"][0]
+        accounting = rank["accounting"]
+        self.assertEqual(accounting["device_used"],
+                         accounting["allocator_reserved"]
+                         + sum(accounting["outside_by_library"].values())
+                         + accounting["context"] + accounting["other_processes"])
+        self.assertEqual(accounting["outside_by_library"], {"libfakeblas.so": 64 << 20})
+        self.assertEqual(accounting["pinned_host"], 4 << 20)
 
     def test_sigterm_and_os_exit_still_write_the_snapshot(self):
         # Python's exit handlers do not run on SIGTERM (its default ends the process) nor on

@@ -175,6 +175,11 @@ void exit_dump_due_again() {
     exit_dump_due.store(true);
 }
 
+bool pytorch_allocates_here() {
+    return pytorch_on_memtrail.load(std::memory_order_relaxed) &&
+           pytorch_process.load(std::memory_order_relaxed) == getpid();
+}
+
 }  // namespace memtrail::interpose
 
 extern "C" {
