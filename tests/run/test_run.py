@@ -303,7 +303,7 @@ print("too much:", blas.fakeblas_create_workspace(2 << 30))
 
 
 class Python(Case):
-    def python_run(self, mode, dump, ending=""):
+    def python_run(self, mode, dump, ending="", options=()):
         (self.cwd / "torch").mkdir()
         (self.cwd / "torch" / "__init__.py").write_text(textwrap.dedent(FAKE_TORCH))
         (self.cwd / "script.py").write_text(textwrap.dedent(SCRIPT) + textwrap.dedent(ending))
@@ -311,7 +311,8 @@ class Python(Case):
         own.mkdir()
         (own / "sitecustomize.py").write_text("import sys\nsys.modules['program_sitecustomize'] = sys\n")
         env = dict(os.environ, PYTHONPATH=f"{self.cwd}:{own}")
-        return run(["--device", DEVICE, "--mode", mode, "--dump", dump, "--", sys.executable,
+        return run(["--device", DEVICE, "--mode", mode, "--dump", dump, *options, "--",
+                    sys.executable,
                     "script.py"], self.cwd, env=env)
 
     def test_pytorch_allocates_from_librecorder_with_python_frames(self):
@@ -348,6 +349,24 @@ class Python(Case):
                          + accounting["context"] + accounting["other_processes"])
         self.assertEqual(accounting["outside_by_library"], {"libfakeblas.so": 64 << 20})
         self.assertEqual(accounting["pinned_host"], 4 << 20)
+
+    def test_an_oom_caused_by_another_librarys_memory_names_it(self):
+        ending = ("blas = ctypes.CDLL(os.environ['FAKEBLAS'])\n"
+                  "blas.fakeblas_create_workspace.restype = ctypes.c_void_p\n"
+                  "blas.fakeblas_create_workspace.argtypes = [ctypes.c_size_t]\n"
+                  "print('workspace made:', bool(blas.fakeblas_create_workspace(900 << 20)))\n"
+                  "print('tensor made:', make_tensor(200 << 20) is not None)\n")
+        result = self.python_run("cache", "py.memtrail", "import ctypes\n" + ending,
+                                 ["--oom-dump", "oom-%p.memtrail"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("workspace made: True", result.stdout)
+        self.assertIn("tensor made: False", result.stdout)
+        dumps = list(self.cwd.glob("oom-*.memtrail"))
+        self.assertEqual(len(dumps), 1, result.stderr)
+        oom = " ".join(report("oom", dumps[0], self.cwd).split())
+        self.assertIn("verdict: outside this allocator", oom)
+        self.assertIn("held outside this allocator (libfakeblas.so 900MiB, context 0B, other "
+                      "processes 0B)", oom)
 
     def test_sigterm_and_os_exit_still_write_the_snapshot(self):
         # Python's exit handlers do not run on SIGTERM (its default ends the process) nor on
