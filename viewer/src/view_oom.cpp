@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "format.hpp"
+#include "memtrail/analysis/outside_accounting.hpp"
 #include "palette.hpp"
 #include "table_row.hpp"
 #include "view_panels.hpp"
@@ -69,6 +70,13 @@ void device_bar(const analysis::oom_report& r) {
         ImGui::SameLine(0, 18);
     }
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::oom), "[ ] the request");
+    // Who held it, where memtrail run measured it at this OOM.
+    if (r.accounting) {
+        ImGui::PushTextWrapPos(0);
+        ImGui::Text("Outside this allocator: %s",
+                    analysis::outside_split_text(*r.accounting).c_str());
+        ImGui::PopTextWrapPos();
+    }
 }
 
 std::string device_total_text(const analysis::oom_report& r) {
