@@ -94,19 +94,29 @@ std::optional<uint64_t> nvml_process_memory(int device, std::string& why_not) {
         processes.resize(count);
         break;
     }
+    // This process uses the device, so NVML lists it: under its own pid, or under the host's
+    // when this is a container's pid namespace. Then, when it is the only one, it is this one.
     const auto me = static_cast<unsigned int>(getpid());
+    const nvml_process_info* mine = nullptr;
     for (const nvml_process_info& process : processes) {
         if (process.pid == me) {
-            if (process.used_gpu_memory == nvml_value_not_available) {
-                why_not = "NVML does not report this process's memory (MIG or a virtual machine)";
-                return std::nullopt;
-            }
-            return process.used_gpu_memory;
+            mine = &process;
         }
     }
-    why_not = "NVML does not list this process (pid " + std::to_string(me) +
-              "): its pids are another pid namespace's, as in a container";
-    return std::nullopt;
+    if (mine == nullptr && processes.size() == 1) {
+        mine = &processes.front();
+    }
+    if (mine == nullptr) {
+        why_not = "NVML lists " + std::to_string(processes.size()) +
+                  " processes on the device and not this one (pid " + std::to_string(me) +
+                  "): its pids are another pid namespace's, as in a container";
+        return std::nullopt;
+    }
+    if (mine->used_gpu_memory == nvml_value_not_available) {
+        why_not = "NVML does not report this process's memory (MIG or a virtual machine)";
+        return std::nullopt;
+    }
+    return mine->used_gpu_memory;
 #else
     (void)device;
     why_not = "this librecorder was built without CUDA";

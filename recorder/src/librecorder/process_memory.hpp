@@ -11,8 +11,9 @@ namespace memtrail::recorder::librecorder {
 
 // The bytes NVML counts for this process on CUDA device `device` (the runtime's numbering), or
 // nullopt with the reason in `why_not`: NVML missing, the device not found, the process not
-// among those NVML lists (its pids are another pid namespace's, as in a container), or its
-// usage not reported (MIG, some virtual machines).
+// among those NVML lists (its pids are another pid namespace's, as in a container, and other
+// processes share the device: alone on it, it is the one listed), or its usage not reported
+// (MIG, some virtual machines).
 std::optional<uint64_t> nvml_process_memory(int device, std::string& why_not);
 
 }  // namespace memtrail::recorder::librecorder
