@@ -116,6 +116,13 @@ MEMTRAIL_API int memtrail_outside_malloc(void* ptr, size_t size, int kind, int d
 /* Records its free; -1 with MEMTRAIL_ERROR_UNKNOWN_POINTER when `ptr` is not a live outside
  * allocation of that kind. */
 MEMTRAIL_API int memtrail_outside_free(void* ptr, int kind, int device, void* stream);
+/* Says that this process's allocations outside memtrail's allocator are recorded from now on
+ * (memtrail run's interposer calls it once PyTorch allocates through memtrail): librecorder then
+ * divides each device's used memory into its reserved bytes, the outside allocations by library,
+ * the CUDA context and other processes, before the device's first allocation, at each
+ * out-of-memory and at each snapshot. Starts nothing (CUDA starts when it would have); returns
+ * 0. */
+MEMTRAIL_API int memtrail_account_outside_memory(void);
 
 /* --- history ------------------------------------------------------------------------------ */
 

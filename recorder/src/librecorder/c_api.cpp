@@ -281,6 +281,12 @@ extern "C" {
     }
 }
 
+int memtrail_account_outside_memory(void) {
+    clear_error();
+    runtime::account_outside_memory();  // starts nothing: CUDA starts when it would have
+    return 0;
+}
+
 int memtrail_memory_info(int device, size_t* free_bytes, size_t* total_bytes) {
     return guarded([&](runtime& r) {
         if (free_bytes == nullptr || total_bytes == nullptr) {

@@ -94,8 +94,15 @@ runtime::runtime() {
     set_signal_dump(settings.dump_signal, settings.signal_dump_pattern);
 }
 
+std::atomic<bool> runtime::accounting_{false};
+
+void runtime::account_outside_memory() {
+    accounting_.store(true, std::memory_order_release);
+}
+
 void runtime::note_device_in_use(int device) {
-    if (device < 0 || static_cast<size_t>(device) >= devices_.size() ||
+    if (!accounting_.load(std::memory_order_acquire) || device < 0 ||
+        static_cast<size_t>(device) >= devices_.size() ||
         in_use_[static_cast<size_t>(device)].load(std::memory_order_acquire) ||
         in_use_[static_cast<size_t>(device)].exchange(true)) {
         return;
@@ -106,7 +113,8 @@ void runtime::note_device_in_use(int device) {
 }
 
 std::optional<device_usage> runtime::usage(int device) {
-    if (device < 0 || static_cast<size_t>(device) >= devices_.size() ||
+    if (!accounting_.load(std::memory_order_acquire) || device < 0 ||
+        static_cast<size_t>(device) >= devices_.size() ||
         !in_use_[static_cast<size_t>(device)].load(std::memory_order_acquire)) {
         return std::nullopt;
     }
