@@ -117,7 +117,7 @@ uint64_t at_least_zero(uint64_t from, uint64_t take) {
 [[gnu::noinline]] void recorder::record_outside_allocation(const outside_call& call,
                                                            size_t wrapper_frames) {
     history(call.device);
-    if (call.address == 0 && call.kind != snapshot::outside_kind::device) {
+    if (call.address == 0) {
         throw std::invalid_argument("memtrail: an outside allocation at NULL");
     }
     const context_handle context = capture_context(call.device, false, wrapper_frames);

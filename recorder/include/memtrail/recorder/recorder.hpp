@@ -104,8 +104,8 @@ class recorder final : public allocator_observer {
     // --- memory outside the allocator (memtrail run on a PyTorch process) ---------------------
     // Recorded with the calling stack and the library that asked, apart from the allocator's
     // trace: the snapshot's outside_memory section, not its segments, peaks or counters.
-    /// @throws std::invalid_argument for a device that does not exist, a NULL host address, or
-    ///         an allocation of that kind already live at that address.
+    /// @throws std::invalid_argument for a device that does not exist, a NULL address, or an
+    ///         allocation of that kind already live at that address.
     void record_outside_allocation(const outside_call& call, size_t wrapper_frames = 0);
     // The freed allocation's device and size; nullopt (and nothing recorded) when no outside
     // allocation of `kind` starts at `address`. `device`: the caller's current device.
