@@ -5,7 +5,7 @@
 #include <mutex>
 #include <new>
 
-#include "detail/huge_pages.hpp"
+#include "memtrail/stacks/huge_pages.hpp"
 
 namespace memtrail::recorder::detail {
 

@@ -1,6 +1,16 @@
 // The C API of memtrail.h. Every function catches everything: an exception must never cross
 // into C, Python or R. Errors become return codes and the thread's last error (its code, from
 // the exception's class, and its text).
+//
+// Index of this file:
+// [SECTION] errors and the runtime
+// [SECTION] allocation
+// [SECTION] history and annotations
+// [SECTION] the allocator's settings
+// [SECTION] private pools
+// [SECTION] statistics
+// [SECTION] dump triggers and the collector
+// [SECTION] device count, last error, version
 
 #include <csignal>
 #include <cstdint>
@@ -12,8 +22,8 @@
 #include <system_error>
 #include <thread>
 
-#include "librecorder/fork_gate.hpp"
-#include "librecorder/runtime.hpp"
+#include "detail/fork_gate.hpp"
+#include "detail/runtime.hpp"
 #include "memtrail/core/allocator_config.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/memtrail.h"
@@ -21,6 +31,10 @@
 
 using memtrail::recorder::librecorder::fork_gate_scope;
 using memtrail::recorder::librecorder::runtime;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] errors and the runtime
+//-------------------------------------------------------------------------------------------------
 
 namespace {
 
@@ -148,6 +162,10 @@ void for_devices(runtime& r, int device, Body&& body) {
 }  // namespace
 
 extern "C" {
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] allocation
+//-------------------------------------------------------------------------------------------------
 
 [[gnu::noinline]] void* memtrail_malloc(ssize_t size, int device, void* stream) {
     clear_error();
@@ -303,6 +321,10 @@ int memtrail_memory_info(int device, size_t* free_bytes, size_t* total_bytes) {
     });
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] history and annotations
+//-------------------------------------------------------------------------------------------------
+
 int memtrail_record_memory_history(const char* enabled, const char* context, const char* stacks,
                                    size_t max_entries) {
     return guarded([&](runtime& r) {
@@ -367,6 +389,10 @@ int memtrail_set_thread_metadata(const char* metadata) {
     });
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the allocator's settings
+//-------------------------------------------------------------------------------------------------
+
 [[gnu::noinline]] int memtrail_empty_cache(int device) {
     clear_error();
     try {
@@ -397,6 +423,10 @@ int memtrail_set_allocator_config(const char* config) {
         }
     });
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] private pools
+//-------------------------------------------------------------------------------------------------
 
 int memtrail_create_pool(int device, unsigned long long pool_first, unsigned long long pool_second,
                          unsigned int flags) {
@@ -488,6 +518,10 @@ int memtrail_pool_use_count(int device, unsigned long long pool_first,
     }
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] statistics
+//-------------------------------------------------------------------------------------------------
+
 const char* memtrail_memory_summary(int device) {
     thread_local std::string summary;
     const int status =
@@ -523,6 +557,10 @@ int memtrail_reset_accumulated_memory_stats(int device) {
     });
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] dump triggers and the collector
+//-------------------------------------------------------------------------------------------------
+
 int memtrail_set_oom_dump(const char* pattern) {
     return guarded([&](runtime& r) { r.set_oom_dump_pattern(std::string(text_or(pattern, ""))); });
 }
@@ -554,6 +592,10 @@ int memtrail_set_collect_callback(memtrail_collect_callback callback, void* user
         });
     });
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] device count, last error, version
+//-------------------------------------------------------------------------------------------------
 
 int memtrail_device_count(void) {
     int count = -1;

@@ -5,22 +5,27 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "detail/python_stack.hpp"
-#include "memtrail/recorder/stack_table.hpp"
-#include "memtrail/recorder/symbolizer.hpp"
 #include "memtrail/snapshot/model.hpp"
+#include "memtrail/stacks/stack_table.hpp"
+#include "memtrail/stacks/symbolizer.hpp"
 
 namespace memtrail::recorder::detail {
+
+class python_symbolizer;  // python_stack.hpp, private to stacks/
 
 class stack_converter {
   public:
     stack_converter(const stack_table& stacks, snapshot::snapshot& out);
+    ~stack_converter();
+    stack_converter(const stack_converter&) = delete;
+    stack_converter& operator=(const stack_converter&) = delete;
 
     snapshot::stack_id convert(stack_id id);
 
@@ -38,7 +43,7 @@ class stack_converter {
     snapshot::snapshot& out_;
     std::optional<symbolizer> symbolizer_;  // made on the first stack: it reads every module
     // Made on the first Python frame; holds the GIL until the conversion ends.
-    std::optional<python_symbolizer> python_symbolizer_;
+    std::unique_ptr<python_symbolizer> python_symbolizer_;
     std::unordered_map<uintptr_t, symbolized_address> addresses_;
     std::map<std::pair<uintptr_t, uintptr_t>, snapshot::frame_id> python_frames_;
     std::unordered_map<stack_id, snapshot::stack_id> converted_;

@@ -1,4 +1,4 @@
-#include "librecorder/fork_gate.hpp"
+#include "detail/fork_gate.hpp"
 
 #include <pthread.h>
 #include <unistd.h>

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <span>
 
-#include "memtrail/recorder/stack_capture.hpp"
+#include "memtrail/stacks/stack_capture.hpp"
 
 namespace memtrail::recorder::detail {
 

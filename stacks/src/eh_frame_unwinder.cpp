@@ -1,174 +1,34 @@
-// The eh_frame walk and its table of rules by return address. The table is shared by every
-// thread: a slot is written once, under a lock, rule first and address last, so readers probe
-// without locking (and without a per-thread cache that could be gone when a thread's last frees
-// run at exit). An address whose probe run is full is not kept: its rule is read again on each
-// walk that meets it.
+// The eh_frame walk: each step's rule from the table of rules by return address
+// (eh_frame_rule_table.hpp), each thread's recent walks kept and reused where they still hold.
+//
+// Index of this file:
+// [SECTION] reading the stack
+// [SECTION] one step
+// [SECTION] kept walks
+// [SECTION] the thread's walk memory
+// [SECTION] the walk
 
 #include "detail/eh_frame_unwinder.hpp"
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <bit>
 #include <cstring>
-#include <memory>
-#include <mutex>
-#include <new>
-#include <optional>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-#include "detail/eh_frame_rules.hpp"
-#include "detail/huge_pages.hpp"
-#include "memtrail/recorder/stack_capture.hpp"
+#include "detail/eh_frame_rule_table.hpp"
+#include "memtrail/stacks/huge_pages.hpp"
+#include "memtrail/stacks/stack_capture.hpp"
 
 namespace memtrail::recorder::detail {
 
 namespace {
 
-// A rule packed into one word so that a reader sees all of it or nothing.
-constexpr uint64_t packed_present = 1;  // never 0, so a written slot is told apart from none
-constexpr uint64_t packed_unsupported = 2;
-constexpr uint64_t packed_outermost = 4;
-constexpr uint64_t packed_cfa_from_rbp = 8;
-constexpr uint64_t packed_rbp_saved = 16;
-
-uint64_t pack(const std::optional<frame_rule>& rule) {
-    if (!rule) {
-        return packed_present | packed_unsupported;
-    }
-    return packed_present | (rule->outermost ? packed_outermost : 0) |
-           (rule->cfa_from_rbp ? packed_cfa_from_rbp : 0) |
-           (rule->rbp_saved ? packed_rbp_saved : 0) |
-           (uint64_t{static_cast<uint16_t>(static_cast<int16_t>(rule->rbp_offset))} << 16) |
-           (uint64_t{static_cast<uint32_t>(rule->cfa_offset)} << 32);
-}
-
-// Offsets that do not fit the packed fields are left to libunwind.
-bool packable(const frame_rule& rule) {
-    return rule.rbp_offset >= INT16_MIN && rule.rbp_offset <= INT16_MAX;
-}
-
-// Slots are sized to the return addresses a program has shown, not to the most it could: a
-// fixed table of 64K slots spread PyTorch training's 584 addresses over 1 MiB, a line each, and
-// the steps of a walk missing on them took about 9% of its time there (docs/performance.md). The
-// table starts at 4,096 slots (64 KiB) and doubles at half full; a grown table is published
-// whole, and the ones before it stay allocated for readers still probing them.
-class rule_table {
-  private:
-    struct slot {
-        std::atomic<uintptr_t> pc{0};
-        std::atomic<uint64_t> rule{0};
-    };
-
-    struct slot_array {
-        // The slots are never given back: walks may still probe a table that has grown.
-        explicit slot_array(size_t count)
-            : mask(count - 1),
-              slots(new (permanent_huge_page_memory(count * sizeof(slot), alignof(slot)))
-                        slot[count]) {}
-
-        // Adds `pc` unless it is there; false when its probe run is full (its rule is then read
-        // again on each walk). Only under the writers' lock.
-        bool insert(uintptr_t pc, uint64_t packed) {
-            for (size_t i = 0; i < probe_limit; ++i) {
-                slot& s = slots[(pc + i) & mask];  // as view::lookup probes
-                const uintptr_t key = s.pc.load(std::memory_order_relaxed);
-                if (key == pc) {
-                    return true;  // another thread learnt it meanwhile
-                }
-                if (key == 0) {
-                    s.rule.store(packed, std::memory_order_relaxed);
-                    s.pc.store(pc, std::memory_order_release);
-                    ++used;
-                    return true;
-                }
-            }
-            return false;
-        }
-
-        const size_t mask;
-        size_t used = 0;
-        slot* slots;
-        std::unique_ptr<slot_array> previous;  // still read by walks that loaded it before
-    };
-
-  public:
-    static constexpr size_t first_slot_count = size_t{1} << 12;
-    static constexpr size_t probe_limit = 32;
-
-    rule_table() : current_(new slot_array(first_slot_count)) {}
-
-    // The table as one walk reads it: taken once per walk, so that a step's probe waits on no
-    // load but the slot's. A table grown meanwhile is seen by the next walk (an address learnt
-    // into it alone meanwhile is learnt again, and found kept).
-    class view {
-      public:
-        explicit view(rule_table& table)
-            : view(table, *table.current_.load(std::memory_order_acquire)) {}
-
-        // The packed rule for return address `pc`.
-        uint64_t lookup(uintptr_t pc) const {
-            // Return addresses' low bits are spread well already: anything more would lengthen
-            // the chain of dependent steps from one frame to the next.
-            for (size_t i = 0; i < probe_limit; ++i) {
-                const slot& s = slots_[(pc + i) & mask_];
-                const uintptr_t key = s.pc.load(std::memory_order_acquire);
-                if (key == pc) {
-                    return s.rule.load(std::memory_order_relaxed);
-                }
-                if (key == 0) {
-                    break;
-                }
-            }
-            return table_.learn(pc);
-        }
-
-      private:
-        view(rule_table& table, const slot_array& current)
-            : table_(table), slots_(current.slots), mask_(current.mask) {}
-
-        rule_table& table_;
-        const slot* slots_;
-        size_t mask_;
-    };
-
-  private:
-    [[gnu::noinline]] uint64_t learn(uintptr_t pc) {
-        // The call instruction, not the one after it: a call can be a function's last.
-        std::optional<frame_rule> rule = find_frame_rule(pc - 1);
-        if (rule && !packable(*rule)) {
-            rule.reset();
-        }
-        const uint64_t packed = pack(rule);
-        std::lock_guard<std::mutex> lock(writers_);
-        slot_array* table = current_.load(std::memory_order_relaxed);
-        if (2 * (table->used + 1) > table->mask + 1) {
-            auto grown = std::make_unique<slot_array>(2 * (table->mask + 1));
-            for (size_t i = 0; i <= table->mask; ++i) {
-                const slot& s = table->slots[i];
-                if (const uintptr_t key = s.pc.load(std::memory_order_relaxed)) {
-                    grown->insert(key, s.rule.load(std::memory_order_relaxed));
-                }
-            }
-            grown->previous.reset(table);
-            table = grown.release();
-            current_.store(table, std::memory_order_release);
-        }
-        table->insert(pc, packed);
-        return packed;
-    }
-
-    std::atomic<slot_array*> current_;
-    std::mutex writers_;
-};
-
-// Never destroyed: captures can run while the process exits.
-rule_table& rules() {
-    static rule_table* table = new rule_table;
-    return *table;
-}
+//-------------------------------------------------------------------------------------------------
+// [SECTION] reading the stack
+//-------------------------------------------------------------------------------------------------
 
 // The walk reads words of the live stack wherever its rules or a kept walk point: some lie in
 // other frames' locals, which AddressSanitizer poisons (an alloca's red zones), though every one
@@ -242,6 +102,10 @@ MEMTRAIL_READS_THE_STACK MEMTRAIL_INLINE_UNLESS_INSTRUMENTED inline bool any_cha
     return any_changed(first, last);
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] one step
+//-------------------------------------------------------------------------------------------------
+
 // The words a step read: the return address and, where the rule says, the caller's saved rbp.
 struct step_words {
     const uintptr_t* return_address_slot;  // nullptr: none read (the outermost frame)
@@ -300,6 +164,10 @@ step_result step_out(const rule_table::view& table, stack_range stack, unwind_re
     // The outermost frame may also end the chain with a null return address.
     return return_address == 0 ? step_result::outermost : step_result::caller;
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] kept walks
+//-------------------------------------------------------------------------------------------------
 
 // A frame of a kept walk: the registers on entering it, where the words checked for it and the
 // frames outside it end in kept_walk::checks, what its rule does with rbp, and whether its rbp on
@@ -488,6 +356,10 @@ struct kept_walk {
     }
 };
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the thread's walk memory
+//-------------------------------------------------------------------------------------------------
+
 // The calling thread's kept walks, and room for a walk under way. Several, because a thread's
 // allocations and frees come from different places, and the same place is reached again at the
 // same depth from other callers (PyTorch's operators between one layer and the next): each
@@ -650,6 +522,10 @@ struct walk_memory {
         by_recency[0] = static_cast<uint8_t>(i);
     }
 };
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the walk
+//-------------------------------------------------------------------------------------------------
 
 // The rbp on entering frame `frame` of `walk`, read again: the saved rbp of the nearest frame
 // inside it that saves one (the words that a walk does not check may have changed), else the

@@ -2,6 +2,13 @@
 // .eh_frame_hdr finds the FDE that covers the address, and its CIE's and its own call-frame
 // instructions run up to the address. The formats are those of the Linux Standard Base
 // (Core, "Exception Frames") and DWARF's "Call Frame Information".
+//
+// Index of this file:
+// [SECTION] reading .eh_frame
+// [SECTION] records and CIEs
+// [SECTION] call-frame instructions
+// [SECTION] finding the FDE
+// [SECTION] the rule
 
 #include <dlfcn.h>
 #include <link.h>
@@ -14,6 +21,10 @@
 namespace memtrail::recorder::detail {
 
 namespace {
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] reading .eh_frame
+//-------------------------------------------------------------------------------------------------
 
 // DWARF register numbers on x86-64.
 constexpr uint64_t register_rbp = 6;
@@ -142,6 +153,10 @@ class byte_reader {
     bool ok_ = true;
 };
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] records and CIEs
+//-------------------------------------------------------------------------------------------------
+
 // One register's rule as far as the walk cares.
 struct register_rule {
     enum kind : uint8_t { same, undefined, offset, unsupported } how = same;
@@ -237,6 +252,10 @@ bool read_cie(const uint8_t* record, cie_facts& cie) {
     return in.ok();
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] call-frame instructions
+//-------------------------------------------------------------------------------------------------
+
 // Runs call-frame instructions until the row that covers `target`; false on an instruction the
 // walk cannot follow (the rule is then libunwind's to apply).
 class cfa_program {
@@ -246,130 +265,12 @@ class cfa_program {
     bool run(const uint8_t* begin, const uint8_t* end, uintptr_t target) {
         byte_reader in(begin, end);
         while (!in.at_end() && in.ok()) {
-            const auto opcode = in.fixed<uint8_t>();
-            const uint8_t operand = opcode & 0x3f;
-            switch (opcode & 0xc0) {
-                case 0x40:
-                    if (!advance(operand, target)) {
-                        return true;
-                    }
+            switch (step(in, in.fixed<uint8_t>(), target)) {
+                case outcome::next:
                     continue;
-                case 0x80:
-                    set_offset(operand, static_cast<int64_t>(in.uleb128()));
-                    continue;
-                case 0xc0:
-                    restore(operand);
-                    continue;
-                default:
-                    break;
-            }
-            switch (opcode) {
-                case 0x00:
-                    break;  // nop
-                case 0x01:  // set_loc
-                    location_ = in.pointer(cie_.fde_encoding);
-                    if (location_ > target) {
-                        return true;
-                    }
-                    break;
-                case 0x02:  // advance_loc1, advance_loc2, advance_loc4
-                case 0x03:
-                case 0x04: {
-                    const uint64_t delta = opcode == 0x02   ? in.fixed<uint8_t>()
-                                           : opcode == 0x03 ? in.fixed<uint16_t>()
-                                                            : in.fixed<uint32_t>();
-                    if (!advance(delta, target)) {
-                        return true;
-                    }
-                    break;
-                }
-                case 0x05: {  // offset_extended
-                    const uint64_t reg = in.uleb128();
-                    set_offset(reg, static_cast<int64_t>(in.uleb128()));
-                    break;
-                }
-                case 0x06:
-                    restore(in.uleb128());
-                    break;
-                case 0x07:
-                    set_rule(in.uleb128(), {register_rule::undefined, 0});
-                    break;
-                case 0x08:
-                    set_rule(in.uleb128(), {register_rule::same, 0});
-                    break;
-                case 0x09: {  // register: a value in another register
-                    const uint64_t reg = in.uleb128();
-                    in.uleb128();
-                    set_rule(reg, {register_rule::unsupported, 0});
-                    break;
-                }
-                case 0x0a:  // remember_state
-                    if (saved_count_ == saved_.size()) {
-                        return false;
-                    }
-                    saved_[saved_count_++] = row_;
-                    break;
-                case 0x0b:  // restore_state
-                    if (saved_count_ == 0) {
-                        return false;
-                    }
-                    row_ = saved_[--saved_count_];
-                    break;
-                case 0x0c:  // def_cfa
-                    row_.cfa_register = in.uleb128();
-                    row_.cfa_offset = static_cast<int64_t>(in.uleb128());
-                    row_.cfa_unsupported = false;
-                    break;
-                case 0x0d:
-                    row_.cfa_register = in.uleb128();
-                    break;
-                case 0x0e:
-                    row_.cfa_offset = static_cast<int64_t>(in.uleb128());
-                    break;
-                case 0x0f:  // def_cfa_expression
-                    in.skip(in.uleb128());
-                    row_.cfa_unsupported = true;
-                    break;
-                case 0x10:    // expression
-                case 0x16: {  // val_expression
-                    const uint64_t reg = in.uleb128();
-                    in.skip(in.uleb128());
-                    set_rule(reg, {register_rule::unsupported, 0});
-                    break;
-                }
-                case 0x11: {  // offset_extended_sf
-                    const uint64_t reg = in.uleb128();
-                    set_rule(reg, {register_rule::offset, in.sleb128() * cie_.data_alignment});
-                    break;
-                }
-                case 0x12:  // def_cfa_sf
-                    row_.cfa_register = in.uleb128();
-                    row_.cfa_offset = in.sleb128() * cie_.data_alignment;
-                    row_.cfa_unsupported = false;
-                    break;
-                case 0x13:
-                    row_.cfa_offset = in.sleb128() * cie_.data_alignment;
-                    break;
-                case 0x14:    // val_offset
-                case 0x15: {  // val_offset_sf
-                    const uint64_t reg = in.uleb128();
-                    if (opcode == 0x14) {
-                        in.uleb128();
-                    } else {
-                        in.sleb128();
-                    }
-                    set_rule(reg, {register_rule::unsupported, 0});
-                    break;
-                }
-                case 0x2e:
-                    in.uleb128();
-                    break;    // GNU_args_size
-                case 0x2f: {  // GNU_negative_offset_extended
-                    const uint64_t reg = in.uleb128();
-                    set_offset(reg, -static_cast<int64_t>(in.uleb128()));
-                    break;
-                }
-                default:
+                case outcome::reached_target:
+                    return true;
+                case outcome::unsupported:
                     return false;
             }
         }
@@ -380,6 +281,162 @@ class cfa_program {
     void keep_as_initial() { initial_ = row_; }
 
   private:
+    // What one instruction leaves the run to do: go on, stop at the row that covers the target,
+    // or give the frame up to libunwind.
+    enum class outcome : uint8_t { next, reached_target, unsupported };
+
+    // One instruction, by what it changes: the location, the CFA's rule, a register's rule, or
+    // the remembered rows.
+    outcome step(byte_reader& in, uint8_t opcode, uintptr_t target) {
+        switch (opcode & 0xc0) {  // the primary opcodes carry their operand in the low 6 bits
+            case 0x40:
+                return advance(opcode & 0x3f, target) ? outcome::next : outcome::reached_target;
+            case 0x80:
+                set_offset(opcode & 0x3f, static_cast<int64_t>(in.uleb128()));
+                return outcome::next;
+            case 0xc0:
+                restore(opcode & 0x3f);
+                return outcome::next;
+            default:
+                break;
+        }
+        switch (opcode) {
+            case 0x00:
+                return outcome::next;  // nop
+            case 0x01:                 // set_loc, advance_loc1, advance_loc2, advance_loc4
+            case 0x02:
+            case 0x03:
+            case 0x04:
+                return move_location(in, opcode, target);
+            case 0x0a:  // remember_state, restore_state
+            case 0x0b:
+                return change_remembered_rows(opcode);
+            case 0x0c:  // def_cfa, def_cfa_register, def_cfa_offset, def_cfa_expression
+            case 0x0d:
+            case 0x0e:
+            case 0x0f:
+            case 0x12:  // def_cfa_sf, def_cfa_offset_sf
+            case 0x13:
+                define_cfa(in, opcode);
+                return outcome::next;
+            default:
+                return set_register_rule(in, opcode);
+        }
+    }
+
+    outcome move_location(byte_reader& in, uint8_t opcode, uintptr_t target) {
+        if (opcode == 0x01) {  // set_loc
+            location_ = in.pointer(cie_.fde_encoding);
+            return location_ > target ? outcome::reached_target : outcome::next;
+        }
+        const uint64_t delta = opcode == 0x02   ? in.fixed<uint8_t>()
+                               : opcode == 0x03 ? in.fixed<uint16_t>()
+                                                : in.fixed<uint32_t>();
+        return advance(delta, target) ? outcome::next : outcome::reached_target;
+    }
+
+    outcome change_remembered_rows(uint8_t opcode) {
+        if (opcode == 0x0a) {  // remember_state
+            if (saved_count_ == saved_.size()) {
+                return outcome::unsupported;
+            }
+            saved_[saved_count_++] = row_;
+            return outcome::next;
+        }
+        if (saved_count_ == 0) {  // restore_state
+            return outcome::unsupported;
+        }
+        row_ = saved_[--saved_count_];
+        return outcome::next;
+    }
+
+    void define_cfa(byte_reader& in, uint8_t opcode) {
+        switch (opcode) {
+            case 0x0c:  // def_cfa
+                row_.cfa_register = in.uleb128();
+                row_.cfa_offset = static_cast<int64_t>(in.uleb128());
+                row_.cfa_unsupported = false;
+                break;
+            case 0x0d:
+                row_.cfa_register = in.uleb128();
+                break;
+            case 0x0e:
+                row_.cfa_offset = static_cast<int64_t>(in.uleb128());
+                break;
+            case 0x0f:  // def_cfa_expression
+                in.skip(in.uleb128());
+                row_.cfa_unsupported = true;
+                break;
+            case 0x12:  // def_cfa_sf
+                row_.cfa_register = in.uleb128();
+                row_.cfa_offset = in.sleb128() * cie_.data_alignment;
+                row_.cfa_unsupported = false;
+                break;
+            default:  // 0x13, def_cfa_offset_sf
+                row_.cfa_offset = in.sleb128() * cie_.data_alignment;
+                break;
+        }
+    }
+
+    // The extended instructions that set one register's rule, and GNU_args_size.
+    outcome set_register_rule(byte_reader& in, uint8_t opcode) {
+        switch (opcode) {
+            case 0x05: {  // offset_extended
+                const uint64_t reg = in.uleb128();
+                set_offset(reg, static_cast<int64_t>(in.uleb128()));
+                return outcome::next;
+            }
+            case 0x06:
+                restore(in.uleb128());
+                return outcome::next;
+            case 0x07:
+                set_rule(in.uleb128(), {register_rule::undefined, 0});
+                return outcome::next;
+            case 0x08:
+                set_rule(in.uleb128(), {register_rule::same, 0});
+                return outcome::next;
+            case 0x09: {  // register: a value in another register
+                const uint64_t reg = in.uleb128();
+                in.uleb128();
+                set_rule(reg, {register_rule::unsupported, 0});
+                return outcome::next;
+            }
+            case 0x10:    // expression
+            case 0x16: {  // val_expression
+                const uint64_t reg = in.uleb128();
+                in.skip(in.uleb128());
+                set_rule(reg, {register_rule::unsupported, 0});
+                return outcome::next;
+            }
+            case 0x11: {  // offset_extended_sf
+                const uint64_t reg = in.uleb128();
+                set_rule(reg, {register_rule::offset, in.sleb128() * cie_.data_alignment});
+                return outcome::next;
+            }
+            case 0x14:    // val_offset
+            case 0x15: {  // val_offset_sf
+                const uint64_t reg = in.uleb128();
+                if (opcode == 0x14) {
+                    in.uleb128();
+                } else {
+                    in.sleb128();
+                }
+                set_rule(reg, {register_rule::unsupported, 0});
+                return outcome::next;
+            }
+            case 0x2e:  // GNU_args_size
+                in.uleb128();
+                return outcome::next;
+            case 0x2f: {  // GNU_negative_offset_extended
+                const uint64_t reg = in.uleb128();
+                set_offset(reg, -static_cast<int64_t>(in.uleb128()));
+                return outcome::next;
+            }
+            default:
+                return outcome::unsupported;
+        }
+    }
+
     // False once the location passes the target: the current row is the answer.
     bool advance(uint64_t delta, uintptr_t target) {
         location_ += delta * cie_.code_alignment;
@@ -410,6 +467,10 @@ class cfa_program {
     std::array<row, 8> saved_{};
     size_t saved_count_ = 0;
 };
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] finding the FDE
+//-------------------------------------------------------------------------------------------------
 
 // The .eh_frame_hdr of the module that maps `pc`, found through the dynamic linker.
 const uint8_t* find_eh_frame_hdr(uintptr_t pc) {
@@ -480,6 +541,10 @@ const uint8_t* find_fde(const uint8_t* hdr, uintptr_t pc) {
     }
     return reinterpret_cast<const uint8_t*>(base + static_cast<uintptr_t>(int64_t{table[low].fde}));
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the rule
+//-------------------------------------------------------------------------------------------------
 
 std::optional<frame_rule> rule_from_row(const row& r) {
     if (r.cfa_unsupported || (r.cfa_register != register_rsp && r.cfa_register != register_rbp) ||

@@ -1,4 +1,4 @@
-#include "memtrail/recorder/stack_table.hpp"
+#include "memtrail/stacks/stack_table.hpp"
 
 #include <algorithm>
 #include <array>
@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "detail/huge_pages.hpp"
+#include "memtrail/stacks/huge_pages.hpp"
 
 namespace memtrail::recorder {
 

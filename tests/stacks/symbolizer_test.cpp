@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string>
 
-#include "memtrail/recorder/stack_capture.hpp"
-#include "memtrail/recorder/symbolizer.hpp"
+#include "memtrail/stacks/stack_capture.hpp"
+#include "memtrail/stacks/symbolizer.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "memtrail/recorder/stack_table.hpp"
+#include "memtrail/stacks/stack_table.hpp"
 
 namespace {
 

@@ -1,12 +1,12 @@
-#include "librecorder/runtime.hpp"
+#include "detail/runtime.hpp"
 
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
 
-#include "librecorder/environment.hpp"
-#include "librecorder/fork_gate.hpp"
-#include "librecorder/process_memory.hpp"
+#include "detail/environment.hpp"
+#include "detail/fork_gate.hpp"
+#include "detail/process_memory.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #include "memtrail/recorder/recorder.hpp"
 #ifdef MEMTRAIL_HAVE_CUDA

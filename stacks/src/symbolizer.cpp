@@ -1,4 +1,4 @@
-#include "memtrail/recorder/symbolizer.hpp"
+#include "memtrail/stacks/symbolizer.hpp"
 
 #include <cxxabi.h>
 #include <dlfcn.h>

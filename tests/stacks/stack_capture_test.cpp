@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "memtrail/recorder/stack_capture.hpp"
-#include "memtrail/recorder/symbolizer.hpp"
+#include "memtrail/stacks/stack_capture.hpp"
+#include "memtrail/stacks/symbolizer.hpp"
 #include "sanitizer_skips.hpp"
 
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "detail/eh_frame_unwinder.hpp"
-#include "memtrail/recorder/stack_capture.hpp"
+#include "memtrail/stacks/stack_capture.hpp"
 #include "sanitizer_skips.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "detail/huge_pages.hpp"
+#include "memtrail/stacks/huge_pages.hpp"
 
 #include <sys/mman.h>
 

@@ -1,4 +1,4 @@
-#include "librecorder/environment.hpp"
+#include "detail/environment.hpp"
 
 #include <array>
 #include <charconv>

@@ -2,7 +2,7 @@
 // keeps its alignment, and per-thread blocks that come zeroed, are each thread's own, go back
 // when their thread exits, and are not handed out again to a thread that has given its back.
 
-#include "detail/huge_pages.hpp"
+#include "memtrail/stacks/huge_pages.hpp"
 
 #include <gtest/gtest.h>
 

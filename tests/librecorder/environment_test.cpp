@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "detail/environment.hpp"
 #include "doc_text.hpp"
-#include "librecorder/environment.hpp"
 
 namespace memtrail::recorder::librecorder {
 namespace {
@@ -184,15 +184,16 @@ TEST(environment_docs, recorder_md_lists_every_variable_as_the_table_does) {
 
 TEST(environment_docs, memtrail_h_lists_every_variable) {
     // The header's opening comment, up to its include guard.
-    const std::string header =
-        test::between(test::source_file("recorder/include/memtrail/memtrail.h"), "/*", "#ifndef");
+    const std::string header = test::between(
+        test::source_file("librecorder/include/memtrail/memtrail.h"), "/*", "#ifndef");
     EXPECT_EQ(test::variable_names(header), table_names()) << "memtrail.h's opening comment";
 }
 
 TEST(environment_docs, recorder_readme_lists_every_variable) {
     const std::string section =
-        test::between(test::source_file("recorder/README.md"), "## Environment", "\n## ");
-    EXPECT_EQ(test::variable_names(section), table_names()) << "recorder/README.md's Environment";
+        test::between(test::source_file("librecorder/README.md"), "## Environment", "\n## ");
+    EXPECT_EQ(test::variable_names(section), table_names())
+        << "librecorder/README.md's Environment";
 }
 
 }  // namespace

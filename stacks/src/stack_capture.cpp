@@ -1,7 +1,7 @@
 // Built with -fno-omit-frame-pointer (see CMakeLists.txt): the frame-pointer walk starts from
 // capture_stack's own frame record.
 
-#include "memtrail/recorder/stack_capture.hpp"
+#include "memtrail/stacks/stack_capture.hpp"
 
 #include <pthread.h>
 

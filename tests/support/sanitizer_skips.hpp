@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "memtrail/recorder/stack_capture.hpp"
+#include "memtrail/stacks/stack_capture.hpp"
 
 #if defined(MEMTRAIL_TSAN_BUILD)
 #define MEMTRAIL_SKIP_LIBUNWIND_THREADS_UNDER_TSAN(method)                                \

@@ -1,8 +1,9 @@
-#include "detail/stack_converter.hpp"
+#include "memtrail/stacks/stack_converter.hpp"
 
 #include <algorithm>
 #include <string_view>
 
+#include "detail/python_stack.hpp"
 #include "memtrail/snapshot/recorder_frames.hpp"
 
 namespace memtrail::recorder::detail {
@@ -25,6 +26,8 @@ bool in_interpreter_loop(const native_frame& frame) {
 
 stack_converter::stack_converter(const stack_table& stacks, snapshot::snapshot& out)
     : stacks_(stacks), out_(out) {}
+
+stack_converter::~stack_converter() = default;
 
 const stack_converter::symbolized_address& stack_converter::symbolize_address(
     uintptr_t return_address) {
@@ -61,7 +64,7 @@ snapshot::frame_id stack_converter::python_frame_at(uintptr_t code, uintptr_t lo
         return it->second;
     }
     if (!python_symbolizer_) {
-        python_symbolizer_.emplace();
+        python_symbolizer_ = std::make_unique<python_symbolizer>();
     }
     const python_frame frame = python_symbolizer_->symbolize(code, location);
     if (snapshot::is_recording_machinery(snapshot::frame_kind::python, frame.function,
