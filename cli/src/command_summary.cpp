@@ -1,5 +1,6 @@
 // memtrail summary FILE... : the memory picture at one moment, per rank side by side.
 
+#include <algorithm>
 #include <iostream>
 
 #include "commands.hpp"
@@ -72,6 +73,34 @@ void write_tags(json_writer& json, const analysis::device_model& model) {
     json.end_array();
 }
 
+// The largest allocations outside the allocator still live, with who made them.
+void print_largest_outside(const snapshot::snapshot& source, int device) {
+    constexpr size_t shown = 5;
+    std::vector<const snapshot::outside_event*> live;
+    for (const auto& e : source.outside.live) {
+        if (e.kind != snapshot::outside_kind::pinned_host && e.device == device) {
+            live.push_back(&e);
+        }
+    }
+    if (live.empty()) {
+        return;
+    }
+    std::stable_sort(live.begin(), live.end(),
+                     [](const auto* a, const auto* b) { return a->size > b->size; });
+    std::cout << "    the largest outside it:\n";
+    text_table table({"", "<", "<", "<"});
+    for (size_t i = 0; i < std::min(live.size(), shown); ++i) {
+        const snapshot::outside_event& e = *live[i];
+        table.add_row({format_bytes(e.size), std::string(source.string_at(e.library)),
+                       std::string(source.string_at(e.call)),
+                       "at " + innermost_frame(source, e.stack)});
+    }
+    table.print(std::cout, "      ");
+    if (live.size() > shown) {
+        std::cout << "      ... " << live.size() - shown << " more\n";
+    }
+}
+
 // Every byte of the device: what memtrail run measured when the snapshot was taken (or last
 // before it), and the pinned host memory apart.
 void print_accounting(const analysis::device_model& model) {
@@ -84,6 +113,7 @@ void print_accounting(const analysis::device_model& model) {
                                    analysis::outside_split_text(*a),
                                86, "    ");
     }
+    print_largest_outside(source, model.device());
     const auto pinned = analysis::pinned_host_by_library(source);
     if (!pinned.empty()) {
         std::string text;

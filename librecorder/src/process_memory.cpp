@@ -1,4 +1,4 @@
-#include "librecorder/process_memory.hpp"
+#include "detail/process_memory.hpp"
 
 #include <dlfcn.h>
 #include <unistd.h>

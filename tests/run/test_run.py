@@ -345,6 +345,8 @@ class Python(Case):
                       "64MiB, context 0B, other processes 0B", summary)
         self.assertIn("pinned host memory (host, not device memory): libfakeblas.so 4MiB",
                       summary)
+        self.assertRegex(summary, r"the largest outside it: 64MiB libfakeblas\.so cudaMalloc at "
+                                  r"fakeblas_create_workspace")
         rank = json.loads(report_json("summary", self.cwd / "py.memtrail", self.cwd))["ranks"][0]
         accounting = rank["accounting"]
         self.assertEqual(accounting["device_used"],
