@@ -1,4 +1,5 @@
 #include "memtrail/analysis/oom_report.hpp"
+#include "memtrail/analysis/outside_accounting.hpp"
 
 #include <algorithm>
 #include <map>
@@ -228,6 +229,9 @@ oom_report analyze_oom(const device_model& model, size_t entry, const oom_option
         if (properties.device == model.device()) {
             report.device_total = properties.total_memory;
         }
+    }
+    if (const auto* row = accounting_for_oom(model.source(), model.device(), e.time_ns)) {
+        report.accounting = *row;
     }
     report.segment_size = size_rules::segment_size_for(report.requested);
     report.totals = totals_of(state);

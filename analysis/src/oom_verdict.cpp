@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "memtrail/analysis/outside_accounting.hpp"
 #include "memtrail/analysis/size_text.hpp"
 
 namespace memtrail::analysis::detail {
@@ -22,7 +23,12 @@ void set_device_total(oom_report& r, const verdict_inputs& in) {
         r.total_source = device_total_source::at_least;
     }
     r.assumed_device_total = r.device_total ? r.device_total : r.totals.reserved + r.device_free;
-    if (r.device_total) {
+    if (r.accounting) {
+        // Measured at the OOM: every byte outside the allocator, and who held it.
+        r.outside = r.accounting->outside() + r.accounting->context +
+                    r.accounting->other_processes;
+        r.outside_known = true;
+    } else if (r.device_total) {
         const uint64_t accounted = r.device_free + r.totals.reserved;
         r.outside = r.device_total > accounted ? r.device_total - accounted : 0;
         r.outside_known = true;
@@ -104,13 +110,19 @@ bool pools_make_room(const oom_report& r) {
     return r.device_free + r.private_pool_releasable >= r.segment_size;
 }
 
+// Who held the memory outside this allocator: measured at the OOM where memtrail run recorded
+// it, else the usual suspects.
+std::string outside_holders(const oom_report& r) {
+    return r.accounting ? outside_split_text(*r.accounting)
+                        : "other processes, NCCL, cuBLAS workspaces, the CUDA context";
+}
+
 std::string device_full_text(oom_report& r) {
     const uint64_t reserved = r.totals.reserved;
     if (r.outside_known && r.outside + r.device_free >= r.segment_size && r.outside >= reserved) {
         r.verdict = oom_verdict::outside_allocator;
         return format_bytes(r.outside) + " of the device's " + format_bytes(r.device_total) +
-               " were held outside this allocator (other processes, NCCL, cuBLAS workspaces, "
-               "the CUDA context) against " +
+               " were held outside this allocator (" + outside_holders(r) + ") against " +
                format_bytes(reserved) + " reserved by it; the device had " +
                format_bytes(r.device_free) + " free for a " + format_bytes(r.segment_size) +
                " segment. Find who holds that memory (nvidia-smi), or run with less beside it.";
@@ -128,7 +140,8 @@ std::string device_full_text(oom_report& r) {
            format_bytes(reserved) + " reserved; the device had " + format_bytes(r.device_free) +
            " free and the cache " + format_bytes(r.totals.free) +
            (r.outside_known
-                ? ", and " + format_bytes(r.outside) + " was held outside this allocator"
+                ? ", and " + format_bytes(r.outside) + " was held outside this allocator (" +
+                      outside_holders(r) + ")"
                 : " (the device's total is unknown: had it more than " +
                       format_bytes(r.assumed_device_total) +
                       ", others held the rest; --device-memory settles it)") +

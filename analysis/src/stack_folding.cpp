@@ -201,6 +201,12 @@ std::shared_ptr<snapshot::snapshot> with_stacks(const snapshot::snapshot& source
     out->settings = source.settings;
     out->stats = source.stats;
     out->annotations = source.annotations;
+    out->outside = source.outside;
+    for (auto* events : {&out->outside.events, &out->outside.live}) {
+        for (snapshot::outside_event& event : *events) {
+            event.stack = stacks[event.stack];
+        }
+    }
     out->segments = source.segments;
     for (snapshot::segment& segment : out->segments) {
         segment.stack = stacks[segment.stack];

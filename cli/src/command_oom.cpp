@@ -12,6 +12,7 @@
 #include "common.hpp"
 #include "memtrail/analysis/oom_remedy_text.hpp"
 #include "memtrail/analysis/oom_report.hpp"
+#include "memtrail/analysis/outside_accounting.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stream_names.hpp"
 #include "memtrail/replay/oom_remedies.hpp"
@@ -114,6 +115,10 @@ void print_report(const analysis::oom_report& r, const snapshot::snapshot& sourc
     add_cap_row(table, r);
     table.add_row({"reserved", format_bytes(r.totals.reserved),
                    std::to_string(r.totals.segments) + " segments"});
+    if (r.accounting) {
+        table.add_row({"outside", format_bytes(r.outside),
+                       "held outside the allocator: " + analysis::outside_split_text(*r.accounting)});
+    }
     table.add_row({"allocated", format_bytes(r.totals.allocated),
                    std::to_string(r.totals.allocated_blocks) + " blocks"});
     table.add_row(
@@ -353,6 +358,15 @@ void write_report(json_writer& json, const analysis::oom_report& r,
     write_cap(json, r.cap);
     if (r.outside_known) {
         json.field("outside", r.outside);
+    }
+    if (r.accounting) {
+        json.key("outside_by_library").begin_object();
+        for (const auto& [library, bytes] : r.accounting->outside_by_library) {
+            json.field(library, bytes);
+        }
+        json.end_object()
+            .field("outside_context", r.accounting->context)
+            .field("outside_other_processes", r.accounting->other_processes);
     }
     json.field("verdict", analysis::verdict_key(r.verdict))
         .field("verdict_text", analysis::verdict_name(r.verdict));

@@ -1,10 +1,12 @@
 // memtrail summary FILE... : the memory picture at one moment, per rank side by side.
 
+#include <algorithm>
 #include <iostream>
 
 #include "commands.hpp"
 #include "common.hpp"
 #include "memtrail/analysis/entry_tags.hpp"
+#include "memtrail/analysis/outside_accounting.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/rules/statistics.hpp"
@@ -71,6 +73,75 @@ void write_tags(json_writer& json, const analysis::device_model& model) {
     json.end_array();
 }
 
+// The largest allocations outside the allocator still live, with who made them.
+void print_largest_outside(const snapshot::snapshot& source, int device) {
+    constexpr size_t shown = 5;
+    std::vector<const snapshot::outside_event*> live;
+    for (const auto& e : source.outside.live) {
+        if (e.kind != snapshot::outside_kind::pinned_host && e.device == device) {
+            live.push_back(&e);
+        }
+    }
+    if (live.empty()) {
+        return;
+    }
+    std::stable_sort(live.begin(), live.end(),
+                     [](const auto* a, const auto* b) { return a->size > b->size; });
+    std::cout << "    the largest outside it:\n";
+    text_table table({"", "<", "<", "<"});
+    for (size_t i = 0; i < std::min(live.size(), shown); ++i) {
+        const snapshot::outside_event& e = *live[i];
+        table.add_row({format_bytes(e.size), std::string(source.string_at(e.library)),
+                       std::string(source.string_at(e.call)),
+                       "at " + innermost_frame(source, e.stack)});
+    }
+    table.print(std::cout, "      ");
+    if (live.size() > shown) {
+        std::cout << "      ... " << live.size() - shown << " more\n";
+    }
+}
+
+// Every byte of the device: what memtrail run measured when the snapshot was taken (or last
+// before it), and the pinned host memory apart.
+void print_accounting(const analysis::device_model& model) {
+    const snapshot::snapshot& source = model.source();
+    if (const auto* a = analysis::latest_accounting(source, model.device())) {
+        std::cout << "\n  device memory used " << format_bytes(a->device_used) << " of "
+                  << format_bytes(a->device_total) << " at the " << a->moment << ":\n    "
+                  << wrap_text("the allocator reserved " + format_bytes(a->allocator_reserved) +
+                                   "; outside the allocator: " +
+                                   analysis::outside_split_text(*a),
+                               86, "    ");
+    }
+    print_largest_outside(source, model.device());
+    const auto pinned = analysis::pinned_host_by_library(source);
+    if (!pinned.empty()) {
+        std::string text;
+        for (const auto& [library, bytes] : pinned) {
+            text += (text.empty() ? "" : ", ") + library + " " + format_bytes(bytes);
+        }
+        std::cout << "  pinned host memory (host, not device memory): " << text << "\n";
+    }
+}
+
+void write_accounting(json_writer& json, const snapshot::memory_accounting& a) {
+    json.begin_object()
+        .field("moment", a.moment)
+        .field("device_total", a.device_total)
+        .field("device_used", a.device_used)
+        .field("allocator_reserved", a.allocator_reserved);
+    json.key("outside_by_library").begin_object();
+    for (const auto& [library, bytes] : a.outside_by_library) {
+        json.field(library, bytes);
+    }
+    json.end_object()
+        .field("context", a.context)
+        .field("other_processes", a.other_processes)
+        .field("unsplit", a.unsplit)
+        .field("pinned_host", a.pinned_host)
+        .end_object();
+}
+
 void print_one(const rank_report& r, bool abbreviated) {
     const auto& model = r.file.model;
     const auto& t = r.totals;
@@ -102,6 +173,7 @@ void print_one(const rank_report& r, bool abbreviated) {
                        "at " + position_label(model.peak_position(s))});
     }
     table.print(std::cout, "  ");
+    print_accounting(model);
     print_categories_line(model_with_every_frame(r.file), r.at, "\n  ");
     print_tags(model);
     const auto& report = model.report();
@@ -187,6 +259,10 @@ void print_json(const std::vector<rank_report>& ranks) {
         write_categories(json, model_with_every_frame(r.file), r.at);
         json.key("tags");
         write_tags(json, model);
+        if (const auto* a = analysis::latest_accounting(model.source(), model.device())) {
+            json.key("accounting");
+            write_accounting(json, *a);
+        }
         json.key("memory_stats").begin_object();
         for (const auto& [name, value] : to_memory_stats(r.state.stats)) {
             json.field(name, value);

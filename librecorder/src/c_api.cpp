@@ -27,6 +27,7 @@
 #include "memtrail/core/allocator_config.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/memtrail.h"
+#include "memtrail/snapshot/outside_memory.hpp"
 
 using memtrail::recorder::librecorder::fork_gate_scope;
 using memtrail::recorder::librecorder::runtime;
@@ -203,8 +204,10 @@ extern "C" {
             }
             // The host's garbage collector (set_collector) gets its last chance inside the
             // allocator, before the allocation fails and is counted.
-            address = started().history().allocate(static_cast<uint64_t>(size), device,
-                                                   stream_of(stream), c_api_frames);
+            runtime& r = started();
+            r.note_device_in_use(device);
+            address = r.history().allocate(static_cast<uint64_t>(size), device, stream_of(stream),
+                                           c_api_frames);
         }
         // Outside the gate: the interposer's host memory has a lock of its own, which a fork
         // takes before the gate waits for the threads inside it.
@@ -259,6 +262,81 @@ extern "C" {
     } catch (...) {
         return report_current_exception();
     }
+}
+
+[[gnu::noinline]] int memtrail_outside_malloc(void* ptr, size_t size, int kind, int device,
+                                             void* stream, const char* call,
+                                             const char* caller_module) {
+    clear_error();
+    try {
+        const fork_gate_scope gate;
+        if (kind < 0 || kind >= memtrail::snapshot::outside_kind_count) {
+            throw std::invalid_argument("memtrail_outside_malloc: kind " + std::to_string(kind) +
+                                        " is not one of MEMTRAIL_OUTSIDE_DEVICE, _MANAGED or "
+                                        "_PINNED_HOST");
+        }
+        const auto outside = static_cast<memtrail::snapshot::outside_kind>(kind);
+        runtime& r = started();
+        r.note_device_in_use(device);
+        const bool on_device = outside != memtrail::snapshot::outside_kind::pinned_host;
+        if (on_device && !r.take_outside_memory(device, size)) {
+            throw memtrail::out_of_memory_error(
+                "memtrail: out of memory: the simulated device has no room for " +
+                    std::to_string(size) + " bytes outside the allocator",
+                device, size, 0, 0);
+        }
+        try {
+            r.history().record_outside_allocation({.kind = outside,
+                                                   .address = address_of(ptr),
+                                                   .size = size,
+                                                   .device = device,
+                                                   .stream = stream_of(stream),
+                                                   .call = text_or(call, "unknown"),
+                                                   .caller_module = text_or(caller_module, "")},
+                                                  c_api_frames);
+        } catch (...) {
+            if (on_device) {
+                r.give_back_outside_memory(device, size);
+            }
+            throw;
+        }
+        return 0;
+    } catch (...) {
+        return report_current_exception();
+    }
+}
+
+[[gnu::noinline]] int memtrail_outside_free(void* ptr, int kind, int device, void* stream) {
+    clear_error();
+    try {
+        const fork_gate_scope gate;
+        if (kind < 0 || kind >= memtrail::snapshot::outside_kind_count) {
+            throw std::invalid_argument("memtrail_outside_free: kind " + std::to_string(kind) +
+                                        " is not one of MEMTRAIL_OUTSIDE_DEVICE, _MANAGED or "
+                                        "_PINNED_HOST");
+        }
+        const auto outside = static_cast<memtrail::snapshot::outside_kind>(kind);
+        runtime& r = started();
+        const auto freed = r.history().record_outside_free(outside, address_of(ptr), device,
+                                                           stream_of(stream), c_api_frames);
+        if (!freed) {
+            throw memtrail::unknown_pointer_error("memtrail_outside_free: " +
+                                                  std::to_string(address_of(ptr)) +
+                                                  " is not a live outside allocation");
+        }
+        if (outside != memtrail::snapshot::outside_kind::pinned_host) {
+            r.give_back_outside_memory(freed->first, freed->second);
+        }
+        return 0;
+    } catch (...) {
+        return report_current_exception();
+    }
+}
+
+int memtrail_account_outside_memory(void) {
+    clear_error();
+    runtime::account_outside_memory();  // starts nothing: CUDA starts when it would have
+    return 0;
 }
 
 int memtrail_memory_info(int device, size_t* free_bytes, size_t* total_bytes) {

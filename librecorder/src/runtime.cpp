@@ -6,7 +6,9 @@
 
 #include "detail/environment.hpp"
 #include "detail/fork_gate.hpp"
+#include "detail/process_memory.hpp"
 #include "memtrail/core/simulated_device.hpp"
+#include "memtrail/recorder/recorder.hpp"
 #ifdef MEMTRAIL_HAVE_CUDA
 #include "memtrail/core/cuda_device.hpp"
 #endif
@@ -68,12 +70,95 @@ runtime::runtime() {
     recorder_ = std::make_unique<recorder>(*allocator_);
     default_max_entries_ = settings.history.max_entries;
     recorder_->record_memory_history(settings.history);
+    in_use_ = std::make_unique<std::atomic<bool>[]>(devices_.size());
+    outside_on_simulated_.assign(devices_.size(), 0);
+    recorder_->set_usage_source([this](int device) { return usage(device); });
+    // Before the OOM snapshot (added below), so that it holds this row.
+    for (int d = 0; d < allocator_->device_count(); ++d) {
+        allocator_->on(d).add_oom_observer([this](int device, uint64_t, uint64_t, uint64_t) {
+            try {
+                if (const std::optional<device_usage> now = usage(device)) {
+                    recorder_->record_accounting("oom", device, *now);
+                }
+            } catch (const std::exception& error) {
+                std::fprintf(stderr, "memtrail: no memory accounting at the out-of-memory: %s\n",
+                             error.what());
+            }
+        });
+    }
     oom_dump_pattern_ = settings.oom_dump_pattern;
     dump_on_out_of_memory(*recorder_, [this] {
         std::lock_guard<std::mutex> lock(triggers_mutex_);
         return oom_dump_pattern_;
     });
     set_signal_dump(settings.dump_signal, settings.signal_dump_pattern);
+}
+
+std::atomic<bool> runtime::accounting_{false};
+
+void runtime::account_outside_memory() {
+    accounting_.store(true, std::memory_order_release);
+}
+
+void runtime::note_device_in_use(int device) {
+    if (!accounting_.load(std::memory_order_acquire) || device < 0 ||
+        static_cast<size_t>(device) >= devices_.size() ||
+        in_use_[static_cast<size_t>(device)].load(std::memory_order_acquire) ||
+        in_use_[static_cast<size_t>(device)].exchange(true)) {
+        return;
+    }
+    if (const std::optional<device_usage> now = usage(device)) {
+        recorder_->record_accounting("start", device, *now);
+    }
+}
+
+std::optional<device_usage> runtime::usage(int device) {
+    if (!accounting_.load(std::memory_order_acquire) || device < 0 ||
+        static_cast<size_t>(device) >= devices_.size() ||
+        !in_use_[static_cast<size_t>(device)].load(std::memory_order_acquire)) {
+        return std::nullopt;
+    }
+    const memory_info info = devices_[static_cast<size_t>(device)]->get_memory_info();
+    device_usage now;
+    now.total = info.total;
+    now.used = info.total - info.free;
+    if (dynamic_cast<simulated_device*>(devices_[static_cast<size_t>(device)].get()) != nullptr) {
+        now.this_process = now.used;  // no context, no other process
+    } else {
+        now.this_process = nvml_process_memory(device, now.unsplit);
+    }
+    return now;
+}
+
+bool runtime::take_outside_memory(int device, uint64_t bytes) {
+    if (device < 0 || static_cast<size_t>(device) >= devices_.size()) {
+        return true;  // the recorder reports the bad device
+    }
+    auto* simulated = dynamic_cast<simulated_device*>(devices_[static_cast<size_t>(device)].get());
+    if (simulated == nullptr) {
+        return true;
+    }
+    std::lock_guard<std::mutex> lock(outside_mutex_);
+    if (simulated->get_memory_info().free < bytes) {
+        return false;
+    }
+    outside_on_simulated_[static_cast<size_t>(device)] += bytes;
+    simulated->set_external_usage(outside_on_simulated_[static_cast<size_t>(device)]);
+    return true;
+}
+
+void runtime::give_back_outside_memory(int device, uint64_t bytes) {
+    if (device < 0 || static_cast<size_t>(device) >= devices_.size()) {
+        return;
+    }
+    auto* simulated = dynamic_cast<simulated_device*>(devices_[static_cast<size_t>(device)].get());
+    if (simulated == nullptr) {
+        return;
+    }
+    std::lock_guard<std::mutex> lock(outside_mutex_);
+    uint64_t& taken = outside_on_simulated_[static_cast<size_t>(device)];
+    taken = taken > bytes ? taken - bytes : 0;
+    simulated->set_external_usage(taken);
 }
 
 void runtime::set_oom_dump_pattern(std::string pattern) {

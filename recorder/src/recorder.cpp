@@ -12,6 +12,7 @@
 #include "detail/device_history.hpp"
 #include "detail/fast_clock.hpp"
 #include "detail/observed_allocations.hpp"
+#include "detail/outside_allocations.hpp"
 #include "detail/thread_identity.hpp"
 #include "detail/trace_ring.hpp"
 #include "memtrail/bridge/allocator_snapshot.hpp"
@@ -53,7 +54,8 @@ constexpr size_t recorder_frames = 2;
 recorder::recorder(caching_allocator& allocator)
     : allocator_(allocator),
       epoch_ns_(now_ns()),
-      observed_(std::make_unique<detail::observed_allocations>(allocator.device_count())) {
+      observed_(std::make_unique<detail::observed_allocations>(allocator.device_count())),
+      outside_(std::make_unique<detail::outside_allocations>()) {
     for (int d = 0; d < allocator_.device_count(); ++d) {
         devices_.push_back(std::make_unique<device_history>());
         captures_.push_back(std::make_unique<detail::capture_pools>());

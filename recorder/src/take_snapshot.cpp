@@ -167,6 +167,9 @@ snapshot::snapshot recorder::take_snapshot() {
             }
         }
     }
+    add_outside_memory(out, [&](uint64_t context) {
+        return stacks.convert(detail::decode_call_context(context, epoch_ns_).stack);
+    });
     std::sort(out.segments.begin(), out.segments.end(),
               [](const snapshot::segment& a, const snapshot::segment& b) {
                   return std::pair(a.device, a.address) < std::pair(b.device, b.address);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "detail/file_io.hpp"
+#include "detail/msgpack_outside_memory.hpp"
 #include "detail/msgpack_reader.hpp"
 #include "detail/zstd_codec.hpp"
 #include "memtrail/snapshot/format_error.hpp"
@@ -25,9 +26,10 @@ namespace detail {
 
 namespace {
 
-constexpr std::array<std::string_view, 9> section_names = {
-    section::header, section::settings, section::stats,  section::strings,     section::frames,
-    section::stacks, section::segments, section::traces, section::annotations,
+constexpr std::array<std::string_view, 10> section_names = {
+    section::header,      section::settings, section::stats,    section::strings,
+    section::frames,      section::stacks,   section::segments, section::traces,
+    section::annotations, section::outside_memory,
 };
 
 }  // namespace
@@ -91,6 +93,8 @@ void snapshot_reader::read_section(std::string_view name) {
         read_segments();
     } else if (name == section::traces) {
         read_traces();
+    } else if (name == section::outside_memory) {
+        read_outside_memory(in_, out_);
     } else {
         read_annotations();
     }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "detail/file_io.hpp"
+#include "detail/msgpack_outside_memory.hpp"
 #include "detail/msgpack_schema.hpp"
 #include "detail/zstd_codec.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
@@ -34,7 +35,8 @@ class snapshot_writer {
     std::vector<uint8_t> write() {
         sink_.write(file_magic.data(), file_magic.size());
         pack_.pack_uint32(current_format_version);
-        pack_.pack_map(9);
+        const bool has_outside = !s_.outside.empty();
+        pack_.pack_map(has_outside ? 10 : 9);
         key(section::header);
         write_header();
         key(section::settings);
@@ -53,6 +55,11 @@ class snapshot_writer {
         write_traces();
         key(section::annotations);
         write_annotations();
+        if (has_outside) {
+            key(section::outside_memory);
+            const std::vector<uint8_t> outside = encode_outside_memory(s_.outside);
+            sink_.write(reinterpret_cast<const char*>(outside.data()), outside.size());
+        }
         return std::move(out_);
     }
 

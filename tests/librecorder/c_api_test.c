@@ -150,6 +150,26 @@ int main(int argc, char** argv) {
     CHECK(strstr(memtrail_last_error(), "overlaps the one at 0x7000") != NULL);
     CHECK(memtrail_observe_free((void*)0x7000, 0) == 0);
     CHECK(memtrail_observe_free((void*)0x7000, 0) == -1); /* freed once only: it was added once */
+    /* Memory outside the allocator (memtrail run on PyTorch): a bad kind, an unknown free, and
+     * the simulated device's capacity, which outside device memory takes as CUDA's would. */
+    CHECK(memtrail_outside_malloc((void*)0x9000, 4096, 7, 0, NULL, "cuMemAlloc", "") == -1);
+    CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT);
+    CHECK(strstr(memtrail_last_error(), "kind 7") != NULL);
+    CHECK(memtrail_outside_free((void*)0x9000, MEMTRAIL_OUTSIDE_DEVICE, 0, NULL) == -1);
+    CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_UNKNOWN_POINTER);
+    CHECK(memtrail_outside_malloc((void*)0x9000, (size_t)2 << 30, MEMTRAIL_OUTSIDE_DEVICE, 0, NULL,
+                                  "cuMemAlloc", "") == -1);
+    CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_OUT_OF_MEMORY);
+    CHECK(memtrail_outside_malloc((void*)0x9000, 4096, MEMTRAIL_OUTSIDE_DEVICE, 0, NULL,
+                                  "cuMemAlloc", "/lib/libnccl.so.2") == 0);
+    CHECK(memtrail_outside_malloc((void*)0x9000, 4096, MEMTRAIL_OUTSIDE_DEVICE, 0, NULL,
+                                  "cuMemAlloc", "") == -1);
+    CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT);
+    CHECK(strstr(memtrail_last_error(), "already live") != NULL);
+    CHECK(memtrail_outside_malloc((void*)0x9000, 4096, MEMTRAIL_OUTSIDE_PINNED_HOST, 0, NULL,
+                                  "cudaHostAlloc", "") == 0); /* another kind: another record */
+    CHECK(memtrail_outside_free((void*)0x9000, MEMTRAIL_OUTSIDE_DEVICE, 0, NULL) == 0);
+    CHECK(memtrail_outside_free((void*)0x9000, MEMTRAIL_OUTSIDE_PINNED_HOST, 0, NULL) == 0);
     CHECK(memtrail_record_memory_history("sometimes", NULL, NULL, 0) == -1);
     CHECK(memtrail_last_error_code() == MEMTRAIL_ERROR_BAD_ARGUMENT);
     CHECK(strstr(memtrail_last_error(), "sometimes") != NULL);

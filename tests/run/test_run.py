@@ -9,6 +9,7 @@ in tests/gpu/run.sh.
 
 import os
 import pathlib
+import json
 import pickle
 import re
 import shutil
@@ -30,12 +31,16 @@ def run(args, cwd, **kwargs):
                           timeout=120, **kwargs)
 
 
-def report(command, path, cwd):
-    result = subprocess.run([MEMTRAIL, command, str(path)], cwd=cwd, capture_output=True,
-                            text=True, timeout=120)
+def report(command, path, cwd, *options):
+    result = subprocess.run([MEMTRAIL, command, str(path), *options], cwd=cwd,
+                            capture_output=True, text=True, timeout=120)
     if result.returncode != 0:
         raise AssertionError(f"memtrail {command} failed: {result.stderr}")
     return result.stdout
+
+
+def report_json(command, path, cwd):
+    return report(command, path, cwd, "--json")
 
 
 def total_reserved(segments_output):
@@ -67,6 +72,9 @@ class Native(Case):
     def test_stacks_name_the_programs_functions_with_file_and_line(self):
         result = run(["--device", DEVICE, "--dump", "run.memtrail", "--", PROGRAM], self.cwd)
         self.assertEqual(result.returncode, 0, result.stderr)
+        # Without PyTorch every allocation is the allocator's: no outside memory to account for.
+        self.assertNotIn("device memory used", report("summary", self.cwd / "run.memtrail",
+                                                      self.cwd))
         top = report("top", self.cwd / "run.memtrail", self.cwd)
         self.assertRegex(top, r"allocate_weights\(unsigned long\) \(\S*run_program\.cpp:\d+\)")
         self.assertRegex(top, r"main \(\S*run_program\.cpp:\d+\)")
@@ -282,8 +290,24 @@ print("sitecustomize of the program ran:", "program_sitecustomize" in sys.module
 '''
 
 
+OUTSIDE = '''
+import ctypes
+blas = ctypes.CDLL(os.environ["FAKEBLAS"])
+blas.fakeblas_create_workspace.restype = ctypes.c_void_p
+blas.fakeblas_create_workspace.argtypes = [ctypes.c_size_t]
+blas.fakeblas_destroy_workspace.argtypes = [ctypes.c_void_p]
+blas.fakeblas_pin.restype = ctypes.c_void_p
+blas.fakeblas_pin.argtypes = [ctypes.c_size_t]
+workspace = blas.fakeblas_create_workspace(64 << 20)
+print("workspace made:", bool(workspace))
+print("another freed:", blas.fakeblas_destroy_workspace(blas.fakeblas_create_workspace(8 << 20)))
+print("pinned:", bool(blas.fakeblas_pin(4 << 20)))
+print("too much:", blas.fakeblas_create_workspace(2 << 30))
+'''
+
+
 class Python(Case):
-    def python_run(self, mode, dump, ending=""):
+    def python_run(self, mode, dump, ending="", options=()):
         (self.cwd / "torch").mkdir()
         (self.cwd / "torch" / "__init__.py").write_text(textwrap.dedent(FAKE_TORCH))
         (self.cwd / "script.py").write_text(textwrap.dedent(SCRIPT) + textwrap.dedent(ending))
@@ -291,7 +315,8 @@ class Python(Case):
         own.mkdir()
         (own / "sitecustomize.py").write_text("import sys\nsys.modules['program_sitecustomize'] = sys\n")
         env = dict(os.environ, PYTHONPATH=f"{self.cwd}:{own}")
-        return run(["--device", DEVICE, "--mode", mode, "--dump", dump, "--", sys.executable,
+        return run(["--device", DEVICE, "--mode", mode, "--dump", dump, *options, "--",
+                    sys.executable,
                     "script.py"], self.cwd, env=env)
 
     def test_pytorch_allocates_from_librecorder_with_python_frames(self):
@@ -302,6 +327,52 @@ class Python(Case):
         self.assertIn("peak allocated 6MiB", result.stderr)
         top = report("top", self.cwd / "py.memtrail", self.cwd)
         self.assertRegex(top, r"make_tensor \(\S*script\.py:\d+\)")
+
+    def test_other_libraries_memory_passes_through_and_is_recorded_outside(self):
+        # PyTorch's requests come from memtrail's allocator; a library's own cudaMalloc and
+        # cudaHostAlloc reach CUDA (here the simulated device) untouched, are recorded as memory
+        # outside the allocator, named for the library, and leave PyTorch's peaks alone.
+        result = self.python_run("cache", "py.memtrail", OUTSIDE)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("workspace made: True", result.stdout)
+        self.assertIn("another freed: 0", result.stdout)
+        self.assertIn("pinned: True", result.stdout)
+        self.assertIn("too much: None", result.stdout)  # the device's 1 GiB is CUDA's limit
+        self.assertIn("peak allocated 6MiB, peak reserved 20MiB", result.stderr)
+        summary = " ".join(report("summary", self.cwd / "py.memtrail", self.cwd).split())
+        self.assertIn("device memory used 84MiB of 1GiB at the snapshot:", summary)
+        self.assertIn("the allocator reserved 20MiB; outside the allocator: libfakeblas.so "
+                      "64MiB, context 0B, other processes 0B", summary)
+        self.assertIn("pinned host memory (host, not device memory): libfakeblas.so 4MiB",
+                      summary)
+        self.assertRegex(summary, r"the largest outside it: 64MiB libfakeblas\.so cudaMalloc at "
+                                  r"fakeblas_create_workspace")
+        rank = json.loads(report_json("summary", self.cwd / "py.memtrail", self.cwd))["ranks"][0]
+        accounting = rank["accounting"]
+        self.assertEqual(accounting["device_used"],
+                         accounting["allocator_reserved"]
+                         + sum(accounting["outside_by_library"].values())
+                         + accounting["context"] + accounting["other_processes"])
+        self.assertEqual(accounting["outside_by_library"], {"libfakeblas.so": 64 << 20})
+        self.assertEqual(accounting["pinned_host"], 4 << 20)
+
+    def test_an_oom_caused_by_another_librarys_memory_names_it(self):
+        ending = ("blas = ctypes.CDLL(os.environ['FAKEBLAS'])\n"
+                  "blas.fakeblas_create_workspace.restype = ctypes.c_void_p\n"
+                  "blas.fakeblas_create_workspace.argtypes = [ctypes.c_size_t]\n"
+                  "print('workspace made:', bool(blas.fakeblas_create_workspace(900 << 20)))\n"
+                  "print('tensor made:', make_tensor(200 << 20) is not None)\n")
+        result = self.python_run("cache", "py.memtrail", "import ctypes\n" + ending,
+                                 ["--oom-dump", "oom-%p.memtrail"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("workspace made: True", result.stdout)
+        self.assertIn("tensor made: False", result.stdout)
+        dumps = list(self.cwd.glob("oom-*.memtrail"))
+        self.assertEqual(len(dumps), 1, result.stderr)
+        oom = " ".join(report("oom", dumps[0], self.cwd).split())
+        self.assertIn("verdict: outside this allocator", oom)
+        self.assertIn("held outside this allocator (libfakeblas.so 900MiB, context 0B, other "
+                      "processes 0B)", oom)
 
     def test_sigterm_and_os_exit_still_write_the_snapshot(self):
         # Python's exit handlers do not run on SIGTERM (its default ends the process) nor on

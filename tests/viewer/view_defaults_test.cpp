@@ -17,6 +17,8 @@
 #include "../../viewer/src/detail/palette.hpp"
 #include "../../viewer/src/detail/remedies_job.hpp"
 #include "memtrail/analysis/device_model.hpp"
+#include "memtrail/snapshot/load.hpp"
+#include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/viewer/view.hpp"
 #include "view_test_support.hpp"
 
@@ -73,6 +75,35 @@ TEST(view_defaults, the_oom_view_names_the_failed_entry_as_the_cli_does) {
     const std::string text = settled_text(frame, v);
     const std::string expected = "Out of memory at entry " + std::to_string(ooms.front()) + " (";
     EXPECT_NE(text.find(expected), std::string::npos) << text;
+}
+
+// The OOM view names who held the memory outside the allocator, where memtrail run measured it.
+TEST(view_defaults, the_oom_view_names_who_held_memory_outside_the_allocator) {
+    snapshot::snapshot s = *snapshot::load_snapshot(traces + "/oom_graph_pool.pickle").snapshot;
+    int64_t oom_time = 0;
+    for (const auto& e : s.traces.front().entries) {
+        if (e.kind == snapshot::action::oom && oom_time == 0) {
+            oom_time = e.time_ns;
+        }
+    }
+    snapshot::memory_accounting at_oom;
+    at_oom.moment = "oom";
+    at_oom.device = s.traces.front().device;
+    at_oom.time_ns = oom_time;
+    at_oom.outside_by_library = {{"NCCL", 688ull << 20}, {"cuBLAS", 128ull << 20}};
+    at_oom.context = 512ull << 20;
+    s.outside.accounting.push_back(at_oom);
+    const std::string path = testing::TempDir() + "/outside_oom.memtrail";
+    snapshot::write_snapshot(s, path);
+    const auto doc = load(path);
+    headless_frame frame(width, height);
+    view v(doc);
+    v.show(view_kind::oom);
+    const std::string text = settled_text(frame, v);
+    EXPECT_NE(text.find("Outside this allocator: NCCL 688MiB, cuBLAS 128MiB, context 512MiB, "
+                        "other processes 0B"),
+              std::string::npos)
+        << text;
 }
 
 // The OOM view shows the remedies `memtrail oom` proves by what-if replays (asked of the CLI in

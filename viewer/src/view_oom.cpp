@@ -10,6 +10,7 @@
 #include "detail/palette.hpp"
 #include "detail/table_row.hpp"
 #include "detail/view_panels.hpp"
+#include "memtrail/analysis/outside_accounting.hpp"
 
 namespace memtrail::viewer {
 
@@ -69,6 +70,13 @@ void device_bar(const analysis::oom_report& r) {
         ImGui::SameLine(0, 18);
     }
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::oom), "[ ] the request");
+    // Who held it, where memtrail run measured it at this OOM.
+    if (r.accounting) {
+        ImGui::PushTextWrapPos(0);
+        ImGui::Text("Outside this allocator: %s",
+                    analysis::outside_split_text(*r.accounting).c_str());
+        ImGui::PopTextWrapPos();
+    }
 }
 
 std::string device_total_text(const analysis::oom_report& r) {

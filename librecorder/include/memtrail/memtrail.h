@@ -93,6 +93,37 @@ MEMTRAIL_API int memtrail_observe_malloc(void* ptr, size_t size, int device, voi
 /* Records its free; -1 when `ptr` is not an observed allocation of `device`. */
 MEMTRAIL_API int memtrail_observe_free(void* ptr, int device);
 
+/* --- memory outside the allocator (memtrail run on a PyTorch process) ---------------------- */
+
+/* What an outside allocation is: device memory, managed memory, or pinned host memory. */
+enum {
+    MEMTRAIL_OUTSIDE_DEVICE = 0,
+    MEMTRAIL_OUTSIDE_MANAGED = 1,
+    MEMTRAIL_OUTSIDE_PINNED_HOST = 2
+};
+
+/* Records an allocation that reached CUDA outside memtrail's allocator while PyTorch allocates
+ * through it (cuBLAS workspaces, NCCL buffers, pinned host memory), apart from the allocator's
+ * history: the snapshot's outside_memory section, with the calling stack, `call` (the CUDA
+ * call's name) and the library that asked, named from `caller_module` (the path of the module
+ * that called CUDA; "libcublasLt.so.12" is "cuBLAS"). On a simulated device, which stands in for
+ * CUDA, device memory is also taken from its capacity (MEMTRAIL_ERROR_OUT_OF_MEMORY when it has
+ * no room). Returns 0, or -1 with MEMTRAIL_ERROR_BAD_ARGUMENT for a bad kind or device, or an
+ * allocation of that kind already live at `ptr`. */
+MEMTRAIL_API int memtrail_outside_malloc(void* ptr, size_t size, int kind, int device,
+                                         void* stream, const char* call,
+                                         const char* caller_module);
+/* Records its free; -1 with MEMTRAIL_ERROR_UNKNOWN_POINTER when `ptr` is not a live outside
+ * allocation of that kind. */
+MEMTRAIL_API int memtrail_outside_free(void* ptr, int kind, int device, void* stream);
+/* Says that this process's allocations outside memtrail's allocator are recorded from now on
+ * (memtrail run's interposer calls it once PyTorch allocates through memtrail): librecorder then
+ * divides each device's used memory into its reserved bytes, the outside allocations by library,
+ * the CUDA context and other processes, before the device's first allocation, at each
+ * out-of-memory and at each snapshot. Starts nothing (CUDA starts when it would have); returns
+ * 0. */
+MEMTRAIL_API int memtrail_account_outside_memory(void);
+
 /* --- history ------------------------------------------------------------------------------ */
 
 /* As torch.cuda.memory._record_memory_history, for every device.

@@ -2,9 +2,11 @@
 // librecorder's process-wide state: the devices MEMTRAIL_DEVICE names, one caching allocator over
 // them, its recorder, and the dump triggers, made at the first C API call.
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,22 @@ class runtime {
     void set_collector(collector collect);
     bool collect(int device, memory_pressure pressure);
 
+    // --- memory outside the allocator (memtrail run on a PyTorch process) ---------------------
+    // From now on the device's used memory is divided at the moments below (memtrail run, once
+    // the interposer records outside allocations; before that, the remainder would hide them).
+    // Static: it does not start the runtime, so CUDA starts no sooner than it would have.
+    static void account_outside_memory();
+    // Before the first allocation of `device`, of either kind, while accounting: its "start" row
+    // (the CUDA context and other processes, before this process allocated anything).
+    void note_device_in_use(int device);
+    // The device's memory now, for accounting; nullopt when not accounting, or for a device this
+    // process has not used (asking would start a CUDA context on it).
+    std::optional<device_usage> usage(int device);
+    // On the simulated device, which stands in for CUDA, outside allocations take its memory as
+    // CUDA's would: false when it has no room for `bytes`. Does nothing on a CUDA device.
+    bool take_outside_memory(int device, uint64_t bytes);
+    void give_back_outside_memory(int device, uint64_t bytes);
+
   private:
     runtime();
     void write_signal_dump(const std::string& pattern);
@@ -48,6 +66,11 @@ class runtime {
     std::unique_ptr<caching_allocator> allocator_;
     std::unique_ptr<recorder> recorder_;
     size_t default_max_entries_ = 0;
+
+    static std::atomic<bool> accounting_;
+    std::unique_ptr<std::atomic<bool>[]> in_use_;  // per device: note_device_in_use has run
+    std::mutex outside_mutex_;                      // guards the one below
+    std::vector<uint64_t> outside_on_simulated_;    // per device
 
     std::mutex triggers_mutex_;  // guards the three below
     std::string oom_dump_pattern_;

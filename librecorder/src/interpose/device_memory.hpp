@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "caller_module.hpp"
 #include "memtrail/memtrail.h"
 
 #define MEMTRAIL_INLINE [[gnu::always_inline]] inline
@@ -77,6 +78,58 @@ MEMTRAIL_INLINE void observe_freeing(void* pointer, int device, const char* call
     // A pointer allocated by a call memtrail does not watch is no error.
     if (memtrail_observe_free(pointer, device) != 0 &&
         std::strstr(memtrail_last_error(), "not an observed allocation") == nullptr) {
+        report_failure(call);
+    }
+}
+
+// --- PyTorch on memtrail: everything else passes through and is recorded -------------------
+
+// sitecustomize.py made PyTorch allocate through librecorder in this process (not a forked or
+// vforked child): its own requests reach memtrail that way, so every allocation the hooks see
+// is another library's, passed to CUDA untouched and recorded as memory outside the allocator.
+bool pytorch_allocates_here();
+
+// While a hook passes a call to CUDA, the calls CUDA makes for it (cudaMalloc's cuMemAlloc, on
+// the same thread) are that allocation, not another: they pass through unrecorded.
+class passing_through {
+  public:
+    passing_through() { ++depth(); }
+    ~passing_through() { --depth(); }
+    passing_through(const passing_through&) = delete;
+    passing_through& operator=(const passing_through&) = delete;
+    static bool active() { return depth() != 0; }
+
+  private:
+    static int& depth() {
+        static thread_local int nested = 0;
+        return nested;
+    }
+};
+
+// Records an allocation CUDA made outside memtrail's allocator (kind: MEMTRAIL_OUTSIDE_*), with
+// the library that asked. False when memtrail refused it for want of room (the simulated device
+// only): the caller undoes it and reports out of memory.
+MEMTRAIL_INLINE bool outside_allocated(void* pointer, size_t size, int kind, int device,
+                                       void* stream, const char* call) {
+    const bool recorded =
+        memtrail_outside_malloc(pointer, size, kind, device, stream, call, caller_module()) == 0;
+    note_reached_memtrail();
+    if (!recorded && memtrail_last_error_code() == MEMTRAIL_ERROR_OUT_OF_MEMORY) {
+        return false;
+    }
+    if (!recorded) {
+        report_failure(call);
+    }
+    return true;
+}
+
+// Records its free (before CUDA frees it, so that the address cannot be handed out again before
+// the record is gone). One memtrail did not see made (before PyTorch moved to memtrail) is no
+// error.
+MEMTRAIL_INLINE void outside_freeing(void* pointer, int kind, int device, void* stream,
+                                     const char* call) {
+    if (memtrail_outside_free(pointer, kind, device, stream) != 0 &&
+        memtrail_last_error_code() != MEMTRAIL_ERROR_UNKNOWN_POINTER) {
         report_failure(call);
     }
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "device_memory.hpp"
+#include "driver_outside.hpp"
 #include "interpose_settings.hpp"
 #include "real_symbols.hpp"
 
@@ -43,21 +44,17 @@ CUresult to_driver_error(memory_result result) {
     return CUDA_ERROR_UNKNOWN;
 }
 
-// The device of the calling thread's current context.
-int current_device() {
-    static const auto get_device = driver_function<CUresult (*)(CUdevice*)>("cuCtxGetDevice");
-    CUdevice device = 0;
-    if (get_device == nullptr || get_device(&device) != CUDA_SUCCESS) {
-        return 0;
-    }
-    return static_cast<int>(device);
-}
-
 template <typename Real>
 MEMTRAIL_INLINE CUresult allocate(CUdeviceptr* pointer, size_t size, CUstream stream,
                                   const char* call, Real&& real) {
     if (pointer == nullptr) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (passing_through::active()) {
+        return real();  // CUDA's own call for an allocation a hook is passing through
+    }
+    if (pytorch_allocates_here()) {
+        return allocate_outside(pointer, size, MEMTRAIL_OUTSIDE_DEVICE, stream, call, real);
     }
     const int device = current_device();
     if (settings().mode == interpose_mode::cache) {
@@ -77,6 +74,12 @@ template <typename Real>
 MEMTRAIL_INLINE CUresult release(CUdeviceptr pointer, CUstream stream, const char* call,
                                  Real&& real) {
     void* address = reinterpret_cast<void*>(pointer);
+    if (passing_through::active()) {
+        return real();
+    }
+    if (pytorch_allocates_here() && pointer != 0) {
+        return release_outside(address, MEMTRAIL_OUTSIDE_DEVICE, stream, call, real);
+    }
     if (pointer != 0) {
         if (settings().mode == interpose_mode::cache) {
             if (cache_free(address, stream)) {
@@ -158,6 +161,32 @@ namespace memtrail::interpose {
 
 namespace {
 
+void* hook_for_exported(const char* name);
+
+// cuGetProcAddress's name of an outside-memory entry point (no "_v2": the version comes with the
+// call) as exported: "cuMemAllocPitch" is cuMemAllocPitch_v2; others are their own name. Only
+// the _v2 ABIs are hooked, as CUDA 3.2 and later hand them out.
+const char* outside_symbol_name(const char* symbol, int cuda_version) {
+    if (std::strcmp(symbol, "cuMemAllocPitch") == 0 && cuda_version >= 3020) {
+        return "cuMemAllocPitch_v2";
+    }
+    if (std::strcmp(symbol, "cuMemAllocHost") == 0 && cuda_version >= 3020) {
+        return "cuMemAllocHost_v2";
+    }
+    if (std::strcmp(symbol, "cuMemHostRegister") == 0 && cuda_version >= 6050) {
+        return "cuMemHostRegister_v2";
+    }
+    static constexpr const char* same_name[] = {"cuMemAllocManaged", "cuMemHostAlloc",
+                                                "cuMemFreeHost",     "cuMemHostUnregister",
+                                                "cuMemCreate",       "cuMemRelease"};
+    for (const char* name : same_name) {
+        if (std::strcmp(symbol, name) == 0) {
+            return name;
+        }
+    }
+    return "";
+}
+
 // The hook standing in for the driver function cuGetProcAddress found for `symbol`, or nullptr
 // for one memtrail leaves alone. cuMemAlloc and cuMemFree before CUDA 3.2 are the 32-bit ones.
 void* hook_for(const char* symbol, int cuda_version, cuuint64_t flags) {
@@ -175,6 +204,9 @@ void* hook_for(const char* symbol, int cuda_version, cuuint64_t flags) {
     if (std::strcmp(symbol, "cuMemFreeAsync") == 0) {
         return per_thread ? reinterpret_cast<void*>(&cuMemFreeAsync_ptsz)
                           : reinterpret_cast<void*>(&cuMemFreeAsync);
+    }
+    if (void* hook = hook_for_exported(outside_symbol_name(symbol, cuda_version))) {
+        return hook;
     }
     if (std::strcmp(symbol, "cuGetProcAddress") == 0) {
         return cuda_version >= 12000 ? reinterpret_cast<void*>(&cuGetProcAddress_v2)
@@ -197,6 +229,15 @@ void* hook_for_exported(const char* name) {
         {"cuMemFreeAsync", reinterpret_cast<void*>(&cuMemFreeAsync)},
         {"cuMemAllocAsync_ptsz", reinterpret_cast<void*>(&cuMemAllocAsync_ptsz)},
         {"cuMemFreeAsync_ptsz", reinterpret_cast<void*>(&cuMemFreeAsync_ptsz)},
+        {"cuMemAllocPitch_v2", reinterpret_cast<void*>(&cuMemAllocPitch_v2)},
+        {"cuMemAllocManaged", reinterpret_cast<void*>(&cuMemAllocManaged)},
+        {"cuMemHostAlloc", reinterpret_cast<void*>(&cuMemHostAlloc)},
+        {"cuMemAllocHost_v2", reinterpret_cast<void*>(&cuMemAllocHost_v2)},
+        {"cuMemFreeHost", reinterpret_cast<void*>(&cuMemFreeHost)},
+        {"cuMemHostRegister_v2", reinterpret_cast<void*>(&cuMemHostRegister_v2)},
+        {"cuMemHostUnregister", reinterpret_cast<void*>(&cuMemHostUnregister)},
+        {"cuMemCreate", reinterpret_cast<void*>(&cuMemCreate)},
+        {"cuMemRelease", reinterpret_cast<void*>(&cuMemRelease)},
     };
     for (const auto& hook : hooks) {
         if (std::strcmp(name, hook.name) == 0) {

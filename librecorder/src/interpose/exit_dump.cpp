@@ -175,6 +175,11 @@ void exit_dump_due_again() {
     exit_dump_due.store(true);
 }
 
+bool pytorch_allocates_here() {
+    return pytorch_on_memtrail.load(std::memory_order_relaxed) &&
+           pytorch_process.load(std::memory_order_relaxed) == getpid();
+}
+
 }  // namespace memtrail::interpose
 
 extern "C" {
@@ -195,11 +200,15 @@ extern "C" {
 }
 
 // sitecustomize.py, once PyTorch allocates through librecorder: this process has a snapshot to
-// write at exit, on _exit and on SIGTERM.
+// write at exit, on _exit and on SIGTERM, and every allocation the hooks see from now on is
+// another library's (device_memory.hpp).
 [[gnu::visibility("default")]] void memtrail_interpose_pytorch_on_memtrail() {
     using namespace memtrail::interpose;
     pytorch_process.store(getpid());
     pytorch_on_memtrail.store(true);
+    // Every other allocation is recorded as outside memory from now on: the device's used memory
+    // can be divided among them.
+    memtrail_account_outside_memory();
     if (!settings().exit_dump_pattern.empty()) {
         arm_termination_dump();
     }

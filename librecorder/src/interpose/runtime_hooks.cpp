@@ -8,15 +8,13 @@
 #include "device_memory.hpp"
 #include "interpose_settings.hpp"
 #include "real_symbols.hpp"
+#include "runtime_outside.hpp"
 #include "simulated_memory.hpp"
 #include "simulated_runtime.hpp"
 
 namespace memtrail::interpose {
 
 namespace {
-
-// Alignment of the host memory standing in for device memory: cudaMalloc's guarantee.
-constexpr size_t device_alignment = 256;
 
 cudaError_t to_runtime_error(memory_result result) {
     switch (result) {
@@ -30,17 +28,11 @@ cudaError_t to_runtime_error(memory_result result) {
     return cudaErrorUnknown;
 }
 
-int current_device() {
-    static const auto get_device = runtime_function<decltype(&cudaGetDevice)>("cudaGetDevice");
-    int device = 0;
-    if (get_device == nullptr || get_device(&device) != cudaSuccess) {
-        return 0;
-    }
-    return device;
-}
-
 MEMTRAIL_INLINE cudaError_t simulated_allocate(void** pointer, size_t size, cudaStream_t stream,
                                                const char* call) {
+    if (pytorch_allocates_here()) {
+        return simulated_allocate_outside(pointer, size, MEMTRAIL_OUTSIDE_DEVICE, stream, call);
+    }
     if (settings().mode == interpose_mode::cache) {
         // memtrail_malloc puts host memory behind the block (memtrail_interpose_back_simulated).
         return to_runtime_error(cache_allocate(pointer, size, 0, stream, call));
@@ -70,6 +62,10 @@ MEMTRAIL_INLINE cudaError_t simulated_free(void* pointer, cudaStream_t stream, c
         return cudaSuccess;
     }
     const auto address = reinterpret_cast<uint64_t>(pointer);
+    if (pytorch_allocates_here() &&
+        runtime_free_outside(pointer, MEMTRAIL_OUTSIDE_DEVICE, stream, call)) {
+        return simulated_memory::get().release(address) ? cudaSuccess : cudaErrorInvalidValue;
+    }
     if (settings().mode == interpose_mode::cache) {
         // memtrail_free releases the host memory behind it.
         return cache_free(pointer, stream) ? cudaSuccess : cudaErrorInvalidValue;
@@ -88,7 +84,14 @@ MEMTRAIL_INLINE cudaError_t allocate(void** pointer, size_t size, cudaStream_t s
     if (settings().simulated) {
         return simulated_result(simulated_allocate(pointer, size, stream, call));
     }
-    const int device = current_device();
+    if (passing_through::active()) {
+        return real(pointer, size, stream);
+    }
+    if (pytorch_allocates_here()) {
+        return runtime_allocate_outside(pointer, size, MEMTRAIL_OUTSIDE_DEVICE, stream, call,
+                                        [&] { return real(pointer, size, stream); });
+    }
+    const int device = current_runtime_device();
     if (settings().mode == interpose_mode::cache) {
         return to_runtime_error(cache_allocate(pointer, size, device, stream, call));
     }
@@ -104,6 +107,18 @@ MEMTRAIL_INLINE cudaError_t release(void* pointer, cudaStream_t stream, const ch
     if (settings().simulated) {
         return simulated_result(simulated_free(pointer, stream, call));
     }
+    if (passing_through::active()) {
+        return real(pointer, stream);
+    }
+    if (pytorch_allocates_here() && pointer != nullptr) {
+        // Recorded outside, or else served by memtrail's allocator before PyTorch moved to it.
+        if (!runtime_free_outside(pointer, MEMTRAIL_OUTSIDE_DEVICE, stream, call) &&
+            cache_free(pointer, stream)) {
+            return cudaSuccess;
+        }
+        const passing_through inside;
+        return real(pointer, stream);
+    }
     // cudaFree(nullptr) is how programs start CUDA: it reaches CUDA in every mode.
     if (pointer != nullptr) {
         if (settings().mode == interpose_mode::cache) {
@@ -111,7 +126,7 @@ MEMTRAIL_INLINE cudaError_t release(void* pointer, cudaStream_t stream, const ch
                 return cudaSuccess;
             }
         } else {
-            observe_freeing(pointer, current_device(), call);
+            observe_freeing(pointer, current_runtime_device(), call);
         }
     }
     return real(pointer, stream);
@@ -175,8 +190,10 @@ cudaError_t CUDARTAPI cudaMemGetInfo(size_t* free, size_t* total) {
         }
         return cudaSuccess;
     }
-    if (settings().mode == interpose_mode::cache && reached_memtrail()) {
-        return memory_info(current_device(), free, total, "cudaMemGetInfo") ? cudaSuccess
+    // PyTorch on memtrail sees the device as PyTorch alone would: its cache counts as used.
+    if (settings().mode == interpose_mode::cache && reached_memtrail() &&
+        !pytorch_allocates_here()) {
+        return memory_info(current_runtime_device(), free, total, "cudaMemGetInfo") ? cudaSuccess
                                                                             : cudaErrorUnknown;
     }
     static const auto real = runtime_function<decltype(&cudaMemGetInfo)>("cudaMemGetInfo");

@@ -21,6 +21,8 @@ inline constexpr std::string_view stacks = "stacks";
 inline constexpr std::string_view segments = "segments";
 inline constexpr std::string_view traces = "traces";
 inline constexpr std::string_view annotations = "annotations";
+// Written only when the snapshot holds memory outside the allocator (msgpack_outside_memory.hpp).
+inline constexpr std::string_view outside_memory = "outside_memory";
 }  // namespace section
 
 // Trace columns. "kind" is always first and always an array: its length is the entry count.

@@ -110,6 +110,8 @@ struct oom_report {
     // unknown, see outside_known).
     uint64_t outside = 0;
     bool outside_known = false;
+    // Who held it, where memtrail run recorded it at this OOM (outside_accounting.hpp).
+    std::optional<snapshot::memory_accounting> accounting;
     oom_cap cap;
     uint64_t private_pool_free = 0;  // cached free bytes in private pools' segments
     uint64_t private_pool_releasable = 0;         // wholly free private-pool segments

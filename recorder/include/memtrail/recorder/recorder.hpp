@@ -14,9 +14,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "memtrail/core/caching_allocator.hpp"
@@ -28,7 +32,28 @@ namespace memtrail::recorder {
 
 namespace detail {
 class observed_allocations;
+class outside_allocations;
 }
+
+// An allocation a process made outside the caching allocator (memtrail run on a PyTorch process).
+struct outside_call {
+    snapshot::outside_kind kind = snapshot::outside_kind::device;
+    device_address address = 0;
+    uint64_t size = 0;
+    int device = 0;  // pinned host memory: the device current when it was made
+    stream_handle stream = 0;
+    std::string_view call;           // the CUDA call: "cuMemAlloc"
+    std::string_view caller_module;  // path of the module that asked: named by library_of_module
+};
+
+// A device's memory as the device and the driver report it, for record_accounting.
+struct device_usage {
+    uint64_t total = 0;
+    uint64_t used = 0;  // total - free (cudaMemGetInfo)
+    // This process's own use of the device (NVML), or nullopt with the reason in `unsplit`.
+    std::optional<uint64_t> this_process;
+    std::string unsplit;
+};
 
 inline constexpr int all_devices = -1;
 
@@ -76,6 +101,26 @@ class recorder final : public allocator_observer {
     // False (and nothing recorded) when `address` is not an observed allocation of `device`.
     bool observe_free(device_address address, int device, size_t wrapper_frames = 0);
 
+    // --- memory outside the allocator (memtrail run on a PyTorch process) ---------------------
+    // Recorded with the calling stack and the library that asked, apart from the allocator's
+    // trace: the snapshot's outside_memory section, not its segments, peaks or counters.
+    /// @throws std::invalid_argument for a device that does not exist, a NULL address, or an
+    ///         allocation of that kind already live at that address.
+    void record_outside_allocation(const outside_call& call, size_t wrapper_frames = 0);
+    // The freed allocation's device and size; nullopt (and nothing recorded) when no outside
+    // allocation of `kind` starts at `address`. `device`: the caller's current device.
+    std::optional<std::pair<int, uint64_t>> record_outside_free(snapshot::outside_kind kind, device_address address, int device,
+                             stream_handle stream = 0, size_t wrapper_frames = 0);
+    // Live device bytes of `device` outside the allocator.
+    uint64_t outside_device_bytes(int device) const;
+    // Divides `device`'s used memory now (`moment`: "start", "oom", "snapshot") into the
+    // allocator's reserved bytes, the outside allocations by library, this process's context and
+    // other processes; kept for the snapshot. @throws std::invalid_argument for a bad device.
+    void record_accounting(std::string_view moment, int device, const device_usage& usage);
+    // Called by take_snapshot for each device, to add a "snapshot" accounting row; none when
+    // unset (a simulated recorder without a device to ask).
+    void set_usage_source(std::function<std::optional<device_usage>(int device)> source);
+
     // --- private pools (CUDA graphs, torch.cuda.MemPool) on the allocator of `device` ----------
     // As device_allocator's. They throw usage_error for a device that does not exist or a pool
     // used wrongly (released twice, ended without a begin). An allocation on a stream that is
@@ -116,6 +161,9 @@ class recorder final : public allocator_observer {
     struct device_history;
 
     context_handle capture_context(int device, bool is_free, size_t wrapper_frames);
+    // take_snapshot's part for the outside_memory section; `stack_of` converts a context.
+    void add_outside_memory(snapshot::snapshot& out,
+                            const std::function<snapshot::stack_id(uint64_t)>& stack_of);
     void annotate(uint8_t action, std::string_view name);
     device_history& history(int device) const;
 
@@ -124,6 +172,10 @@ class recorder final : public allocator_observer {
     stack_table stacks_;
     std::vector<std::unique_ptr<device_history>> devices_;
     std::unique_ptr<detail::observed_allocations> observed_;
+    std::unique_ptr<detail::outside_allocations> outside_;
+    mutable std::mutex accounting_mutex_;  // guards the two below
+    std::vector<snapshot::memory_accounting> accounting_;
+    std::function<std::optional<device_usage>(int device)> usage_source_;
 
     std::vector<std::unique_ptr<detail::capture_pools>> captures_;
 };

@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "memtrail/snapshot/outside_memory.hpp"
+
 namespace memtrail::snapshot {
 
 using string_id = uint32_t;
@@ -170,6 +172,7 @@ class snapshot {
     std::vector<segment> segments;    // sorted by (device, address)
     std::vector<device_trace> traces;
     std::vector<annotation> annotations;
+    outside_memory outside;  // memory outside the caching allocator (memtrail run)
 
     // --- interning ---------------------------------------------------------------------------
     string_id intern_string(std::string_view s);
