@@ -54,6 +54,8 @@ class backend {
 // The allocator alone, as bench/core measures it.
 class memtrail_allocator_backend final : public backend {
   public:
+    explicit memtrail_allocator_backend(allocator_config config = {})
+        : allocator_(gpu_, std::move(config)) {}
     void* allocate(size_t size) override {
         return reinterpret_cast<void*>(allocator_.allocate(size, 0));
     }
@@ -64,7 +66,7 @@ class memtrail_allocator_backend final : public backend {
 
   private:
     cuda_device gpu_{0};
-    device_allocator allocator_{gpu_};
+    device_allocator allocator_;
 };
 
 // The allocator behind the recorder, as librecorder serves programs and PyTorch.
@@ -209,18 +211,11 @@ backend& backend_named(const std::string& name) {
     }
     if (name == "memtrail_unbiased") {
         // What the lock's bias gives, measured in the same process (docs/configuration.md).
-        static memtrail_allocator_backend& unbiased = []() -> memtrail_allocator_backend& {
-            const char* set = std::getenv("MEMTRAIL_DEVICE_LOCK_BIAS");
-            const std::string before = set ? set : "";
-            setenv("MEMTRAIL_DEVICE_LOCK_BIAS", "off", 1);
-            static memtrail_allocator_backend made;
-            if (set) {
-                setenv("MEMTRAIL_DEVICE_LOCK_BIAS", before.c_str(), 1);
-            } else {
-                unsetenv("MEMTRAIL_DEVICE_LOCK_BIAS");
-            }
-            return made;
-        }();
+        static memtrail_allocator_backend unbiased{[] {
+            allocator_config config;
+            config.device_lock.biased = false;  // MEMTRAIL_DEVICE_LOCK_BIAS=off
+            return config;
+        }()};
         return unbiased;
     }
     if (name == "memtrail_recorder") {

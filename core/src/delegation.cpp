@@ -4,38 +4,9 @@
 // and makes the whole operation itself. A holder serves the waiters only after an operation of
 // its own, when its decision is complete, so with one thread the decisions are the lock's.
 
-#include <cstdlib>
-#include <string_view>
-
 #include "detail/device_allocator_impl.hpp"
 
 namespace memtrail::detail {
-
-namespace {
-// Whether `variable` chooses `usual` (also when unset) rather than `other`; any other value is
-// refused, as not `what`.
-bool usual_choice(const char* variable, std::string_view usual, std::string_view other,
-                  std::string_view what) {
-    const char* text = std::getenv(variable);
-    const std::string_view value = text ? text : usual;
-    if (value != usual && value != other) {
-        throw usage_error("memtrail: " + std::string(variable) + "=" + std::string(value) +
-                          " is not " + std::string(what) + "; accepted: " + std::string(usual) +
-                          " (the default) or " + std::string(other));
-    }
-    return value == usual;
-}
-}  // namespace
-
-bool delegation_from_environment() {
-    return usual_choice("MEMTRAIL_DEVICE_LOCK", "combining", "spinning", "a device lock");
-}
-
-uint32_t bias_after_from_environment() {
-    return usual_choice("MEMTRAIL_DEVICE_LOCK_BIAS", "on", "off", "a device lock bias")
-               ? reentrant_mutex::default_bias_after
-               : reentrant_mutex::never_biased;
-}
 
 using combiner_entry = combining_lock<delegated_op>::entry;
 

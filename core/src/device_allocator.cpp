@@ -162,6 +162,7 @@ const allocator_config& device_allocator::config() const {
 
 void device_allocator::set_config(allocator_config config) {
     std::lock_guard<detail::reentrant_mutex> lock(impl_->mutex);
+    config.device_lock = impl_->config.device_lock;  // the lock, made with the allocator, stays
     impl_->config = std::move(config);
     impl_->stats_.max_split_size =
         size_rules::max_split_size_statistic(impl_->config.max_split_size);

@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <mutex>
-#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -79,57 +77,6 @@ TEST(ThreadStress, EightThreadsLoseAndDuplicateNothing) {
     a.set_observer(nullptr);
 }
 
-// Sets MEMTRAIL_DEVICE_LOCK (or `variable`) for the allocators made in its scope, and restores
-// it after.
-class device_lock_choice {
-  public:
-    explicit device_lock_choice(const char* lock, const char* variable = "MEMTRAIL_DEVICE_LOCK")
-        : variable_(variable) {
-        if (const char* before = std::getenv(variable_)) {
-            before_ = before;
-        }
-        setenv(variable_, lock, 1);
-    }
-    ~device_lock_choice() {
-        if (before_) {
-            setenv(variable_, before_->c_str(), 1);
-        } else {
-            unsetenv(variable_);
-        }
-    }
-
-  private:
-    const char* variable_;
-    std::optional<std::string> before_;
-};
-
-TEST(ThreadStress, AnUnknownDeviceLockIsRefused) {
-    device_lock_choice choice("ticket");
-    simulated_device dev;
-    try {
-        device_allocator a(dev);
-        FAIL() << "MEMTRAIL_DEVICE_LOCK=ticket was accepted";
-    } catch (const usage_error& e) {
-        EXPECT_NE(std::string(e.what()).find("combining (the default) or spinning"),
-                  std::string::npos)
-            << e.what();
-    }
-}
-
-TEST(ThreadStress, AnUnknownDeviceLockBiasIsRefused) {
-    device_lock_choice choice("sometimes", "MEMTRAIL_DEVICE_LOCK_BIAS");
-    simulated_device dev;
-    try {
-        device_allocator a(dev);
-        FAIL() << "MEMTRAIL_DEVICE_LOCK_BIAS=sometimes was accepted";
-    } catch (const usage_error& e) {
-        EXPECT_NE(std::string(e.what()).find("MEMTRAIL_DEVICE_LOCK_BIAS=sometimes is not a device "
-                                             "lock bias; accepted: on (the default) or off"),
-                  std::string::npos)
-            << e.what();
-    }
-}
-
 // Takes snapshots on a thread of its own: each holds the device lock for a walk over every block
 // (this many, for long enough that the other threads queue behind it even on a machine of few
 // cores), so that the next holder has operations of others to make (combining_lock.hpp).
@@ -168,7 +115,7 @@ class lock_holder {
     std::thread thread_;
 };
 
-// With MEMTRAIL_DEVICE_LOCK=combining and without an observer, allocations served from the cache
+// With the combining device lock (the default) and without an observer, allocations served from the cache
 // and frees of blocks used on one stream may be made by the lock's holder for the waiting threads
 // (combining_lock.hpp); the rest, which this mix has too (new segments, cross-stream frees, out of
 // memory), each thread makes itself.
@@ -176,7 +123,6 @@ TEST(ThreadStress, EightThreadsOfPairsAndMixesWithoutObserverStayConsistent) {
     simulated_device_options options;
     options.capacity = 256ull << 20;  // small enough that some allocations run out of memory
     simulated_device dev(options);
-    const device_lock_choice choice("combining");
     device_allocator a(dev);
     std::mutex live_mutex;
     std::set<device_address> live;  // handed out and not yet freed, over all threads
@@ -274,7 +220,6 @@ class thread_logging_observer : public allocator_observer {
 
 TEST(ThreadStress, AnObserverSeesEachThreadsEventsOnThatThread) {
     simulated_device dev;
-    const device_lock_choice choice("combining");
     device_allocator a(dev);
     thread_logging_observer observer;
     a.set_observer(&observer);

@@ -124,6 +124,38 @@ class Modes(Case):
         self.assertEqual((self.cwd / "run.pickle").read_bytes()[:1], b"\x80")
         self.assertIn("(PyTorch pickle)", report("summary", self.cwd / "run.pickle", self.cwd))
 
+    def allocator_settings(self, pickle_path):
+        with open(pickle_path, "rb") as snapshot:
+            return pickle.load(snapshot)["allocator_settings"]
+
+    def test_pytorchs_allocator_settings_are_honoured(self):
+        # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True was silently ignored.
+        env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
+        env.pop("PYTORCH_ALLOC_CONF", None)
+        env.pop("MEMTRAIL_ALLOC_CONF", None)
+        result = run(["--device", DEVICE, "--dump", "run.pickle", "--", PROGRAM], self.cwd,
+                     env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("allocator settings", result.stderr)
+        settings = self.allocator_settings(self.cwd / "run.pickle")
+        self.assertEqual(settings["PYTORCH_CUDA_ALLOC_CONF"], "expandable_segments:True")
+        self.assertTrue(settings["expandable_segments"])
+
+    def test_alloc_conf_wins_over_pytorchs_and_says_so_once(self):
+        env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True",
+                   PYTORCH_ALLOC_CONF="expandable_segments:True")
+        result = run(["--device", DEVICE, "--alloc-conf", "max_split_size_mb:64", "--dump",
+                      "run.pickle", "--", PROGRAM], self.cwd, env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        line = ('memtrail: allocator settings from MEMTRAIL_ALLOC_CONF="max_split_size_mb:64"; '
+                'not used: PYTORCH_ALLOC_CONF="expandable_segments:True", '
+                'PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"\n')
+        self.assertEqual(result.stderr.count(line), 1, result.stderr)
+        settings = self.allocator_settings(self.cwd / "run.pickle")
+        self.assertEqual(settings["PYTORCH_CUDA_ALLOC_CONF"], "max_split_size_mb:64")
+        self.assertFalse(settings["expandable_segments"])
+        self.assertEqual(settings["max_split_size"], 64 << 20)
+
     def test_bad_options_are_refused_before_the_program_runs(self):
         for args in (["--mode", "copy"], ["--device", "sim:lots"], ["--record", "some"],
                      ["--alloc-conf", "max_split_size_mb:x"]):

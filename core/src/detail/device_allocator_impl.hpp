@@ -57,13 +57,6 @@ struct delegated_op {
     std::exception_ptr* error;  // where the holder puts what it threw
 };
 
-// Whether waiters on the device lock hand their operations to its holder: MEMTRAIL_DEVICE_LOCK
-// =combining (the default, unset too); =spinning, they do not (delegation.cpp).
-bool delegation_from_environment();
-// The run of acquisitions after which the device lock is biased to a thread:
-// MEMTRAIL_DEVICE_LOCK_BIAS=on (the default, unset too); =off, never (delegation.cpp).
-uint32_t bias_after_from_environment();
-
 class device_allocator_impl {
   public:
     device_allocator_impl(device& dev, allocator_config config);
@@ -112,9 +105,10 @@ class device_allocator_impl {
 
     device& dev;
     allocator_config config;
-    mutable reentrant_mutex mutex{bias_after_from_environment()};
+    mutable reentrant_mutex mutex{config.device_lock.biased ? reentrant_mutex::default_bias_after
+                                                            : reentrant_mutex::never_biased};
     combining_lock<delegated_op> combiner{
-        mutex, delegation_from_environment()};  // malloc's and free's way to `mutex`
+        mutex, config.device_lock.combining};  // malloc's and free's way to `mutex`
     address_map allocated;                      // address -> allocated block, under `mutex`
     segment_span segments;                      // where this device's segments lie, lock-free
     allocator_observer* observer = nullptr;

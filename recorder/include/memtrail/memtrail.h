@@ -7,11 +7,16 @@
  * fails with this probability) make fail on purpose. Other switches, read once at the first
  * call: MEMTRAIL_RECORD (off | state | all), MEMTRAIL_STACKS (native | python | all),
  * MEMTRAIL_MAX_ENTRIES (0: the default), MEMTRAIL_UNWINDER (eh_frame | libunwind | frame_pointer),
- * MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF syntax), MEMTRAIL_OOM_DUMP (a path pattern:
+ * MEMTRAIL_PYTHON_FRAMES (direct | api | verify), MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF
+ * syntax; when unset, PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF, as PyTorch reads them),
+ * MEMTRAIL_DEVICE_LOCK (combining | spinning), MEMTRAIL_DEVICE_LOCK_BIAS (on | off),
+ * MEMTRAIL_OOM_DUMP (a path pattern:
  * a snapshot is written there on each out-of-memory, the first 16), MEMTRAIL_SIGNAL_DUMP (a
  * path pattern: a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL:
  * SIGUSR1 by default, SIGUSR2 or a real-time signal). Path patterns expand %p (pid), %d
- * (device) and %t (time, ns since the epoch). docs/recorder.md describes each.
+ * (device) and %t (time, ns since the epoch). Under `memtrail run`, MEMTRAIL_MODE (cache |
+ * observe) and MEMTRAIL_EXIT_DUMP (a path pattern) are the interposer's. docs/settings.md
+ * describes each.
  *
  * Errors: functions returning int return 0 on success and -1 on failure; memtrail_malloc returns
  * NULL. Every call first clears the calling thread's error, so after a call
@@ -20,7 +25,7 @@
  *
  * Version: the major, minor and patch macros of memtrail/version.h are the version this header
  * belongs to, memtrail_version() the one of the librecorder a program runs with. This opening
- * comment names every environment variable librecorder reads, and only those. */
+ * comment names every MEMTRAIL_ environment variable the product reads, and only those. */
 #ifndef MEMTRAIL_MEMTRAIL_H
 #define MEMTRAIL_MEMTRAIL_H
 

@@ -160,7 +160,7 @@ extern "C" {
         }
         // The host's garbage collector (set_collector) gets its last chance inside the
         // allocator, before the allocation fails and is counted.
-        const memtrail::device_address address = started().history().allocate(
+        const memtrail::device_address address = started().recorder().allocate(
             static_cast<uint64_t>(size), device, stream_of(stream), c_api_frames);
         return reinterpret_cast<void*>(address);
     } catch (...) {
@@ -176,7 +176,7 @@ extern "C" {
     }
     try {
         const fork_gate_scope gate;
-        started().history().free(address_of(ptr), device, c_api_frames, stream_of(stream));
+        started().recorder().free(address_of(ptr), device, c_api_frames, stream_of(stream));
     } catch (...) {
         report_current_exception();
     }
@@ -186,7 +186,7 @@ extern "C" {
     last_error[0] = '\0';
     try {
         const fork_gate_scope gate;
-        runtime::get().history().observe_allocation(address_of(ptr), size, device,
+        runtime::get().recorder().observe_allocation(address_of(ptr), size, device,
                                                     stream_of(stream), c_api_frames);
         return 0;
     } catch (...) {
@@ -198,7 +198,7 @@ extern "C" {
     last_error[0] = '\0';
     try {
         const fork_gate_scope gate;
-        if (!runtime::get().history().observe_free(address_of(ptr), device, c_api_frames)) {
+        if (!runtime::get().recorder().observe_free(address_of(ptr), device, c_api_frames)) {
             throw std::invalid_argument(
                 "memtrail_observe_free: " + std::to_string(address_of(ptr)) +
                 " is not an observed allocation of device " + std::to_string(device));
@@ -247,17 +247,17 @@ int memtrail_record_memory_history(const char* enabled, const char* context, con
                                         std::string(stacks_name) + "\"");
         }
         options.max_entries = max_entries != 0 ? max_entries : r.default_max_entries();
-        options.stack_unwinder = r.history().options(0).stack_unwinder;
-        r.history().record_memory_history(options);
+        options.stack_unwinder = r.recorder().options(0).stack_unwinder;
+        r.recorder().record_memory_history(options);
     });
 }
 
 int memtrail_clear_memory_history(void) {
     return guarded([](runtime& r) {
         for (int d = 0; d < r.allocator().device_count(); ++d) {
-            memtrail::recorder::history_options options = r.history().options(d);
+            memtrail::recorder::history_options options = r.recorder().options(d);
             options.clear_history = true;
-            r.history().record_memory_history(options, d);
+            r.recorder().record_memory_history(options, d);
         }
     });
 }
@@ -267,20 +267,20 @@ int memtrail_dump_snapshot(const char* path) {
         if (path == nullptr || *path == '\0') {
             throw std::invalid_argument("memtrail_dump_snapshot: no path");
         }
-        r.history().dump_snapshot(path);
+        r.recorder().dump_snapshot(path);
     });
 }
 
 int memtrail_range_start(const char* name) {
-    return guarded([&](runtime& r) { r.history().range_start(text_or(name, "")); });
+    return guarded([&](runtime& r) { r.recorder().range_start(text_or(name, "")); });
 }
 
 int memtrail_range_end(const char* name) {
-    return guarded([&](runtime& r) { r.history().range_end(text_or(name, "")); });
+    return guarded([&](runtime& r) { r.recorder().range_end(text_or(name, "")); });
 }
 
 int memtrail_marker(const char* name) {
-    return guarded([&](runtime& r) { r.history().marker(text_or(name, "")); });
+    return guarded([&](runtime& r) { r.recorder().marker(text_or(name, "")); });
 }
 
 int memtrail_set_thread_metadata(const char* metadata) {
@@ -293,7 +293,7 @@ int memtrail_set_thread_metadata(const char* metadata) {
     clear_error();
     try {
         const fork_gate_scope gate;
-        started().history().empty_cache(device < 0 ? memtrail::recorder::all_devices : device,
+        started().recorder().empty_cache(device < 0 ? memtrail::recorder::all_devices : device,
                                         c_api_frames);
         return 0;
     } catch (...) {
@@ -333,7 +333,7 @@ int memtrail_create_pool(int device, unsigned long long pool_first, unsigned lon
         memtrail::pool_options options;
         options.no_split = (flags & MEMTRAIL_POOL_NO_SPLIT) != 0;
         options.use_on_oom = (flags & MEMTRAIL_POOL_USE_ON_OOM) != 0;
-        r.history().create_pool(device, private_pool(pool_first, pool_second), options);
+        r.recorder().create_pool(device, private_pool(pool_first, pool_second), options);
     });
 }
 
@@ -341,7 +341,7 @@ int memtrail_begin_allocate_to_pool(int device, unsigned long long pool_first,
                                     unsigned long long pool_second) {
     return guarded([&](runtime& r) {
         // The filter runs in the allocating thread: it accepts the calls of this one.
-        r.history().begin_allocate_to_pool(
+        r.recorder().begin_allocate_to_pool(
             device, private_pool(pool_first, pool_second),
             [caller = std::this_thread::get_id()](memtrail::stream_handle) {
                 return std::this_thread::get_id() == caller;
@@ -352,7 +352,7 @@ int memtrail_begin_allocate_to_pool(int device, unsigned long long pool_first,
 int memtrail_begin_allocate_to_pool_on_stream(int device, unsigned long long pool_first,
                                               unsigned long long pool_second, void* stream) {
     return guarded([&](runtime& r) {
-        r.history().begin_allocate_to_pool(
+        r.recorder().begin_allocate_to_pool(
             device, private_pool(pool_first, pool_second),
             [only = stream_of(stream)](memtrail::stream_handle s) { return s == only; });
     });
@@ -366,7 +366,7 @@ int memtrail_begin_allocate_to_pool_with_filter(int device, unsigned long long p
         if (filter == nullptr) {
             throw std::invalid_argument("memtrail_begin_allocate_to_pool_with_filter: no filter");
         }
-        r.history().begin_allocate_to_pool(device, private_pool(pool_first, pool_second),
+        r.recorder().begin_allocate_to_pool(device, private_pool(pool_first, pool_second),
                                            [filter, filter_context](memtrail::stream_handle s) {
                                                return filter(reinterpret_cast<void*>(s),
                                                              filter_context) != 0;
@@ -377,14 +377,14 @@ int memtrail_begin_allocate_to_pool_with_filter(int device, unsigned long long p
 int memtrail_end_allocate_to_pool(int device, unsigned long long pool_first,
                                   unsigned long long pool_second) {
     return guarded([&](runtime& r) {
-        r.history().end_allocate_to_pool(device, private_pool(pool_first, pool_second));
+        r.recorder().end_allocate_to_pool(device, private_pool(pool_first, pool_second));
     });
 }
 
 int memtrail_release_pool(int device, unsigned long long pool_first,
                           unsigned long long pool_second) {
     return guarded([&](runtime& r) {
-        r.history().release_pool(device, private_pool(pool_first, pool_second));
+        r.recorder().release_pool(device, private_pool(pool_first, pool_second));
     });
 }
 
@@ -392,7 +392,7 @@ int memtrail_pool_use_count(int device, unsigned long long pool_first,
                             unsigned long long pool_second) {
     int count = -1;
     guarded([&](runtime& r) {
-        count = r.history().pool_use_count(device, private_pool(pool_first, pool_second));
+        count = r.recorder().pool_use_count(device, private_pool(pool_first, pool_second));
     });
     return count;
 }
@@ -402,7 +402,7 @@ int memtrail_pool_use_count(int device, unsigned long long pool_first,
     clear_error();
     try {
         const fork_gate_scope gate;
-        started().history().empty_pool_cache(device, private_pool(pool_first, pool_second),
+        started().recorder().empty_pool_cache(device, private_pool(pool_first, pool_second),
                                              c_api_frames);
         return 0;
     } catch (...) {

@@ -59,13 +59,18 @@ runtime& runtime::get() {
 
 runtime::runtime() {
     const environment_settings settings = read_environment();
+    if (!settings.allocator_conflict.empty()) {
+        // Once per process: the runtime is made once, and a forked child inherits it.
+        std::fprintf(stderr, "%s\n", settings.allocator_conflict.c_str());
+    }
+    choose_python_frames_source(settings.python_frames);
     devices_ = make_devices(settings);
     std::vector<device*> pointers;
     for (const auto& d : devices_) {
         pointers.push_back(d.get());
     }
     allocator_ = std::make_unique<caching_allocator>(pointers, settings.allocator);
-    recorder_ = std::make_unique<recorder>(*allocator_);
+    recorder_ = std::make_unique<memtrail::recorder::recorder>(*allocator_);
     default_max_entries_ = settings.history.max_entries;
     recorder_->record_memory_history(settings.history);
     oom_dump_pattern_ = settings.oom_dump_pattern;

@@ -22,7 +22,8 @@ class runtime {
     static runtime& get();
 
     caching_allocator& allocator() { return *allocator_; }
-    recorder& history() { return *recorder_; }
+    // The recorder in front of the allocator: every allocation, free and pool call goes through it.
+    memtrail::recorder::recorder& recorder() { return *recorder_; }
     // What MEMTRAIL_MAX_ENTRIES asks for, used when a caller passes 0.
     size_t default_max_entries() const { return default_max_entries_; }
 
@@ -46,7 +47,7 @@ class runtime {
 
     std::vector<std::unique_ptr<device>> devices_;
     std::unique_ptr<caching_allocator> allocator_;
-    std::unique_ptr<recorder> recorder_;
+    std::unique_ptr<memtrail::recorder::recorder> recorder_;
     size_t default_max_entries_ = 0;
 
     std::mutex triggers_mutex_;  // guards the three below

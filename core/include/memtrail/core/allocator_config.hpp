@@ -25,6 +25,15 @@ class config_error : public std::invalid_argument {
 // roundup_power2_divisions holds one setting per interval of the size rules.
 using size_rules::roundup_interval_count;
 
+// How threads share a device's lock (not PYTORCH_CUDA_ALLOC_CONF keys: librecorder fills them
+// from MEMTRAIL_DEVICE_LOCK and MEMTRAIL_DEVICE_LOCK_BIAS, docs/configuration.md).
+struct device_lock_options {
+    // Waiters hand their operations to the lock's holder (else they spin for the lock).
+    bool combining = true;
+    // After a run of acquisitions by one thread, the lock is biased to it.
+    bool biased = true;
+};
+
 struct allocator_config {
     // Blocks at least this large are never split ("oversize"); SIZE_MAX = unlimited.
     uint64_t max_split_size = std::numeric_limits<uint64_t>::max();
@@ -43,12 +52,11 @@ struct allocator_config {
     double callback_allocated_reserved_rate = 0.8;
     // The string this configuration was parsed from ("" for defaults).
     std::string source;
+    device_lock_options device_lock;
 
     // Parses a configuration string; throws config_error on unknown or repeated keys and bad
     // values. `origin`, when given (an environment variable's name), starts every error.
     static allocator_config parse(std::string_view text, std::string_view origin = {});
-    // Parses MEMTRAIL_ALLOC_CONF (or defaults when unset); errors name the variable.
-    static allocator_config from_environment();
 
     // Divisions for a request of `size` bytes.
     uint64_t divisions_for(uint64_t size) const;

@@ -211,7 +211,8 @@ class device_allocator {
     std::string check_consistency() const;
 
     const allocator_config& config() const;
-    // Replaces the settings (for example to switch expandable segments off for a while).
+    // Replaces the settings (for example to switch expandable segments off for a while); the
+    // device lock keeps the options the allocator was made with.
     void set_config(allocator_config config);
 
     void set_observer(allocator_observer* observer);
