@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -117,9 +119,53 @@ void prepend_path(const char* variable, const std::string& entry, char separator
     setenv(variable, value.c_str(), 1);
 }
 
+// Where every process of the program's tree lists the snapshots it writes (MEMTRAIL_RUN_FILES):
+// a folder of this run's own, removed when the run ends.
+class written_list {
+  public:
+    written_list() {
+        std::string folder = (fs::temp_directory_path() / "memtrail-run-XXXXXX").string();
+        if (::mkdtemp(folder.data()) == nullptr) {
+            throw std::runtime_error("cannot make a folder for the run's list of snapshots in " +
+                                     fs::path(folder).parent_path().string() + ": " +
+                                     std::strerror(errno));
+        }
+        folder_ = folder;
+    }
+    ~written_list() {
+        std::error_code ignored;
+        fs::remove_all(folder_, ignored);
+    }
+    written_list(const written_list&) = delete;
+    written_list& operator=(const written_list&) = delete;
+
+    fs::path file() const { return folder_ / "snapshots"; }
+
+    // The snapshots listed that are there, each once, in the order they were written; shown
+    // relative to this process's folder where they lie under it.
+    std::vector<std::string> snapshots() const {
+        std::vector<std::string> found;
+        std::set<std::string> seen;
+        std::ifstream in(file());
+        std::string line;
+        while (std::getline(in, line)) {
+            std::error_code error;
+            if (line.empty() || !seen.insert(line).second || !fs::exists(line, error)) {
+                continue;
+            }
+            const fs::path shown = fs::proximate(line, error);
+            found.push_back(error || shown.string().starts_with("..") ? line : shown.string());
+        }
+        return found;
+    }
+
+  private:
+    fs::path folder_;
+};
+
 // The program's environment: the interposer, Python's hook and librecorder's settings.
 void prepare_environment(const parsed_arguments& args, const fs::path& interposer,
-                         const std::string& dump) {
+                         const std::string& dump, const written_list& written) {
     prepend_path("LD_PRELOAD", interposer.string(), ':');
     prepend_path("PYTHONPATH", (interposer.parent_path() / "memtrail" / "python").string(), ':');
     setenv("MEMTRAIL_DEVICE", checked_device(args).c_str(), 1);
@@ -148,6 +194,7 @@ void prepare_environment(const parsed_arguments& args, const fs::path& interpose
     setenv("MEMTRAIL_EXIT_DUMP", dump.c_str(), 1);
     setenv("MEMTRAIL_SIGNAL_DUMP", signal_dump_pattern(dump).c_str(), 1);
     setenv("MEMTRAIL_DUMP_SIGNAL", "SIGUSR1", 1);
+    setenv("MEMTRAIL_RUN_FILES", written.file().c_str(), 1);
 }
 
 struct finished_program {
@@ -285,9 +332,11 @@ command_spec run_spec() {
         {"--stacks", "", "native|python|all", "stacks recorded (default all)"},
         {"--max-entries", "", "N", "trace entries kept per device (default 1000000)"},
         {"--dump", "", "PATH",
-         "snapshot written at exit (default memtrail-%p.memtrail, %p the pid; .pickle: "
-         "PyTorch's)"},
-        {"--oom-dump", "", "PATTERN", "snapshot written on every out-of-memory (%p, %d, %t)"},
+         "snapshot written at exit by each process that allocated (default "
+         "memtrail-%p.memtrail, memtrail-rank%r-%p.memtrail where RANK is set; %p pid, %r RANK, "
+         "%l LOCAL_RANK, %j job id; .pickle: PyTorch's)"},
+        {"--oom-dump", "", "PATTERN",
+         "snapshot written on every out-of-memory (%p, %d, %t, %r, %l, %j)"},
         {"--alloc-conf", "", "CONF", "allocator settings, PYTORCH_CUDA_ALLOC_CONF syntax"},
         {"--view", "", "", "open memtrail-viewer on the snapshot when the program ends"},
     };
@@ -310,25 +359,32 @@ int run_run(const parsed_arguments& args) {
     }
     const std::string dump = args.value("--dump").value_or(default_dump);
     check_dump_folder("--dump", dump);
-    prepare_environment(args, interposer, dump);
+    const written_list written;
+    prepare_environment(args, interposer, dump, written);
     move_earlier_snapshot_aside(dump);
     forward_signals();
 
     const finished_program program = run_and_wait(args.positional);
-    const std::string path = expand_pid(dump, program.pid);
-    if (!fs::exists(path)) {
-        std::cerr << "memtrail: no snapshot at " << path << ": " << why_no_snapshot(program.status)
-                  << "\n";
+    // Every snapshot of the program's tree: each rank's, a forked child's, those on
+    // out-of-memory and on SIGUSR1; a process that allocated nothing (a launcher) wrote none.
+    const std::vector<std::string> paths = written.snapshots();
+    if (paths.empty()) {
+        std::cerr << "memtrail: no snapshot at " << expand_pid(dump, program.pid) << ": "
+                  << why_no_snapshot(program.status) << "\n";
         return exit_code_of(program.status);
     }
-    try {
-        report_snapshot(path);
-    } catch (const std::exception& error) {
-        std::cerr << "memtrail: the snapshot " << path << " cannot be read: " << error.what()
-                  << "\n";
+    for (const std::string& path : paths) {
+        try {
+            report_snapshot(path);
+        } catch (const std::exception& error) {
+            std::cerr << "memtrail: the snapshot " << path << " cannot be read: " << error.what()
+                      << "\n";
+        }
     }
     if (args.has("--view")) {
-        run_and_wait({(executable_dir() / "memtrail-viewer").string(), path});
+        std::vector<std::string> viewer = {(executable_dir() / "memtrail-viewer").string()};
+        viewer.insert(viewer.end(), paths.begin(), paths.end());
+        run_and_wait(viewer);
     }
     return exit_code_of(program.status);
 }

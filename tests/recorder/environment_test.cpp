@@ -190,6 +190,56 @@ TEST_F(environment, core_interposer_and_python_frames_receive_their_values) {
     EXPECT_EQ(both.allocator.max_split_size, 64ull << 20);
 }
 
+// --- a rank of a job: its launcher's variables ------------------------------------------
+
+TEST_F(environment, the_launchers_variables_give_the_job_identity) {
+    const environment_settings none = read_with({});
+    EXPECT_FALSE(none.job.known());
+    const environment_settings rank = read_with({{"RANK", "3"},
+                                                 {"LOCAL_RANK", "1"},
+                                                 {"WORLD_SIZE", "8"},
+                                                 {"TORCHELASTIC_RUN_ID", "job42"},
+                                                 {"SLURM_JOB_ID", "777"}});
+    EXPECT_EQ(rank.job.rank, 3);
+    EXPECT_EQ(rank.job.local_rank, 1);
+    EXPECT_EQ(rank.job.world_size, 8);
+    EXPECT_EQ(rank.job.job_id, "job42");
+    // torchrun's "none" (no --rdzv-id) names no job: Slurm's id is taken then.
+    EXPECT_EQ(read_with({{"TORCHELASTIC_RUN_ID", "none"}, {"SLURM_JOB_ID", "777"}}).job.job_id,
+              "777");
+    EXPECT_EQ(read_with({{"TORCHELASTIC_RUN_ID", "none"}}).job.job_id, "");
+    for (const char* bad : {"-1", "one", "1.5"}) {
+        expect_refused("RANK", bad);
+        expect_refused("LOCAL_RANK", bad);
+        expect_refused("WORLD_SIZE", bad);
+    }
+}
+
+// memtrail run's default name, inherited by every rank of torchrun, gets the rank: the ranks'
+// files were told apart by pid only.
+TEST_F(environment, the_default_run_dump_is_named_by_rank_where_there_is_one) {
+    const std::string default_dump(default_run_dump);
+    EXPECT_EQ(read_with({{"MEMTRAIL_EXIT_DUMP", default_dump}}).exit_dump_pattern, default_dump);
+    EXPECT_EQ(read_with({{"MEMTRAIL_EXIT_DUMP", default_dump}, {"RANK", "2"}}).exit_dump_pattern,
+              "memtrail-rank%r-%p.memtrail");
+    // A name the user chose stays as given.
+    EXPECT_EQ(read_with({{"MEMTRAIL_EXIT_DUMP", "mine-%p.memtrail"}, {"RANK", "2"}})
+                  .exit_dump_pattern,
+              "mine-%p.memtrail");
+}
+
+TEST(job_placeholders, name_files_by_rank_local_rank_and_job) {
+    job_identity job;
+    job.rank = 3;
+    job.local_rank = 1;
+    job.job_id = "job42";
+    EXPECT_EQ(expand_job_placeholders("snap-%j-r%r-l%l-%p-%d-%t-%%r-%x.memtrail", job),
+              "snap-job42-r3-l1-%p-%d-%t-%%r-%x.memtrail");
+    // Unset: nothing.
+    EXPECT_EQ(expand_job_placeholders("snap-%j-r%r-l%l.memtrail", job_identity{}),
+              "snap--r-l.memtrail");
+}
+
 // --- allocator settings: memtrail's, then PyTorch's as c10 reads them ---------------------
 
 // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True was dropped: memtrail read only its own.

@@ -14,9 +14,10 @@
  * a snapshot is written there on each out-of-memory, the first 16), MEMTRAIL_SIGNAL_DUMP (a
  * path pattern: a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL:
  * SIGUSR1 by default, SIGUSR2 or a real-time signal). Path patterns expand %p (pid), %d
- * (device) and %t (time, ns since the epoch). Under `memtrail run`, MEMTRAIL_MODE (cache |
- * observe) and MEMTRAIL_EXIT_DUMP (a path pattern) are the interposer's. docs/settings.md
- * describes each.
+ * (device), %t (time, ns since the epoch), %r (RANK), %l (LOCAL_RANK) and %j (the job id:
+ * TORCHELASTIC_RUN_ID, else SLURM_JOB_ID). Under `memtrail run`, MEMTRAIL_MODE (cache |
+ * observe) and MEMTRAIL_EXIT_DUMP (a path pattern) are the interposer's, and MEMTRAIL_RUN_FILES
+ * lists every snapshot written. docs/settings.md describes each.
  *
  * Errors: functions returning int return 0 on success and -1 on failure; memtrail_malloc returns
  * NULL. Every call first clears the calling thread's error, so after a call
@@ -238,6 +239,11 @@ MEMTRAIL_API const char* memtrail_memory_summary(int device);
 MEMTRAIL_API int memtrail_memory_info(int device, size_t* free_bytes, size_t* total_bytes);
 /* Number of devices memtrail manages, or -1 when it cannot start (see memtrail_last_error). */
 MEMTRAIL_API int memtrail_device_count(void);
+/* 1 when this process has had a device allocation from memtrail_malloc (or recorded one with
+ * memtrail_observe_malloc), else 0. Starts nothing: `memtrail run` asks it at exit, so that a
+ * process that imported PyTorch but allocated nothing (torchrun's launcher) leaves no snapshot.
+ * In the symbol version MEMTRAIL_0.3. */
+MEMTRAIL_API int memtrail_has_allocated(void);
 /* What went wrong in the calling thread's last memtrail call, "" if nothing did. */
 MEMTRAIL_API const char* memtrail_last_error(void);
 /* The kind of that failure (a memtrail_error_code), MEMTRAIL_OK if nothing went wrong. */

@@ -7,7 +7,7 @@ namespace {
 interpose_settings read_settings() {
     const recorder::librecorder::environment_settings read =
         recorder::librecorder::read_environment();
-    return {read.mode, read.simulated_device, read.exit_dump_pattern};
+    return {read.mode, read.simulated_device, read.exit_dump_pattern, read.job};
 }
 
 }  // namespace

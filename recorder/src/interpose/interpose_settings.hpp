@@ -16,6 +16,7 @@ struct interpose_settings {
     interpose_mode mode = interpose_mode::cache;
     bool simulated = false;         // MEMTRAIL_DEVICE=sim[:capacity]: no GPU, answered here
     std::string exit_dump_pattern;  // MEMTRAIL_EXIT_DUMP: snapshot written at exit, "" = none
+    recorder::librecorder::job_identity job;  // for the pattern's %r, %l and %j
 };
 
 /// The settings, read at the first call.

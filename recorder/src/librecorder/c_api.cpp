@@ -2,6 +2,7 @@
 // into C, Python or R. Errors become return codes and the thread's last error (its code, from
 // the exception's class, and its text).
 
+#include <atomic>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -144,6 +145,16 @@ void for_devices(runtime& r, int device, Body&& body) {
     }
 }
 
+// Whether this process has had a device allocation (memtrail_has_allocated): set once, so that
+// an allocation pays one load of a line that stays shared.
+std::atomic<bool> allocated_here{false};
+
+void note_allocated() {
+    if (!allocated_here.load(std::memory_order_relaxed)) {
+        allocated_here.store(true, std::memory_order_relaxed);
+    }
+}
+
 }  // namespace
 
 extern "C" {
@@ -162,6 +173,7 @@ extern "C" {
         // allocator, before the allocation fails and is counted.
         const memtrail::device_address address = started().recorder().allocate(
             static_cast<uint64_t>(size), device, stream_of(stream), c_api_frames);
+        note_allocated();
         return reinterpret_cast<void*>(address);
     } catch (...) {
         report_current_exception();
@@ -188,6 +200,7 @@ extern "C" {
         const fork_gate_scope gate;
         runtime::get().recorder().observe_allocation(address_of(ptr), size, device,
                                                     stream_of(stream), c_api_frames);
+        note_allocated();
         return 0;
     } catch (...) {
         return report_current_exception();
@@ -267,7 +280,7 @@ int memtrail_dump_snapshot(const char* path) {
         if (path == nullptr || *path == '\0') {
             throw std::invalid_argument("memtrail_dump_snapshot: no path");
         }
-        r.recorder().dump_snapshot(path);
+        r.dump_snapshot(path);
     });
 }
 
@@ -485,6 +498,10 @@ int memtrail_device_count(void) {
 
 const char* memtrail_last_error(void) {
     return last_error;
+}
+
+int memtrail_has_allocated(void) {
+    return allocated_here.load(std::memory_order_relaxed) ? 1 : 0;
 }
 
 int memtrail_last_error_code(void) {

@@ -123,6 +123,28 @@ void parse_device_lock_bias(const environment_option& option, std::string_view v
     lock_choice<&device_lock_options::biased>(option, value, s, "on", "off");
 }
 
+// A launcher's number (RANK, ...): unset or empty, none.
+template <auto member>
+void launcher_number(const environment_option& option, std::string_view value,
+                     environment_settings& s) {
+    int32_t number = 0;
+    if (value.empty()) {
+        return;
+    }
+    if (!parse_whole(value, number) || number < 0) {
+        reject(option, value);
+    }
+    s.job.*member = number;
+}
+
+// The job id: the first of the table's job id rows that is set, in the table's order. torchrun
+// sets TORCHELASTIC_RUN_ID to "none" when it was given no --rdzv-id: that names no job.
+void job_id(const environment_option&, std::string_view value, environment_settings& s) {
+    if (s.job.job_id.empty() && value != "none") {
+        s.job.job_id = value;
+    }
+}
+
 void parse_interpose_mode(const environment_option& option, std::string_view value,
                           environment_settings& s) {
     if (value != "cache" && value != "observe") {
@@ -209,6 +231,18 @@ constexpr auto options = std::to_array<environment_option>({
      "cache: memtrail's allocator serves device allocations; observe: CUDA does, and memtrail records them", parse_interpose_mode},
     {"MEMTRAIL_EXIT_DUMP",     "",          "a path pattern (%p pid)",                                                  interposer,
      "the snapshot written when the program exits, if any of its device memory reached memtrail",  field<&environment_settings::exit_dump_pattern, read_text>},
+    {"MEMTRAIL_RUN_FILES",     "",          "a file's path",                                                            librecorder,
+     "where each process of a memtrail run adds the path of every snapshot it writes (set by memtrail run)", field<&environment_settings::run_files, read_text>},
+    {"RANK",                   "",          "a whole number",                                                           librecorder,
+     "the process's rank, from its launcher (torchrun)",                                          launcher_number<&job_identity::rank>},
+    {"LOCAL_RANK",             "",          "a whole number",                                                           librecorder,
+     "the process's rank on its host, from its launcher",                                         launcher_number<&job_identity::local_rank>},
+    {"WORLD_SIZE",             "",          "a whole number",                                                           librecorder,
+     "how many ranks the job has, from its launcher",                                             launcher_number<&job_identity::world_size>},
+    {"TORCHELASTIC_RUN_ID",    "",          "any text (none: no job id)",                                               librecorder,
+     "the job id torchrun gives its ranks (--rdzv-id)",                                           job_id},
+    {"SLURM_JOB_ID",           "",          "any text",                                                                 librecorder,
+     "the job id under Slurm, when torchrun gave none",                                           job_id},
 });
 // clang-format on
 
@@ -292,6 +326,9 @@ environment_settings read_environment() {
                      settings);
     }
     resolve_allocator(settings);
+    if (settings.exit_dump_pattern == default_run_dump && settings.job.rank >= 0) {
+        settings.exit_dump_pattern = ranked_run_dump;
+    }
     const bool faults = settings.fail_nth_allocation != 0 || settings.failure_rate > 0.0;
     if (faults && !settings.simulated_device) {
         throw std::invalid_argument(

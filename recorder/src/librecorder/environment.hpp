@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "librecorder/job_identity.hpp"
 #include "memtrail/core/allocator_config.hpp"
 #include "memtrail/recorder/history_options.hpp"
 
@@ -46,7 +47,16 @@ struct environment_settings {
     int dump_signal = 0;              // MEMTRAIL_DUMP_SIGNAL
     interpose_mode mode = interpose_mode::cache;  // MEMTRAIL_MODE
     std::string exit_dump_pattern;                // MEMTRAIL_EXIT_DUMP
+    job_identity job;  // RANK, LOCAL_RANK, WORLD_SIZE, TORCHELASTIC_RUN_ID, SLURM_JOB_ID
+    // MEMTRAIL_RUN_FILES: where every process of a `memtrail run` tree adds the path of each
+    // snapshot it writes ("" = nowhere).
+    std::string run_files;
 };
+
+// `memtrail run`'s dump without --dump, and what it becomes in a process with RANK set (each rank
+// of torchrun, which inherits it).
+inline constexpr std::string_view default_run_dump = "memtrail-%p.memtrail";
+inline constexpr std::string_view ranked_run_dump = "memtrail-rank%r-%p.memtrail";
 
 // One row of the table, as mimalloc keeps its options.
 struct environment_option {

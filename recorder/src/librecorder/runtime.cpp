@@ -6,6 +6,7 @@
 
 #include "librecorder/environment.hpp"
 #include "librecorder/fork_gate.hpp"
+#include "librecorder/written_snapshots.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #ifdef MEMTRAIL_HAVE_CUDA
 #include "memtrail/core/cuda_device.hpp"
@@ -72,12 +73,19 @@ runtime::runtime() {
     allocator_ = std::make_unique<caching_allocator>(pointers, settings.allocator);
     recorder_ = std::make_unique<memtrail::recorder::recorder>(*allocator_);
     default_max_entries_ = settings.history.max_entries;
+    job_ = settings.job;
+    recorder_->set_job_identity(job_);
+    run_files_ = settings.run_files;
     recorder_->record_memory_history(settings.history);
     oom_dump_pattern_ = settings.oom_dump_pattern;
-    dump_on_out_of_memory(*recorder_, [this] {
-        std::lock_guard<std::mutex> lock(triggers_mutex_);
-        return oom_dump_pattern_;
-    });
+    dump_on_out_of_memory(
+        *recorder_,
+        [this] {
+            std::lock_guard<std::mutex> lock(triggers_mutex_);
+            return expand_job_placeholders(oom_dump_pattern_, job_);
+        },
+        default_max_oom_dumps,
+        [this](const std::string& path) { note_written_snapshot(run_files_, path); });
     set_signal_dump(settings.dump_signal, settings.signal_dump_pattern);
 }
 
@@ -98,10 +106,16 @@ void runtime::set_signal_dump(int signal, std::string pattern) {
 void runtime::write_signal_dump(const std::string& pattern) {
     const fork_gate_scope gate;  // a helper thread's dump: a fork waits for it too
     const auto now = std::chrono::system_clock::now().time_since_epoch();
-    const std::string path = expand_dump_path(
-        pattern, -1, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
-    recorder_->dump_snapshot(path);
+    const std::string path =
+        expand_dump_path(expand_job_placeholders(pattern, job_), -1,
+                         std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+    dump_snapshot(path);
     std::fprintf(stderr, "memtrail: snapshot written to %s\n", path.c_str());
+}
+
+void runtime::dump_snapshot(const std::string& path) {
+    recorder_->dump_snapshot(path);
+    note_written_snapshot(run_files_, path);
 }
 
 void runtime::set_collector(collector collector_function) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "librecorder/job_identity.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/recorder/dump_triggers.hpp"
 #include "memtrail/recorder/recorder.hpp"
@@ -26,6 +27,10 @@ class runtime {
     memtrail::recorder::recorder& recorder() { return *recorder_; }
     // What MEMTRAIL_MAX_ENTRIES asks for, used when a caller passes 0.
     size_t default_max_entries() const { return default_max_entries_; }
+    // The process's place in its job (RANK, ...), for the %r, %l and %j of dump paths.
+    const job_identity& job() const { return job_; }
+    // Writes a snapshot to `path` and adds it to memtrail run's list (MEMTRAIL_RUN_FILES).
+    void dump_snapshot(const std::string& path);
 
     // A snapshot after every out-of-memory, to expand_dump_path(pattern); "" for none. Replaces
     // what MEMTRAIL_OOM_DUMP or an earlier call set.
@@ -49,6 +54,8 @@ class runtime {
     std::unique_ptr<caching_allocator> allocator_;
     std::unique_ptr<memtrail::recorder::recorder> recorder_;
     size_t default_max_entries_ = 0;
+    job_identity job_;
+    std::string run_files_;  // MEMTRAIL_RUN_FILES
 
     std::mutex triggers_mutex_;  // guards the three below
     std::string oom_dump_pattern_;
