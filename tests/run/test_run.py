@@ -7,6 +7,7 @@ and allocates through them), to check sitecustomize.py without PyTorch. The real
 in tests/gpu/run.sh.
 """
 
+import json
 import os
 import pathlib
 import pickle
@@ -369,6 +370,152 @@ class Python(Case):
         # Nothing reached memtrail (the stand-in allocates no device memory): no snapshot.
         self.assertIn("memtrail: no snapshot at py.memtrail", result.stderr)
 
+
+def snapshot_header(path):
+    """The header of a plain memtrail snapshot: "MEMTRAIL", the format version, then a msgpack
+    map whose first key is "header" (docs/snapshot-format.md). Enough of msgpack to read it."""
+    data = pathlib.Path(path).read_bytes()
+    assert data[:8] == b"MEMTRAIL", path
+    position = 9
+
+    def take(size):
+        nonlocal position
+        position += size
+        return data[position - size:position]
+
+    def number(size, signed=False):
+        return int.from_bytes(take(size), "big", signed=signed)
+
+    def value():
+        kind = take(1)[0]
+        if kind <= 0x7f or kind >= 0xe0:
+            return kind if kind <= 0x7f else kind - 0x100
+        if 0x80 <= kind <= 0x8f or kind in (0xde, 0xdf):
+            size = kind & 0x0f if kind <= 0x8f else number(2 if kind == 0xde else 4)
+            return {value(): value() for _ in range(size)}
+        if 0x90 <= kind <= 0x9f or kind in (0xdc, 0xdd):
+            size = kind & 0x0f if kind <= 0x9f else number(2 if kind == 0xdc else 4)
+            return [value() for _ in range(size)]
+        if 0xa0 <= kind <= 0xbf or kind in (0xd9, 0xda, 0xdb):
+            size = kind & 0x1f if kind <= 0xbf else number({0xd9: 1, 0xda: 2, 0xdb: 4}[kind])
+            return take(size).decode()
+        if kind in (0xc4, 0xc5, 0xc6):
+            return take(number({0xc4: 1, 0xc5: 2, 0xc6: 4}[kind]))
+        if kind in (0xc0, 0xc2, 0xc3):
+            return {0xc0: None, 0xc2: False, 0xc3: True}[kind]
+        if kind in (0xcc, 0xcd, 0xce, 0xcf):
+            return number({0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8}[kind])
+        if kind in (0xd0, 0xd1, 0xd2, 0xd3):
+            return number({0xd0: 1, 0xd1: 2, 0xd2: 4, 0xd3: 8}[kind], signed=True)
+        if kind in (0xca, 0xcb):
+            return take(4 if kind == 0xca else 8)
+        raise ValueError(f"{path}: msgpack type {kind:#x} at {position - 1}")
+
+    top = take(1)[0]
+    assert 0x80 <= top <= 0x8f or top in (0xde, 0xdf), path
+    if top in (0xde, 0xdf):
+        take(2 if top == 0xde else 4)
+    assert value() == "header", path
+    return value()
+
+
+# A stand-in for torchrun: imports torch (so that sitecustomize makes memtrail its allocator, as
+# PyTorch's launcher process gets it) but allocates nothing, and starts one child per rank with
+# the variables torchrun sets, each running `rank.py` or, after --no-python, the command given.
+LAUNCHER = '''
+import os, subprocess, sys
+import torch
+
+world = int(sys.argv[1])
+command = sys.argv[3:] if sys.argv[2] == "--no-python" else [sys.executable, "rank.py"]
+children = []
+for rank in range(world):
+    env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+               TORCHELASTIC_RUN_ID="job42")
+    children.append(subprocess.Popen(command, env=env))
+sys.exit(max(child.wait() for child in children))
+'''
+
+# One rank: (rank + 1) * 2 MiB, or, with OOM set, more than the device holds.
+RANK_SCRIPT = '''
+import os
+import torch
+
+rank = int(os.environ["RANK"])
+allocator = torch.cuda.memory.current
+kept = allocator.malloc((rank + 1) * (2 << 20), 0, None)
+if os.environ.get("OOM"):
+    failed = allocator.malloc(4 << 30, 0, None)
+    print("rank", rank, "out of memory:", failed is None)
+'''
+
+
+class Ranks(Case):
+    """`memtrail run torchrun ...` and `torchrun --no-python ... memtrail run python ...` with a
+    stand-in launcher of three ranks."""
+
+    WORLD = 3
+
+    def setUp(self):
+        super().setUp()
+        (self.cwd / "torch").mkdir()
+        (self.cwd / "torch" / "__init__.py").write_text(textwrap.dedent(FAKE_TORCH))
+        (self.cwd / "launcher.py").write_text(textwrap.dedent(LAUNCHER))
+        (self.cwd / "rank.py").write_text(textwrap.dedent(RANK_SCRIPT))
+        self.env = dict(os.environ, PYTHONPATH=str(self.cwd))
+        for variable in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID",
+                         "SLURM_JOB_ID"):
+            self.env.pop(variable, None)
+
+    def test_memtrail_run_around_the_launcher_records_every_rank_and_not_the_launcher(self):
+        result = run(["--device", DEVICE, "--", sys.executable, "launcher.py", str(self.WORLD),
+                      "python"], self.cwd, env=self.env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        files = sorted(p.name for p in self.cwd.glob("*.memtrail"))
+        self.assertEqual(len(files), self.WORLD, (files, result.stderr))
+        for rank in range(self.WORLD):
+            [name] = [f for f in files if f.startswith(f"memtrail-rank{rank}-")]
+            # The closing message names every rank's file, with its own peak.
+            self.assertIn(f"memtrail: snapshot written to {name}: peak allocated "
+                          f"{(rank + 1) * 2}MiB", result.stderr)
+            self.assertEqual(self.job_in(self.cwd / name),
+                             {"id": "job42", "rank": rank, "local_rank": rank,
+                              "world_size": self.WORLD})
+        self.assertNotIn("no snapshot", result.stderr)
+
+    def test_files_named_by_job_rank_and_local_rank_and_each_rank_dumps_its_own_oom(self):
+        self.env["OOM"] = "1"
+        result = run(["--device", DEVICE, "--dump", "snap-%j-r%r-l%l.memtrail", "--oom-dump",
+                      "oom-%j-r%r.memtrail", "--", sys.executable, "launcher.py",
+                      str(self.WORLD), "python"], self.cwd, env=self.env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        for rank in range(self.WORLD):
+            self.assertIn(f"rank {rank} out of memory: True", result.stdout)
+            for name in (f"snap-job42-r{rank}-l{rank}.memtrail", f"oom-job42-r{rank}.memtrail"):
+                self.assertTrue((self.cwd / name).exists(), (name, result.stderr))
+                self.assertEqual(result.stderr.count(f"memtrail: snapshot written to {name}: "),
+                                 1, result.stderr)
+        self.assertEqual(len(list(self.cwd.glob("*.memtrail"))), 2 * self.WORLD)
+
+    def test_the_launcher_starting_memtrail_run_for_each_rank(self):
+        # torchrun --no-python ... memtrail run python rank.py: one memtrail run per rank, each
+        # naming its own rank's file.
+        launcher = subprocess.run(
+            [sys.executable, "launcher.py", str(self.WORLD), "--no-python", MEMTRAIL, "run",
+             "--device", DEVICE, "--", sys.executable, "rank.py"],
+            cwd=self.cwd, capture_output=True, text=True, timeout=120, env=self.env)
+        self.assertEqual(launcher.returncode, 0, launcher.stderr)
+        files = sorted(p.name for p in self.cwd.glob("*.memtrail"))
+        self.assertEqual(len(files), self.WORLD, (files, launcher.stderr))
+        for rank in range(self.WORLD):
+            [name] = [f for f in files if f.startswith(f"memtrail-rank{rank}-")]
+            self.assertEqual(launcher.stderr.count(f"memtrail: snapshot written to {name}: "), 1,
+                             launcher.stderr)
+            self.assertEqual(self.job_in(self.cwd / name)["rank"], rank)
+
+    def job_in(self, path):
+        """The job identity in a snapshot's header."""
+        return snapshot_header(path).get("job")
 
 if __name__ == "__main__":
     unittest.main()
