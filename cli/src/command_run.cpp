@@ -106,11 +106,24 @@ void check_dump_folder(const std::string& option, const std::string& pattern) {
     }
 }
 
-// "run.memtrail" -> "run-%t.memtrail": snapshots on SIGUSR1 keep the final one from replacing them.
-std::string signal_dump_pattern(const std::string& dump) {
+// "run.memtrail" -> "run-signal-%t.memtrail": snapshots on SIGUSR1 (or on out-of-memory, with
+// "oom") keep the final one from replacing them.
+std::string beside_dump(const std::string& dump, const std::string& what) {
     const fs::path path(dump);
-    return (path.parent_path() / (path.stem().string() + "-signal-%t" + path.extension().string()))
+    return (path.parent_path() /
+            (path.stem().string() + "-" + what + "-%t" + path.extension().string()))
         .string();
+}
+
+// --production is --record production; given with another --record, it is refused.
+std::string checked_record(const parsed_arguments& args) {
+    const std::string record =
+        checked_choice(args, "--record", "all", {"off", "state", "all", "production"});
+    if (args.has("--production") && args.value("--record") && record != "production") {
+        throw usage_error("--production records as --record production; --record " + record +
+                          " asks for something else: give one of them");
+    }
+    return args.has("--production") ? "production" : record;
 }
 
 void prepend_path(const char* variable, const std::string& entry, char separator) {
@@ -171,8 +184,8 @@ void prepare_environment(const parsed_arguments& args, const fs::path& interpose
     setenv("MEMTRAIL_DEVICE", checked_device(args).c_str(), 1);
     setenv("MEMTRAIL_MODE", checked_choice(args, "--mode", "cache", {"cache", "observe"}).c_str(),
            1);
-    setenv("MEMTRAIL_RECORD",
-           checked_choice(args, "--record", "all", {"off", "state", "all"}).c_str(), 1);
+    const std::string record = checked_record(args);
+    setenv("MEMTRAIL_RECORD", record.c_str(), 1);
     setenv("MEMTRAIL_STACKS",
            checked_choice(args, "--stacks", "all", {"native", "python", "all"}).c_str(), 1);
     if (const auto entries = args.value("--max-entries")) {
@@ -190,9 +203,11 @@ void prepare_environment(const parsed_arguments& args, const fs::path& interpose
     if (const auto oom = args.value("--oom-dump")) {
         check_dump_folder("--oom-dump", *oom);
         setenv("MEMTRAIL_OOM_DUMP", oom->c_str(), 1);
+    } else if (record == "production") {
+        setenv("MEMTRAIL_OOM_DUMP", beside_dump(dump, "oom").c_str(), 1);
     }
     setenv("MEMTRAIL_EXIT_DUMP", dump.c_str(), 1);
-    setenv("MEMTRAIL_SIGNAL_DUMP", signal_dump_pattern(dump).c_str(), 1);
+    setenv("MEMTRAIL_SIGNAL_DUMP", beside_dump(dump, "signal").c_str(), 1);
     setenv("MEMTRAIL_DUMP_SIGNAL", "SIGUSR1", 1);
     setenv("MEMTRAIL_RUN_FILES", written.file().c_str(), 1);
 }
@@ -328,7 +343,10 @@ command_spec run_spec() {
          "the device: the GPUs (default), or a simulated one (sim:16GiB) that needs none"},
         {"--mode", "", "cache|observe",
          "cache (default): memtrail's allocator serves the program; observe: CUDA does, recorded"},
-        {"--record", "", "off|state|all", "history recorded (default all)"},
+        {"--record", "", "off|state|all|production",
+         "history recorded (default all; production: every event, allocations' stacks only)"},
+        {"--production", "", "",
+         "the mode to leave on: --record production, with a snapshot on every out-of-memory"},
         {"--stacks", "", "native|python|all", "stacks recorded (default all)"},
         {"--max-entries", "", "N", "trace entries kept per device (default 1000000)"},
         {"--dump", "", "PATH",

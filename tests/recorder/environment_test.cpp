@@ -151,6 +151,17 @@ TEST_F(environment, faults_for_the_simulated_device) {
     expect_refused({{"MEMTRAIL_SIM_FAIL_RATE", "0.5"}}, "MEMTRAIL_DEVICE=sim");
 }
 
+// The mode to leave on: every event, allocations' stacks, frees' not (PyTorch's context alloc).
+TEST_F(environment, production_records_every_event_and_the_stacks_of_allocations) {
+    const environment_settings s =
+        read_with({{"MEMTRAIL_RECORD", "production"}, {"MEMTRAIL_STACKS", "all"}});
+    EXPECT_EQ(s.history.enabled, record_mode::all);
+    EXPECT_EQ(s.history.context, context_mode::alloc);
+    EXPECT_EQ(s.history.stacks, stack_source::all);
+    EXPECT_EQ(s.history.max_entries, default_max_entries);  // bounded
+    EXPECT_EQ(read_with({{"MEMTRAIL_RECORD", "all"}}).history.context, context_mode::all);
+}
+
 TEST_F(environment, every_other_bad_value_names_its_variable) {
     expect_refused("MEMTRAIL_RECORD", "yes");
     expect_refused("MEMTRAIL_STACKS", "java");
@@ -218,10 +229,16 @@ TEST_F(environment, the_launchers_variables_give_the_job_identity) {
 // memtrail run's default name, inherited by every rank of torchrun, gets the rank: the ranks'
 // files were told apart by pid only.
 TEST_F(environment, the_default_run_dump_is_named_by_rank_where_there_is_one) {
-    const std::string default_dump(default_run_dump);
+    const std::string default_dump = "memtrail-%p.memtrail";
     EXPECT_EQ(read_with({{"MEMTRAIL_EXIT_DUMP", default_dump}}).exit_dump_pattern, default_dump);
-    EXPECT_EQ(read_with({{"MEMTRAIL_EXIT_DUMP", default_dump}, {"RANK", "2"}}).exit_dump_pattern,
-              "memtrail-rank%r-%p.memtrail");
+    const environment_settings ranked =
+        read_with({{"MEMTRAIL_EXIT_DUMP", default_dump},
+                   {"MEMTRAIL_SIGNAL_DUMP", "memtrail-%p-signal-%t.memtrail"},
+                   {"MEMTRAIL_OOM_DUMP", "memtrail-%p-oom-%t.memtrail"},
+                   {"RANK", "2"}});
+    EXPECT_EQ(ranked.exit_dump_pattern, "memtrail-rank%r-%p.memtrail");
+    EXPECT_EQ(ranked.signal_dump_pattern, "memtrail-rank%r-%p-signal-%t.memtrail");
+    EXPECT_EQ(ranked.oom_dump_pattern, "memtrail-rank%r-%p-oom-%t.memtrail");
     // A name the user chose stays as given.
     EXPECT_EQ(read_with({{"MEMTRAIL_EXIT_DUMP", "mine-%p.memtrail"}, {"RANK", "2"}})
                   .exit_dump_pattern,

@@ -94,6 +94,28 @@ class Native(Case):
         self.assertIn("1 out-of-memory error", result.stderr)
         self.assertEqual(len(list(self.cwd.glob("oom-*.memtrail"))), 1)
 
+    def test_production_records_allocations_stacks_not_frees_and_dumps_on_oom(self):
+        result = run(["--device", DEVICE, "--production", "--dump", "run.pickle", "--", PROGRAM,
+                      "oom"], self.cwd)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        # Out of memory: a snapshot beside the exit one, without --oom-dump; both named at the end.
+        [oom] = list(self.cwd.glob("run-oom-*.pickle"))
+        self.assertIn(f"memtrail: snapshot written to {oom.name}: ", result.stderr)
+        self.assertIn("memtrail: snapshot written to run.pickle: ", result.stderr)
+        with open(self.cwd / "run.pickle", "rb") as snapshot:
+            trace = pickle.load(snapshot)["device_traces"][0]
+        allocs = [e for e in trace if e["action"] == "alloc"]
+        frees = [e for e in trace if e["action"] in ("free_requested", "free_completed")]
+        self.assertTrue(allocs and frees, trace)
+        self.assertTrue(all(e["frames"] for e in allocs), allocs)
+        self.assertTrue(all(not e["frames"] for e in frees), frees)
+
+    def test_production_and_another_record_are_refused_together(self):
+        result = run(["--device", DEVICE, "--production", "--record", "state", "--", PROGRAM],
+                     self.cwd)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("--production records as --record production", result.stderr)
+
 
 class Modes(Case):
     def test_cache_serves_from_memtrails_segments_observe_records_each_allocation(self):

@@ -5,7 +5,7 @@
  * build with CUDA) or "sim[:capacity]" for a simulated device ("sim:80GiB"), which
  * MEMTRAIL_SIM_FAIL_NTH (the Nth device allocation fails once) and MEMTRAIL_SIM_FAIL_RATE (each
  * fails with this probability) make fail on purpose. Other switches, read once at the first
- * call: MEMTRAIL_RECORD (off | state | all), MEMTRAIL_STACKS (native | python | all),
+ * call: MEMTRAIL_RECORD (off | state | all | production), MEMTRAIL_STACKS (native | python | all),
  * MEMTRAIL_MAX_ENTRIES (0: the default), MEMTRAIL_UNWINDER (eh_frame | libunwind | frame_pointer),
  * MEMTRAIL_PYTHON_FRAMES (direct | api | verify), MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF
  * syntax; when unset, PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF, as PyTorch reads them),

@@ -76,8 +76,15 @@ void parse_fail_rate(const environment_option& option, std::string_view value,
     }
 }
 
+// production: every event, the stack of every allocation and none of the frees (PyTorch's
+// context "alloc"), the mode to leave on in every job (docs/settings.md).
 void parse_record(const environment_option& option, std::string_view value,
                   environment_settings& s) {
+    if (value == "production") {
+        s.history.enabled = record_mode::all;
+        s.history.context = context_mode::alloc;
+        return;
+    }
     if (!parse_record_mode(value, s.history.enabled)) {
         reject(option, value);
     }
@@ -201,8 +208,8 @@ constexpr auto options = std::to_array<environment_option>({
      "the simulated device's Nth device allocation reports out of memory, once",                  field<&environment_settings::fail_nth_allocation, parse_whole<uint64_t>>},
     {"MEMTRAIL_SIM_FAIL_RATE", "0",         "a probability from 0 to 1, optionally with :SEED (0.01:7)",                librecorder,
      "each device allocation of the simulated device reports out of memory with this probability", parse_fail_rate},
-    {"MEMTRAIL_RECORD",        "off",       "off, state or all",                                                        librecorder,
-     "record history from the start (context all)",                                               parse_record},
+    {"MEMTRAIL_RECORD",        "off",       "off, state, all or production",                                            librecorder,
+     "record history from the start: all with every stack (context all), production without frees' stacks (context alloc)", parse_record},
     {"MEMTRAIL_STACKS",        "native",    "native, python or all",                                                    librecorder,
      "stacks recorded with MEMTRAIL_RECORD",                                                      history_field<&history_options::stacks, parse_stack_source>},
     {"MEMTRAIL_MAX_ENTRIES",   "1000000",   "a whole number (0: the default)",                                          librecorder,
@@ -326,8 +333,14 @@ environment_settings read_environment() {
                      settings);
     }
     resolve_allocator(settings);
-    if (settings.exit_dump_pattern == default_run_dump && settings.job.rank >= 0) {
-        settings.exit_dump_pattern = ranked_run_dump;
+    // memtrail run's default names, inherited by every rank of torchrun, get the rank.
+    if (settings.job.rank >= 0) {
+        for (std::string* pattern : {&settings.exit_dump_pattern, &settings.oom_dump_pattern,
+                                     &settings.signal_dump_pattern}) {
+            if (pattern->starts_with(default_run_stem)) {
+                pattern->replace(0, default_run_stem.size(), ranked_run_stem);
+            }
+        }
     }
     const bool faults = settings.fail_nth_allocation != 0 || settings.failure_rate > 0.0;
     if (faults && !settings.simulated_device) {

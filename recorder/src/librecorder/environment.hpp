@@ -53,10 +53,11 @@ struct environment_settings {
     std::string run_files;
 };
 
-// `memtrail run`'s dump without --dump, and what it becomes in a process with RANK set (each rank
-// of torchrun, which inherits it).
-inline constexpr std::string_view default_run_dump = "memtrail-%p.memtrail";
-inline constexpr std::string_view ranked_run_dump = "memtrail-rank%r-%p.memtrail";
+// How `memtrail run`'s dumps are named without --dump ("memtrail-%p.memtrail", and its signal
+// and OOM dumps beside it), and what that start becomes in a process with RANK set (each rank of
+// torchrun, which inherits it): "memtrail-rank%r-%p.memtrail".
+inline constexpr std::string_view default_run_stem = "memtrail-%p";
+inline constexpr std::string_view ranked_run_stem = "memtrail-rank%r-%p";
 
 // One row of the table, as mimalloc keeps its options.
 struct environment_option {
