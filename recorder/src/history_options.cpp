@@ -11,7 +11,6 @@ namespace {
 constexpr std::array<std::string_view, 3> record_mode_names = {"off", "state", "all"};
 constexpr std::array<std::string_view, 4> context_mode_names = {"none", "state", "alloc", "all"};
 constexpr std::array<std::string_view, 3> stack_source_names = {"native", "python", "all"};
-constexpr std::array<std::string_view, 3> python_frames_source_names = {"direct", "api", "verify"};
 
 template <typename Enum, size_t count>
 bool parse_name(const std::array<std::string_view, count>& names, std::string_view name,
@@ -48,10 +47,6 @@ std::string_view stack_source_name(stack_source source) {
 
 bool parse_stack_source(std::string_view name, stack_source& out) {
     return parse_name(stack_source_names, name, out);
-}
-
-bool parse_python_frames_source(std::string_view name, python_frames_source& out) {
-    return parse_name(python_frames_source_names, name, out);
 }
 
 }  // namespace memtrail::recorder

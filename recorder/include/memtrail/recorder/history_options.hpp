@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "memtrail/recorder/stack_capture.hpp"
+#include "memtrail/stacks/interned_capture.hpp"
 
 namespace memtrail::recorder {
 
@@ -18,10 +18,7 @@ enum class record_mode : uint8_t { off, state, all };
 // allocation events in the trace; all: also frees.
 enum class context_mode : uint8_t { none, state, alloc, all };
 
-// PyTorch's `stacks`: where stacks come from. native: return addresses; python: the Python
-// frames of a thread that holds the GIL; all: both, the Python frames in place of the
-// interpreter's own native frames.
-enum class stack_source : uint8_t { native, python, all };
+// PyTorch's `stacks`: stack_source (interned_capture.hpp).
 
 // The default history length per device (MEMTRAIL_MAX_ENTRIES overrides it in librecorder).
 inline constexpr size_t default_max_entries = 1'000'000;
@@ -45,17 +42,5 @@ std::string_view context_mode_name(context_mode mode);
 bool parse_context_mode(std::string_view name, context_mode& out);
 std::string_view stack_source_name(stack_source source);
 bool parse_stack_source(std::string_view name, stack_source& out);
-
-// How Python frames are read, for every recorder of the process (MEMTRAIL_PYTHON_FRAMES).
-enum class python_frames_source : uint8_t {
-    direct,  // without the GIL where the version allows (the default)
-    api,     // the public API under the GIL, always
-    verify,  // both, for tests: a difference stops the process with both stacks on stderr
-};
-// "direct", "api" or "verify"; false for any other name.
-bool parse_python_frames_source(std::string_view name, python_frames_source& out);
-// Chooses how Python frames are read. Takes effect when the first Python stack is captured;
-// later calls change nothing.
-void choose_python_frames_source(python_frames_source source);
 
 }  // namespace memtrail::recorder
