@@ -29,12 +29,12 @@ recorder::history_options options_for(setting s) {
     recorder::history_options options;
     options.enabled = s == setting::off ? recorder::record_mode::off : recorder::record_mode::all;
     options.context = s == setting::off || s == setting::no_stacks ? recorder::context_mode::none
-                      : s == setting::production                  ? recorder::context_mode::alloc
+                      : s == setting::production                   ? recorder::context_mode::alloc
                                                                    : recorder::context_mode::all;
     options.stack_unwinder = s == setting::frame_pointer_stacks ? recorder::unwinder::frame_pointer
                              : s == setting::eh_frame_stacks || s == setting::production
                                  ? recorder::unwinder::eh_frame
-                                                                : recorder::unwinder::libunwind;
+                                 : recorder::unwinder::libunwind;
     return options;
 }
 

@@ -217,7 +217,7 @@ extern "C" {
     try {
         const fork_gate_scope gate;
         runtime::get().recorder().observe_allocation(address_of(ptr), size, device,
-                                                    stream_of(stream), c_api_frames);
+                                                     stream_of(stream), c_api_frames);
         note_allocated();
         return 0;
     } catch (...) {
@@ -333,7 +333,7 @@ int memtrail_set_thread_metadata(const char* metadata) {
     try {
         const fork_gate_scope gate;
         started().recorder().empty_cache(device < 0 ? memtrail::recorder::all_devices : device,
-                                        c_api_frames);
+                                         c_api_frames);
         return 0;
     } catch (...) {
         return report_current_exception();
@@ -410,10 +410,10 @@ int memtrail_begin_allocate_to_pool_with_filter(int device, unsigned long long p
             throw std::invalid_argument("memtrail_begin_allocate_to_pool_with_filter: no filter");
         }
         r.recorder().begin_allocate_to_pool(device, private_pool(pool_first, pool_second),
-                                           [filter, filter_context](memtrail::stream_handle s) {
-                                               return filter(reinterpret_cast<void*>(s),
-                                                             filter_context) != 0;
-                                           });
+                                            [filter, filter_context](memtrail::stream_handle s) {
+                                                return filter(reinterpret_cast<void*>(s),
+                                                              filter_context) != 0;
+                                            });
     });
 }
 
@@ -446,7 +446,7 @@ int memtrail_pool_use_count(int device, unsigned long long pool_first,
     try {
         const fork_gate_scope gate;
         started().recorder().empty_pool_cache(device, private_pool(pool_first, pool_second),
-                                             c_api_frames);
+                                              c_api_frames);
         return 0;
     } catch (...) {
         return report_current_exception();

@@ -112,8 +112,8 @@ void given_alloc_conf(const environment_option& option, std::string_view value,
 
 // Whether `value` is `usual` or `other`; which one goes to `member` (true for `usual`).
 template <auto member>
-void lock_choice(const environment_option& option, std::string_view value,
-                 environment_settings& s, std::string_view usual, std::string_view other) {
+void lock_choice(const environment_option& option, std::string_view value, environment_settings& s,
+                 std::string_view usual, std::string_view other) {
     if (value != usual && value != other) {
         reject(option, value);
     }

@@ -30,8 +30,8 @@ void dump_on_out_of_memory(recorder& history, std::function<std::string()> patte
     // One count for every device: the limit is on files written, wherever the OOM happens.
     auto out_of_memory_count = std::make_shared<std::atomic<uint64_t>>(0);
     for (int d = 0; d < allocator.device_count(); ++d) {
-        allocator.on(d).add_oom_observer([&history, pattern, max_dumps, out_of_memory_count, written](
-                                             int device, uint64_t, uint64_t, uint64_t) {
+        allocator.on(d).add_oom_observer([&history, pattern, max_dumps, out_of_memory_count,
+                                          written](int device, uint64_t, uint64_t, uint64_t) {
             // The allocation is failing already: whatever happens here must not replace its
             // out_of_memory_error, so nothing escapes.
             try {

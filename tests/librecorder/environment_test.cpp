@@ -240,9 +240,9 @@ TEST_F(environment, the_default_run_dump_is_named_by_rank_where_there_is_one) {
     EXPECT_EQ(ranked.signal_dump_pattern, "memtrail-rank%r-%p-signal-%t.memtrail");
     EXPECT_EQ(ranked.oom_dump_pattern, "memtrail-rank%r-%p-oom-%t.memtrail");
     // A name the user chose stays as given.
-    EXPECT_EQ(read_with({{"MEMTRAIL_EXIT_DUMP", "mine-%p.memtrail"}, {"RANK", "2"}})
-                  .exit_dump_pattern,
-              "mine-%p.memtrail");
+    EXPECT_EQ(
+        read_with({{"MEMTRAIL_EXIT_DUMP", "mine-%p.memtrail"}, {"RANK", "2"}}).exit_dump_pattern,
+        "mine-%p.memtrail");
 }
 
 TEST(job_placeholders, name_files_by_rank_local_rank_and_job) {
@@ -273,8 +273,9 @@ TEST_F(environment, pytorch_cuda_alloc_conf_is_honoured) {
 }
 
 TEST_F(environment, pytorch_alloc_conf_wins_over_the_older_name_as_in_pytorch) {
-    const environment_settings s = read_with({{"PYTORCH_ALLOC_CONF", "max_split_size_mb:64"},
-                                              {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
+    const environment_settings s =
+        read_with({{"PYTORCH_ALLOC_CONF", "max_split_size_mb:64"},
+                   {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
     EXPECT_EQ(s.allocator.max_split_size, 64ull << 20);
     EXPECT_FALSE(s.allocator.expandable_segments);
     EXPECT_EQ(s.allocator_origin, "PYTORCH_ALLOC_CONF");
@@ -294,8 +295,9 @@ TEST_F(environment, memtrail_alloc_conf_wins_and_the_conflict_names_every_value)
     EXPECT_EQ(s.allocator_conflict,
               "memtrail: allocator settings from MEMTRAIL_ALLOC_CONF=\"max_split_size_mb:64\"; "
               "not used: PYTORCH_ALLOC_CONF=\"expandable_segments:True\"");
-    const environment_settings same = read_with({{"MEMTRAIL_ALLOC_CONF", "max_split_size_mb:64"},
-                                                 {"PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:64"}});
+    const environment_settings same =
+        read_with({{"MEMTRAIL_ALLOC_CONF", "max_split_size_mb:64"},
+                   {"PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:64"}});
     EXPECT_EQ(same.allocator_conflict, "");
 }
 
@@ -330,7 +332,8 @@ TEST(environment_docs, settings_md_has_the_tables_rows) {
     for (const environment_option& option : environment_options()) {
         table.insert(std::string(option.name));
     }
-    for (const auto& row : test::markdown_table(test::source_file("docs/settings.md"), "variable")) {
+    for (const auto& row :
+         test::markdown_table(test::source_file("docs/settings.md"), "variable")) {
         ASSERT_EQ(row.size(), 5u) << row[0];
         EXPECT_TRUE(documented.insert(row[0]).second) << row[0] << " is documented twice";
         for (const environment_option& option : environment_options()) {
@@ -373,8 +376,8 @@ TEST(environment_reader, no_product_source_but_the_table_calls_getenv) {
         // `memtrail run` extends LD_PRELOAD and PYTHONPATH for the program: not settings.
         "cli/src/command_run.cpp",
     };
-    const std::set<std::string> not_product = {"tests", "bench", "fuzz", "samples", "build",
-                                               "scripts", "docs"};
+    const std::set<std::string> not_product = {"tests", "bench",   "fuzz", "samples",
+                                               "build", "scripts", "docs"};
     std::vector<std::string> readers;
     for (const fs::directory_entry& top : fs::directory_iterator(root)) {
         const std::string name = top.path().filename().string();

@@ -78,7 +78,8 @@ TEST(librecorder_environment, free_on_a_negative_device_is_refused) {
 memtrail::snapshot::allocator_settings settings_recorded() {
     void* block = memtrail_malloc(MiB, 0, nullptr);
     EXPECT_NE(block, nullptr) << last_error();
-    const std::string path = ::testing::TempDir() + "settings-" + std::to_string(getpid()) + ".memtrail";
+    const std::string path =
+        ::testing::TempDir() + "settings-" + std::to_string(getpid()) + ".memtrail";
     EXPECT_EQ(memtrail_dump_snapshot(path.c_str()), 0) << last_error();
     memtrail_free(block, MiB, 0, nullptr);
     const memtrail::snapshot::snapshot recorded = memtrail::snapshot::read_snapshot(path);

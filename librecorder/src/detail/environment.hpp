@@ -31,7 +31,7 @@ struct environment_settings {
     uint64_t fail_nth_allocation = 0;  // MEMTRAIL_SIM_FAIL_NTH; 0 = none
     double failure_rate = 0.0;         // MEMTRAIL_SIM_FAIL_RATE
     uint64_t failure_seed = 1;
-    history_options history;          // MEMTRAIL_RECORD, MEMTRAIL_STACKS, ...
+    history_options history;  // MEMTRAIL_RECORD, MEMTRAIL_STACKS, ...
     python_frames_source python_frames = python_frames_source::direct;  // MEMTRAIL_PYTHON_FRAMES
     // MEMTRAIL_ALLOC_CONF, else PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF; with
     // MEMTRAIL_DEVICE_LOCK and MEMTRAIL_DEVICE_LOCK_BIAS in allocator.device_lock.
@@ -43,9 +43,9 @@ struct environment_settings {
     // When the allocator variables disagree: which value is used and which are not, for the
     // runtime to say once on stderr; "" when they agree.
     std::string allocator_conflict;
-    std::string oom_dump_pattern;     // MEMTRAIL_OOM_DUMP
-    std::string signal_dump_pattern;  // MEMTRAIL_SIGNAL_DUMP
-    int dump_signal = 0;              // MEMTRAIL_DUMP_SIGNAL
+    std::string oom_dump_pattern;                 // MEMTRAIL_OOM_DUMP
+    std::string signal_dump_pattern;              // MEMTRAIL_SIGNAL_DUMP
+    int dump_signal = 0;                          // MEMTRAIL_DUMP_SIGNAL
     interpose_mode mode = interpose_mode::cache;  // MEMTRAIL_MODE
     std::string exit_dump_pattern;                // MEMTRAIL_EXIT_DUMP
     job_identity job;  // RANK, LOCAL_RANK, WORLD_SIZE, TORCHELASTIC_RUN_ID, SLURM_JOB_ID

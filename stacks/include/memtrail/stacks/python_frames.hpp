@@ -18,5 +18,4 @@ bool parse_python_frames_source(std::string_view name, python_frames_source& out
 // later calls change nothing.
 void choose_python_frames_source(python_frames_source source);
 
-
 }  // namespace memtrail::recorder
