@@ -305,11 +305,15 @@ void report_snapshot(const std::string& path) {
             ooms += entry.kind == snapshot::action::oom ? 1 : 0;
         }
     }
-    std::cerr << "memtrail: snapshot written to " << path << ": peak allocated "
-              << analysis::format_bytes(peak_bytes(file.model, analysis::series::allocated))
-              << ", peak reserved "
-              << analysis::format_bytes(peak_bytes(file.model, analysis::series::reserved)) << ", "
-              << ooms << " out-of-memory error" << (ooms == 1 ? "" : "s") << "\n";
+    // One write: under `torchrun --no-python ... memtrail run`, every rank's memtrail run shares
+    // the one stderr, and a line written in pieces would interleave with the others'.
+    const std::string line =
+        "memtrail: snapshot written to " + path + ": peak allocated " +
+        analysis::format_bytes(peak_bytes(file.model, analysis::series::allocated)) +
+        ", peak reserved " +
+        analysis::format_bytes(peak_bytes(file.model, analysis::series::reserved)) + ", " +
+        std::to_string(ooms) + " out-of-memory error" + (ooms == 1 ? "" : "s") + "\n";
+    std::cerr << line << std::flush;
 }
 
 int exit_code_of(int status) {
