@@ -1,6 +1,7 @@
 // What recording adds to an alloc+free pair served from the cache: off, trace without stacks,
 // trace with native stacks (libunwind, eh_frame and frame pointers), from a shallow and a deep call
-// stack, and the unwinders that read .eh_frame from stacks built without frame pointers.
+// stack, and the unwinders that read .eh_frame from stacks built without frame pointers; and the
+// production mode (docs/production.md): eh_frame stacks of allocations only, frees without.
 
 #include <benchmark/benchmark.h>
 
@@ -15,16 +16,25 @@ namespace {
 
 using namespace memtrail;
 
-enum class setting { off, no_stacks, libunwind_stacks, frame_pointer_stacks, eh_frame_stacks };
+enum class setting {
+    off,
+    no_stacks,
+    libunwind_stacks,
+    frame_pointer_stacks,
+    eh_frame_stacks,
+    production,  // eh_frame stacks of allocations, none of frees (context alloc)
+};
 
 recorder::history_options options_for(setting s) {
     recorder::history_options options;
     options.enabled = s == setting::off ? recorder::record_mode::off : recorder::record_mode::all;
     options.context = s == setting::off || s == setting::no_stacks ? recorder::context_mode::none
+                      : s == setting::production                   ? recorder::context_mode::alloc
                                                                    : recorder::context_mode::all;
     options.stack_unwinder = s == setting::frame_pointer_stacks ? recorder::unwinder::frame_pointer
-                             : s == setting::eh_frame_stacks    ? recorder::unwinder::eh_frame
-                                                                : recorder::unwinder::libunwind;
+                             : s == setting::eh_frame_stacks || s == setting::production
+                                 ? recorder::unwinder::eh_frame
+                                 : recorder::unwinder::libunwind;
     return options;
 }
 
@@ -119,6 +129,8 @@ const char* label_of(setting s) {
             return "trace + frame-pointer stacks";
         case setting::eh_frame_stacks:
             return "trace + eh_frame stacks";
+        case setting::production:
+            return "production: eh_frame stacks of allocations";
     }
     return "";
 }
@@ -164,14 +176,14 @@ BENCHMARK(alloc_free_pair<true>)
 BENCHMARK(alloc_free_pair<false>)
     ->Name("alloc_free_pair_no_frame_pointers")
     ->ArgNames({"setting", "extra_frames"})
-    ->ArgsProduct({{0, 2, 4}, {0, 16, 32, 64}});
+    ->ArgsProduct({{0, 2, 4, 5}, {0, 16, 32, 64}});
 BENCHMARK(alloc_free_pair<false, true>)
     ->Name("alloc_free_pair_no_frame_pointers_two_places")
     ->ArgNames({"setting", "extra_frames"})
-    ->ArgsProduct({{0, 2, 4}, {32}});
+    ->ArgsProduct({{0, 2, 4, 5}, {32}});
 BENCHMARK(alloc_free_pair_cold)
     ->ArgNames({"setting", "extra_frames", "sweep_kib"})
-    ->ArgsProduct({{0, 1, 4}, {32}, {4096}})
+    ->ArgsProduct({{0, 1, 4, 5}, {32}, {4096}})
     ->UseManualTime()
     // A minimum time would count only the timed pairs: on a slow host the sweeps between them
     // then ran for minutes.

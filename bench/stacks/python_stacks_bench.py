@@ -1,9 +1,10 @@
 """ns per alloc+free pair through librecorder's C API, called by ctypes (CDLL releases the GIL
 around each call, as PyTorch's bindings do) from a Python function 20 frames deep (a new frame
 for each pair, the 19 around it the same), recording context all, for each way of reading Python
-frames (MEMTRAIL_PYTHON_FRAMES) and stacks python and all, and without recording (the cost of
-ctypes and the allocator alone). Each configuration runs in its own process, alternating, ROUNDS
-times; prints the medians.
+frames (MEMTRAIL_PYTHON_FRAMES) and stacks python and all; the production mode (context alloc,
+stacks all: frees without stacks); and without recording (the cost of ctypes and the allocator
+alone). Each configuration runs in its own process, alternating, ROUNDS times; prints the
+medians.
 
 Usage: python3 python_stacks_bench.py LIBRECORDER [ROUNDS] [PAIRS]"""
 
@@ -17,7 +18,7 @@ import time
 DEPTH = 20
 
 
-def measure(library_path: str, stacks: str, pairs: int) -> float:
+def measure(library_path: str, stacks: str, context: str, pairs: int) -> float:
     library = ctypes.CDLL(library_path)
     library.memtrail_malloc.restype = ctypes.c_void_p
     library.memtrail_malloc.argtypes = [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
@@ -26,7 +27,8 @@ def measure(library_path: str, stacks: str, pairs: int) -> float:
     library.memtrail_record_memory_history.argtypes = [
         ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     if stacks != "off":
-        assert library.memtrail_record_memory_history(b"all", b"all", stacks.encode(), 0) == 0
+        assert library.memtrail_record_memory_history(b"all", context.encode(), stacks.encode(),
+                                                      0) == 0
     malloc, free = library.memtrail_malloc, library.memtrail_free
 
     def pair() -> None:
@@ -49,25 +51,28 @@ def measure(library_path: str, stacks: str, pairs: int) -> float:
 
 
 def main(library_path: str, rounds: int, pairs: int) -> None:
-    configurations = [("api", "off")] + [(source, stacks) for stacks in ("python", "all")
-                                         for source in ("api", "direct")]
+    configurations = ([("api", "off", "all")]
+                      + [(source, stacks, "all") for stacks in ("python", "all")
+                         for source in ("api", "direct")]
+                      + [("direct", "all", "alloc")])  # the production mode
     results = {configuration: [] for configuration in configurations}
     for _ in range(rounds):
-        for source, stacks in configurations:
+        for source, stacks, context in configurations:
             environment = dict(os.environ, MEMTRAIL_DEVICE="sim:2GiB",
                                MEMTRAIL_PYTHON_FRAMES=source)
             output = subprocess.run([sys.executable, __file__, "--child", library_path, stacks,
-                                     str(pairs)], env=environment, check=True,
+                                     context, str(pairs)], env=environment, check=True,
                                     capture_output=True, text=True).stdout
-            results[(source, stacks)].append(float(output))
-    for (source, stacks), values in results.items():
-        print(f"stacks={stacks:6} frames={source:6} median {statistics.median(values):8.0f} ns "
-              f"per pair (min {min(values):.0f}, max {max(values):.0f}, {len(values)} runs)")
+            results[(source, stacks, context)].append(float(output))
+    for (source, stacks, context), values in results.items():
+        print(f"stacks={stacks:6} context={context:5} frames={source:6} median "
+              f"{statistics.median(values):8.0f} ns per pair (min {min(values):.0f}, "
+              f"max {max(values):.0f}, {len(values)} runs)")
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--child":
-        print(measure(sys.argv[2], sys.argv[3], int(sys.argv[4])))
+        print(measure(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
     else:
         main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 5,
              int(sys.argv[3]) if len(sys.argv) > 3 else 20000)

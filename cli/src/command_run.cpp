@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -104,11 +106,24 @@ void check_dump_folder(const std::string& option, const std::string& pattern) {
     }
 }
 
-// "run.memtrail" -> "run-%t.memtrail": snapshots on SIGUSR1 keep the final one from replacing them.
-std::string signal_dump_pattern(const std::string& dump) {
+// "run.memtrail" -> "run-signal-%t.memtrail": snapshots on SIGUSR1 (or on out-of-memory, with
+// "oom") keep the final one from replacing them.
+std::string beside_dump(const std::string& dump, const std::string& what) {
     const fs::path path(dump);
-    return (path.parent_path() / (path.stem().string() + "-signal-%t" + path.extension().string()))
+    return (path.parent_path() /
+            (path.stem().string() + "-" + what + "-%t" + path.extension().string()))
         .string();
+}
+
+// --production is --record production; given with another --record, it is refused.
+std::string checked_record(const parsed_arguments& args) {
+    const std::string record =
+        checked_choice(args, "--record", "all", {"off", "state", "all", "production"});
+    if (args.has("--production") && args.value("--record") && record != "production") {
+        throw usage_error("--production records as --record production; --record " + record +
+                          " asks for something else: give one of them");
+    }
+    return args.has("--production") ? "production" : record;
 }
 
 void prepend_path(const char* variable, const std::string& entry, char separator) {
@@ -117,16 +132,60 @@ void prepend_path(const char* variable, const std::string& entry, char separator
     setenv(variable, value.c_str(), 1);
 }
 
+// Where every process of the program's tree lists the snapshots it writes (MEMTRAIL_RUN_FILES):
+// a folder of this run's own, removed when the run ends.
+class written_list {
+  public:
+    written_list() {
+        std::string folder = (fs::temp_directory_path() / "memtrail-run-XXXXXX").string();
+        if (::mkdtemp(folder.data()) == nullptr) {
+            throw std::runtime_error("cannot make a folder for the run's list of snapshots in " +
+                                     fs::path(folder).parent_path().string() + ": " +
+                                     std::strerror(errno));
+        }
+        folder_ = folder;
+    }
+    ~written_list() {
+        std::error_code ignored;
+        fs::remove_all(folder_, ignored);
+    }
+    written_list(const written_list&) = delete;
+    written_list& operator=(const written_list&) = delete;
+
+    fs::path file() const { return folder_ / "snapshots"; }
+
+    // The snapshots listed that are there, each once, in the order they were written; shown
+    // relative to this process's folder where they lie under it.
+    std::vector<std::string> snapshots() const {
+        std::vector<std::string> found;
+        std::set<std::string> seen;
+        std::ifstream in(file());
+        std::string line;
+        while (std::getline(in, line)) {
+            std::error_code error;
+            if (line.empty() || !seen.insert(line).second || !fs::exists(line, error)) {
+                continue;
+            }
+            const fs::path shown = fs::proximate(line, error);
+            found.push_back(error || shown.string().starts_with("..") ? line : shown.string());
+        }
+        return found;
+    }
+
+  private:
+    fs::path folder_;
+};
+
 // The program's environment: the interposer, Python's hook and librecorder's settings.
 void prepare_environment(const parsed_arguments& args, const fs::path& interposer,
-                         const std::string& dump) {
+                         const std::string& dump, const written_list& written) {
     prepend_path("LD_PRELOAD", interposer.string(), ':');
     prepend_path("PYTHONPATH", (interposer.parent_path() / "memtrail" / "python").string(), ':');
     setenv("MEMTRAIL_DEVICE", checked_device(args).c_str(), 1);
     setenv("MEMTRAIL_MODE", checked_choice(args, "--mode", "cache", {"cache", "observe"}).c_str(),
            1);
-    setenv("MEMTRAIL_RECORD",
-           checked_choice(args, "--record", "all", {"off", "state", "all"}).c_str(), 1);
+    const std::string record = checked_record(args);
+    setenv("MEMTRAIL_RECORD", record.c_str(), 1);
     setenv("MEMTRAIL_STACKS",
            checked_choice(args, "--stacks", "all", {"native", "python", "all"}).c_str(), 1);
     if (const auto entries = args.value("--max-entries")) {
@@ -144,10 +203,13 @@ void prepare_environment(const parsed_arguments& args, const fs::path& interpose
     if (const auto oom = args.value("--oom-dump")) {
         check_dump_folder("--oom-dump", *oom);
         setenv("MEMTRAIL_OOM_DUMP", oom->c_str(), 1);
+    } else if (record == "production") {
+        setenv("MEMTRAIL_OOM_DUMP", beside_dump(dump, "oom").c_str(), 1);
     }
     setenv("MEMTRAIL_EXIT_DUMP", dump.c_str(), 1);
-    setenv("MEMTRAIL_SIGNAL_DUMP", signal_dump_pattern(dump).c_str(), 1);
+    setenv("MEMTRAIL_SIGNAL_DUMP", beside_dump(dump, "signal").c_str(), 1);
     setenv("MEMTRAIL_DUMP_SIGNAL", "SIGUSR1", 1);
+    setenv("MEMTRAIL_RUN_FILES", written.file().c_str(), 1);
 }
 
 struct finished_program {
@@ -243,11 +305,15 @@ void report_snapshot(const std::string& path) {
             ooms += entry.kind == snapshot::action::oom ? 1 : 0;
         }
     }
-    std::cerr << "memtrail: snapshot written to " << path << ": peak allocated "
-              << analysis::format_bytes(peak_bytes(file.model, analysis::series::allocated))
-              << ", peak reserved "
-              << analysis::format_bytes(peak_bytes(file.model, analysis::series::reserved)) << ", "
-              << ooms << " out-of-memory error" << (ooms == 1 ? "" : "s") << "\n";
+    // One write: under `torchrun --no-python ... memtrail run`, every rank's memtrail run shares
+    // the one stderr, and a line written in pieces would interleave with the others'.
+    const std::string line =
+        "memtrail: snapshot written to " + path + ": peak allocated " +
+        analysis::format_bytes(peak_bytes(file.model, analysis::series::allocated)) +
+        ", peak reserved " +
+        analysis::format_bytes(peak_bytes(file.model, analysis::series::reserved)) + ", " +
+        std::to_string(ooms) + " out-of-memory error" + (ooms == 1 ? "" : "s") + "\n";
+    std::cerr << line << std::flush;
 }
 
 int exit_code_of(int status) {
@@ -281,13 +347,18 @@ command_spec run_spec() {
          "the device: the GPUs (default), or a simulated one (sim:16GiB) that needs none"},
         {"--mode", "", "cache|observe",
          "cache (default): memtrail's allocator serves the program; observe: CUDA does, recorded"},
-        {"--record", "", "off|state|all", "history recorded (default all)"},
+        {"--record", "", "off|state|all|production",
+         "history recorded (default all; production: every event, allocations' stacks only)"},
+        {"--production", "", "",
+         "the mode to leave on: --record production, with a snapshot on every out-of-memory"},
         {"--stacks", "", "native|python|all", "stacks recorded (default all)"},
         {"--max-entries", "", "N", "trace entries kept per device (default 1000000)"},
         {"--dump", "", "PATH",
-         "snapshot written at exit (default memtrail-%p.memtrail, %p the pid; .pickle: "
-         "PyTorch's)"},
-        {"--oom-dump", "", "PATTERN", "snapshot written on every out-of-memory (%p, %d, %t)"},
+         "snapshot written at exit by each process that allocated (default "
+         "memtrail-%p.memtrail, memtrail-rank%r-%p.memtrail where RANK is set; %p pid, %r RANK, "
+         "%l LOCAL_RANK, %j job id; .pickle: PyTorch's)"},
+        {"--oom-dump", "", "PATTERN",
+         "snapshot written on every out-of-memory (%p, %d, %t, %r, %l, %j)"},
         {"--alloc-conf", "", "CONF", "allocator settings, PYTORCH_CUDA_ALLOC_CONF syntax"},
         {"--view", "", "", "open memtrail-viewer on the snapshot when the program ends"},
     };
@@ -310,25 +381,32 @@ int run_run(const parsed_arguments& args) {
     }
     const std::string dump = args.value("--dump").value_or(default_dump);
     check_dump_folder("--dump", dump);
-    prepare_environment(args, interposer, dump);
+    const written_list written;
+    prepare_environment(args, interposer, dump, written);
     move_earlier_snapshot_aside(dump);
     forward_signals();
 
     const finished_program program = run_and_wait(args.positional);
-    const std::string path = expand_pid(dump, program.pid);
-    if (!fs::exists(path)) {
-        std::cerr << "memtrail: no snapshot at " << path << ": " << why_no_snapshot(program.status)
-                  << "\n";
+    // Every snapshot of the program's tree: each rank's, a forked child's, those on
+    // out-of-memory and on SIGUSR1; a process that allocated nothing (a launcher) wrote none.
+    const std::vector<std::string> paths = written.snapshots();
+    if (paths.empty()) {
+        std::cerr << "memtrail: no snapshot at " << expand_pid(dump, program.pid) << ": "
+                  << why_no_snapshot(program.status) << "\n";
         return exit_code_of(program.status);
     }
-    try {
-        report_snapshot(path);
-    } catch (const std::exception& error) {
-        std::cerr << "memtrail: the snapshot " << path << " cannot be read: " << error.what()
-                  << "\n";
+    for (const std::string& path : paths) {
+        try {
+            report_snapshot(path);
+        } catch (const std::exception& error) {
+            std::cerr << "memtrail: the snapshot " << path << " cannot be read: " << error.what()
+                      << "\n";
+        }
     }
     if (args.has("--view")) {
-        run_and_wait({(executable_dir() / "memtrail-viewer").string(), path});
+        std::vector<std::string> viewer = {(executable_dir() / "memtrail-viewer").string()};
+        viewer.insert(viewer.end(), paths.begin(), paths.end());
+        run_and_wait(viewer);
     }
     return exit_code_of(program.status);
 }

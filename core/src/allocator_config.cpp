@@ -5,7 +5,6 @@
 #include <array>
 #include <bit>
 #include <cerrno>
-#include <cstdlib>
 #include <set>
 
 #include "memtrail/core/allocator_config.hpp"
@@ -287,12 +286,6 @@ allocator_config allocator_config::parse(std::string_view text, std::string_view
         }
     }
     return config;
-}
-
-allocator_config allocator_config::from_environment() {
-    constexpr std::string_view variable = "MEMTRAIL_ALLOC_CONF";
-    const char* text = std::getenv(variable.data());
-    return text ? parse(text, variable) : allocator_config{};
 }
 
 uint64_t allocator_config::divisions_for(uint64_t size) const {

@@ -12,6 +12,7 @@
 // [SECTION] dump triggers and the collector
 // [SECTION] device count, last error, version
 
+#include <atomic>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -149,8 +150,8 @@ void* backed_by_host_memory(void* pointer, size_t size, int device, void* stream
         return pointer;
     }
     const fork_gate_scope gate;
-    started().history().free(reinterpret_cast<uint64_t>(pointer), device, c_api_frames,
-                             stream_of(stream));
+    started().recorder().free(reinterpret_cast<uint64_t>(pointer), device, c_api_frames,
+                              stream_of(stream));
     throw std::bad_alloc();  // reported as "out of host memory"
 }
 
@@ -181,6 +182,16 @@ void for_devices(runtime& r, int device, Body&& body) {
     }
 }
 
+// Whether this process has had a device allocation (memtrail_has_allocated): set once, so that
+// an allocation pays one load of a line that stays shared.
+std::atomic<bool> allocated_here{false};
+
+void note_allocated() {
+    if (!allocated_here.load(std::memory_order_relaxed)) {
+        allocated_here.store(true, std::memory_order_relaxed);
+    }
+}
+
 }  // namespace
 
 extern "C" {
@@ -206,9 +217,10 @@ extern "C" {
             // allocator, before the allocation fails and is counted.
             runtime& r = started();
             r.note_device_in_use(device);
-            address = r.history().allocate(static_cast<uint64_t>(size), device, stream_of(stream),
-                                           c_api_frames);
+            address = r.recorder().allocate(static_cast<uint64_t>(size), device,
+                                            stream_of(stream), c_api_frames);
         }
+        note_allocated();
         // Outside the gate: the interposer's host memory has a lock of its own, which a fork
         // takes before the gate waits for the threads inside it.
         return backed_by_host_memory(reinterpret_cast<void*>(address), static_cast<size_t>(size),
@@ -231,7 +243,7 @@ extern "C" {
     }
     try {
         const fork_gate_scope gate;
-        started().history().free(address_of(ptr), device, c_api_frames, stream_of(stream));
+        started().recorder().free(address_of(ptr), device, c_api_frames, stream_of(stream));
     } catch (...) {
         report_current_exception();
     }
@@ -241,8 +253,9 @@ extern "C" {
     last_error[0] = '\0';
     try {
         const fork_gate_scope gate;
-        runtime::get().history().observe_allocation(address_of(ptr), size, device,
-                                                    stream_of(stream), c_api_frames);
+        runtime::get().recorder().observe_allocation(address_of(ptr), size, device,
+                                                     stream_of(stream), c_api_frames);
+        note_allocated();
         return 0;
     } catch (...) {
         return report_current_exception();
@@ -253,7 +266,7 @@ extern "C" {
     last_error[0] = '\0';
     try {
         const fork_gate_scope gate;
-        if (!runtime::get().history().observe_free(address_of(ptr), device, c_api_frames)) {
+        if (!runtime::get().recorder().observe_free(address_of(ptr), device, c_api_frames)) {
             throw std::invalid_argument(
                 "memtrail_observe_free: " + std::to_string(address_of(ptr)) +
                 " is not an observed allocation of device " + std::to_string(device));
@@ -286,7 +299,7 @@ extern "C" {
                 device, size, 0, 0);
         }
         try {
-            r.history().record_outside_allocation({.kind = outside,
+            r.recorder().record_outside_allocation({.kind = outside,
                                                    .address = address_of(ptr),
                                                    .size = size,
                                                    .device = device,
@@ -317,7 +330,7 @@ extern "C" {
         }
         const auto outside = static_cast<memtrail::snapshot::outside_kind>(kind);
         runtime& r = started();
-        const auto freed = r.history().record_outside_free(outside, address_of(ptr), device,
+        const auto freed = r.recorder().record_outside_free(outside, address_of(ptr), device,
                                                            stream_of(stream), c_api_frames);
         if (!freed) {
             throw memtrail::unknown_pointer_error("memtrail_outside_free: " +
@@ -381,17 +394,17 @@ int memtrail_record_memory_history(const char* enabled, const char* context, con
                                         std::string(stacks_name) + "\"");
         }
         options.max_entries = max_entries != 0 ? max_entries : r.default_max_entries();
-        options.stack_unwinder = r.history().options(0).stack_unwinder;
-        r.history().record_memory_history(options);
+        options.stack_unwinder = r.recorder().options(0).stack_unwinder;
+        r.recorder().record_memory_history(options);
     });
 }
 
 int memtrail_clear_memory_history(void) {
     return guarded([](runtime& r) {
         for (int d = 0; d < r.allocator().device_count(); ++d) {
-            memtrail::recorder::history_options options = r.history().options(d);
+            memtrail::recorder::history_options options = r.recorder().options(d);
             options.clear_history = true;
-            r.history().record_memory_history(options, d);
+            r.recorder().record_memory_history(options, d);
         }
     });
 }
@@ -401,20 +414,20 @@ int memtrail_dump_snapshot(const char* path) {
         if (path == nullptr || *path == '\0') {
             throw std::invalid_argument("memtrail_dump_snapshot: no path");
         }
-        r.history().dump_snapshot(path);
+        r.dump_snapshot(path);
     });
 }
 
 int memtrail_range_start(const char* name) {
-    return guarded([&](runtime& r) { r.history().range_start(text_or(name, "")); });
+    return guarded([&](runtime& r) { r.recorder().range_start(text_or(name, "")); });
 }
 
 int memtrail_range_end(const char* name) {
-    return guarded([&](runtime& r) { r.history().range_end(text_or(name, "")); });
+    return guarded([&](runtime& r) { r.recorder().range_end(text_or(name, "")); });
 }
 
 int memtrail_marker(const char* name) {
-    return guarded([&](runtime& r) { r.history().marker(text_or(name, "")); });
+    return guarded([&](runtime& r) { r.recorder().marker(text_or(name, "")); });
 }
 
 int memtrail_set_thread_metadata(const char* metadata) {
@@ -431,8 +444,8 @@ int memtrail_set_thread_metadata(const char* metadata) {
     clear_error();
     try {
         const fork_gate_scope gate;
-        started().history().empty_cache(device < 0 ? memtrail::recorder::all_devices : device,
-                                        c_api_frames);
+        started().recorder().empty_cache(device < 0 ? memtrail::recorder::all_devices : device,
+                                         c_api_frames);
         return 0;
     } catch (...) {
         return report_current_exception();
@@ -475,7 +488,7 @@ int memtrail_create_pool(int device, unsigned long long pool_first, unsigned lon
         memtrail::pool_options options;
         options.no_split = (flags & MEMTRAIL_POOL_NO_SPLIT) != 0;
         options.use_on_oom = (flags & MEMTRAIL_POOL_USE_ON_OOM) != 0;
-        r.history().create_pool(device, private_pool(pool_first, pool_second), options);
+        r.recorder().create_pool(device, private_pool(pool_first, pool_second), options);
     });
 }
 
@@ -483,7 +496,7 @@ int memtrail_begin_allocate_to_pool(int device, unsigned long long pool_first,
                                     unsigned long long pool_second) {
     return guarded([&](runtime& r) {
         // The filter runs in the allocating thread: it accepts the calls of this one.
-        r.history().begin_allocate_to_pool(
+        r.recorder().begin_allocate_to_pool(
             device, private_pool(pool_first, pool_second),
             [caller = std::this_thread::get_id()](memtrail::stream_handle) {
                 return std::this_thread::get_id() == caller;
@@ -494,7 +507,7 @@ int memtrail_begin_allocate_to_pool(int device, unsigned long long pool_first,
 int memtrail_begin_allocate_to_pool_on_stream(int device, unsigned long long pool_first,
                                               unsigned long long pool_second, void* stream) {
     return guarded([&](runtime& r) {
-        r.history().begin_allocate_to_pool(
+        r.recorder().begin_allocate_to_pool(
             device, private_pool(pool_first, pool_second),
             [only = stream_of(stream)](memtrail::stream_handle s) { return s == only; });
     });
@@ -508,25 +521,25 @@ int memtrail_begin_allocate_to_pool_with_filter(int device, unsigned long long p
         if (filter == nullptr) {
             throw std::invalid_argument("memtrail_begin_allocate_to_pool_with_filter: no filter");
         }
-        r.history().begin_allocate_to_pool(device, private_pool(pool_first, pool_second),
-                                           [filter, filter_context](memtrail::stream_handle s) {
-                                               return filter(reinterpret_cast<void*>(s),
-                                                             filter_context) != 0;
-                                           });
+        r.recorder().begin_allocate_to_pool(device, private_pool(pool_first, pool_second),
+                                            [filter, filter_context](memtrail::stream_handle s) {
+                                                return filter(reinterpret_cast<void*>(s),
+                                                              filter_context) != 0;
+                                            });
     });
 }
 
 int memtrail_end_allocate_to_pool(int device, unsigned long long pool_first,
                                   unsigned long long pool_second) {
     return guarded([&](runtime& r) {
-        r.history().end_allocate_to_pool(device, private_pool(pool_first, pool_second));
+        r.recorder().end_allocate_to_pool(device, private_pool(pool_first, pool_second));
     });
 }
 
 int memtrail_release_pool(int device, unsigned long long pool_first,
                           unsigned long long pool_second) {
     return guarded([&](runtime& r) {
-        r.history().release_pool(device, private_pool(pool_first, pool_second));
+        r.recorder().release_pool(device, private_pool(pool_first, pool_second));
     });
 }
 
@@ -534,7 +547,7 @@ int memtrail_pool_use_count(int device, unsigned long long pool_first,
                             unsigned long long pool_second) {
     int count = -1;
     guarded([&](runtime& r) {
-        count = r.history().pool_use_count(device, private_pool(pool_first, pool_second));
+        count = r.recorder().pool_use_count(device, private_pool(pool_first, pool_second));
     });
     return count;
 }
@@ -544,8 +557,8 @@ int memtrail_pool_use_count(int device, unsigned long long pool_first,
     clear_error();
     try {
         const fork_gate_scope gate;
-        started().history().empty_pool_cache(device, private_pool(pool_first, pool_second),
-                                             c_api_frames);
+        started().recorder().empty_pool_cache(device, private_pool(pool_first, pool_second),
+                                              c_api_frames);
         return 0;
     } catch (...) {
         return report_current_exception();
@@ -639,6 +652,10 @@ int memtrail_device_count(void) {
 
 const char* memtrail_last_error(void) {
     return last_error;
+}
+
+int memtrail_has_allocated(void) {
+    return allocated_here.load(std::memory_order_relaxed) ? 1 : 0;
 }
 
 int memtrail_last_error_code(void) {

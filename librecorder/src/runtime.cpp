@@ -7,6 +7,7 @@
 #include "detail/environment.hpp"
 #include "detail/fork_gate.hpp"
 #include "detail/process_memory.hpp"
+#include "detail/written_snapshots.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #include "memtrail/recorder/recorder.hpp"
 #ifdef MEMTRAIL_HAVE_CUDA
@@ -61,14 +62,22 @@ runtime& runtime::get() {
 
 runtime::runtime() {
     const environment_settings settings = read_environment();
+    if (!settings.allocator_conflict.empty()) {
+        // Once per process: the runtime is made once, and a forked child inherits it.
+        std::fprintf(stderr, "%s\n", settings.allocator_conflict.c_str());
+    }
+    choose_python_frames_source(settings.python_frames);
     devices_ = make_devices(settings);
     std::vector<device*> pointers;
     for (const auto& d : devices_) {
         pointers.push_back(d.get());
     }
     allocator_ = std::make_unique<caching_allocator>(pointers, settings.allocator);
-    recorder_ = std::make_unique<recorder>(*allocator_);
+    recorder_ = std::make_unique<memtrail::recorder::recorder>(*allocator_);
     default_max_entries_ = settings.history.max_entries;
+    job_ = settings.job;
+    recorder_->set_job_identity(job_);
+    run_files_ = settings.run_files;
     recorder_->record_memory_history(settings.history);
     in_use_ = std::make_unique<std::atomic<bool>[]>(devices_.size());
     outside_on_simulated_.assign(devices_.size(), 0);
@@ -87,10 +96,14 @@ runtime::runtime() {
         });
     }
     oom_dump_pattern_ = settings.oom_dump_pattern;
-    dump_on_out_of_memory(*recorder_, [this] {
-        std::lock_guard<std::mutex> lock(triggers_mutex_);
-        return oom_dump_pattern_;
-    });
+    dump_on_out_of_memory(
+        *recorder_,
+        [this] {
+            std::lock_guard<std::mutex> lock(triggers_mutex_);
+            return expand_job_placeholders(oom_dump_pattern_, job_);
+        },
+        default_max_oom_dumps,
+        [this](const std::string& path) { note_written_snapshot(run_files_, path); });
     set_signal_dump(settings.dump_signal, settings.signal_dump_pattern);
 }
 
@@ -178,10 +191,16 @@ void runtime::set_signal_dump(int signal, std::string pattern) {
 void runtime::write_signal_dump(const std::string& pattern) {
     const fork_gate_scope gate;  // a helper thread's dump: a fork waits for it too
     const auto now = std::chrono::system_clock::now().time_since_epoch();
-    const std::string path = expand_dump_path(
-        pattern, -1, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
-    recorder_->dump_snapshot(path);
+    const std::string path =
+        expand_dump_path(expand_job_placeholders(pattern, job_), -1,
+                         std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+    dump_snapshot(path);
     std::fprintf(stderr, "memtrail: snapshot written to %s\n", path.c_str());
+}
+
+void runtime::dump_snapshot(const std::string& path) {
+    recorder_->dump_snapshot(path);
+    note_written_snapshot(run_files_, path);
 }
 
 void runtime::set_collector(collector collector_function) {

@@ -25,13 +25,13 @@ void dump_on_out_of_memory(recorder& history, std::string pattern, size_t max_du
 }
 
 void dump_on_out_of_memory(recorder& history, std::function<std::string()> pattern,
-                           size_t max_dumps) {
+                           size_t max_dumps, std::function<void(const std::string& path)> written) {
     caching_allocator& allocator = history.allocator();
     // One count for every device: the limit is on files written, wherever the OOM happens.
     auto out_of_memory_count = std::make_shared<std::atomic<uint64_t>>(0);
     for (int d = 0; d < allocator.device_count(); ++d) {
-        allocator.on(d).add_oom_observer([&history, pattern, max_dumps, out_of_memory_count](
-                                             int device, uint64_t, uint64_t, uint64_t) {
+        allocator.on(d).add_oom_observer([&history, pattern, max_dumps, out_of_memory_count,
+                                          written](int device, uint64_t, uint64_t, uint64_t) {
             // The allocation is failing already: whatever happens here must not replace its
             // out_of_memory_error, so nothing escapes.
             try {
@@ -59,6 +59,9 @@ void dump_on_out_of_memory(recorder& history, std::function<std::string()> patte
                 std::fprintf(stderr,
                              "memtrail: out of memory on device %d, snapshot written to %s\n",
                              device, path.c_str());
+                if (written) {
+                    written(path);
+                }
             } catch (const std::exception& error) {
                 std::fprintf(stderr, "memtrail: out of memory on device %d, snapshot failed: %s\n",
                              device, error.what());

@@ -78,6 +78,7 @@ snapshot::snapshot recorder::take_snapshot() {
     out.info.producer = "memtrail " MEMTRAIL_VERSION;
     out.info.host = host_name();
     out.info.pid = getpid();
+    out.info.job = job_;
     out.info.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();

@@ -5,7 +5,18 @@
 #include <cstring>
 #include <string_view>
 
-namespace memtrail::recorder::detail {
+namespace memtrail::recorder {
+
+namespace {
+// What choose_python_frames_source chose; read once, by the first python_frame_reader::find.
+std::atomic<python_frames_source> chosen_source{python_frames_source::direct};
+}  // namespace
+
+void choose_python_frames_source(python_frames_source source) {
+    chosen_source.store(source, std::memory_order_relaxed);
+}
+
+namespace detail {
 
 namespace {
 
@@ -57,24 +68,6 @@ bool plausible(uintptr_t address) {
     return address >= 4096 && address % alignof(void*) == 0 && address < (uintptr_t{1} << 56);
 }
 
-python_frames_source source_from_environment() {
-    const char* value = std::getenv("MEMTRAIL_PYTHON_FRAMES");
-    const std::string_view text = value != nullptr ? value : "direct";
-    if (text == "direct") {
-        return python_frames_source::direct;
-    }
-    if (text == "api") {
-        return python_frames_source::api;
-    }
-    if (text == "verify") {
-        return python_frames_source::verify;
-    }
-    std::fprintf(stderr,
-                 "memtrail: MEMTRAIL_PYTHON_FRAMES=%s is not direct, api or verify; using api\n",
-                 value);
-    return python_frames_source::api;
-}
-
 const python_frame_layout* layout_of(const python_interpreter& python) {
     if (python.version == nullptr || python.code_type == nullptr ||
         python.frame_last_instruction == nullptr) {
@@ -100,7 +93,7 @@ const python_frame_layout* layout_of(const python_interpreter& python) {
 
 python_frame_reader* python_frame_reader::find(const python_interpreter& python) {
     static python_frame_reader* const reader = [&]() -> python_frame_reader* {
-        const python_frames_source source = source_from_environment();
+        const python_frames_source source = chosen_source.load(std::memory_order_relaxed);
         const python_frame_layout* layout = layout_of(python);
         if (source == python_frames_source::verify && layout == nullptr) {
             std::fprintf(stderr,
@@ -181,4 +174,5 @@ std::optional<size_t> python_frame_reader::read(const void* thread,
     return written;
 }
 
-}  // namespace memtrail::recorder::detail
+}  // namespace detail
+}  // namespace memtrail::recorder

@@ -96,29 +96,6 @@ constexpr size_t libunwind_own_frames = 1;
 
 }  // namespace
 
-std::string_view unwinder_name(unwinder method) {
-    switch (method) {
-        case unwinder::frame_pointer:
-            return "frame_pointer";
-        case unwinder::eh_frame:
-            return "eh_frame";
-        case unwinder::libunwind:
-            break;
-    }
-    return "libunwind";
-}
-
-bool parse_unwinder(std::string_view name, unwinder& out) {
-    for (const unwinder method :
-         {unwinder::libunwind, unwinder::eh_frame, unwinder::frame_pointer}) {
-        if (name == unwinder_name(method)) {
-            out = method;
-            return true;
-        }
-    }
-    return false;
-}
-
 void prepare_stack_capture(unwinder method) {
     if (method != unwinder::frame_pointer) {  // eh_frame falls back on libunwind
         unw_backtrace_pointer.store(detail::load_unw_backtrace(), std::memory_order_release);

@@ -132,20 +132,5 @@ TEST(AllocatorConfig, PyTorchHostKeysAreAcceptedAndIgnored) {
     EXPECT_EQ(c.max_split_size, UINT64_MAX);
 }
 
-TEST(AllocatorConfig, ReadsEnvironment) {
-    setenv("MEMTRAIL_ALLOC_CONF", "max_split_size_mb:128", 1);
-    EXPECT_EQ(allocator_config::from_environment().max_split_size, 128 * MiB);
-    setenv("MEMTRAIL_ALLOC_CONF", "max_split_size_mb:1", 1);
-    EXPECT_THROW(allocator_config::from_environment(), config_error);
-    try {
-        allocator_config::from_environment();
-    } catch (const config_error& e) {
-        EXPECT_EQ(std::string(e.what()).rfind("memtrail: MEMTRAIL_ALLOC_CONF: ", 0), 0u)
-            << e.what();
-    }
-    unsetenv("MEMTRAIL_ALLOC_CONF");
-    EXPECT_EQ(allocator_config::from_environment().max_split_size, UINT64_MAX);
-}
-
 }  // namespace
 }  // namespace memtrail

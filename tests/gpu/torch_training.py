@@ -23,7 +23,10 @@ WARMUP, BATCH, SEQ = max(6, STEPS // 6), 8, 512
 MODES = ["torch", "memtrail_all", "torch_again", "memtrail_state"]
 # What memtrail records in each child mode (context, stacks); None: memtrail allocates, records
 # nothing. training_overhead.py uses the others to split recording's cost.
+# memtrail_production: the mode to leave on (memtrail run --production, docs/production.md).
 RECORDING = {"memtrail_all": (b"all", b"all"), "memtrail_state": (b"state", b"native"),
+             "memtrail_production": (b"alloc", b"all"),
+             "memtrail_alternate_production": (b"alloc", b"all"),
              "memtrail_native": (b"all", b"native"), "memtrail_python": (b"all", b"python"),
              "memtrail_nostacks": (b"none", b"native"), "memtrail_off": None,
              "memtrail_alternate": (b"all", b"all"),

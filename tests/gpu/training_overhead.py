@@ -1,8 +1,13 @@
 """The cost of recording inside real training: torch_training.py's child, alternating PyTorch's
-allocator without recording and memtrail recording every event with Python and native stacks
-(context "all", stacks "all"), each in a fresh process, N times each.
+allocator without recording, memtrail's production mode (every event, the Python and native
+stack of every allocation, frees without: context "alloc", stacks "all"), memtrail recording every
+stack (context "all", stacks "all") and PyTorch's own recorder (torch_recording, context and
+stacks "all"), each in a fresh process, N times each (6 by default); and production against no
+recording in blocks of steps inside each of N more processes (memtrail_alternate_production).
 
     python3 tests/gpu/training_overhead.py path/to/librecorder.so OUTDIR [N] [UNWINDER] [MODES]
+
+About 4 minutes on an H200 with the defaults (MEMTRAIL_TRAINING_STEPS=100 steps a process).
 
 Prints every run's median step time (and the process's CPU time per step, up to the wait for
 the GPU), the median and
@@ -25,16 +30,18 @@ import sys
 library, outdir = sys.argv[1], sys.argv[2]
 runs = int(sys.argv[3]) if len(sys.argv) > 3 else 6
 unwinder = sys.argv[4] if len(sys.argv) > 4 else "eh_frame"
-modes = sys.argv[5].split(",") if len(sys.argv) > 5 else ["memtrail_all"]
+modes = (sys.argv[5].split(",") if len(sys.argv) > 5 else
+         ["memtrail_production", "memtrail_all", "torch_recording",
+          "memtrail_alternate_production"])
 os.makedirs(outdir, exist_ok=True)
 child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_training.py")
 
 
 def step_ms(mode, index):
-    # 120 steps a process (the first 20 skipped): with 40, the spread between processes of one
+    # 100 steps a process (the first 16 skipped): with 40, the spread between processes of one
     # allocator on an H100 was 25%, more than what is measured.
     environment = dict(os.environ, MEMTRAIL_UNWINDER=unwinder,
-                       MEMTRAIL_TRAINING_STEPS=os.environ.get("MEMTRAIL_TRAINING_STEPS", "120"))
+                       MEMTRAIL_TRAINING_STEPS=os.environ.get("MEMTRAIL_TRAINING_STEPS", "100"))
     # No snapshot ("") is written: only the time is wanted here.
     run = subprocess.run([sys.executable, child, "--child", mode, library, ""],
                          capture_output=True, text=True, env=environment)

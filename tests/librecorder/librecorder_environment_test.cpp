@@ -4,10 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "memtrail/memtrail.h"
+#include "memtrail/snapshot/msgpack_format.hpp"
 
 namespace {
 
@@ -68,6 +72,53 @@ TEST(librecorder_environment, free_on_a_negative_device_is_refused) {
     }
     memtrail_free(block, MiB, 0, nullptr);
     EXPECT_EQ(last_error(), "");
+}
+
+// The settings in force, as the snapshot records them: one allocation and a dump.
+memtrail::snapshot::allocator_settings settings_recorded() {
+    void* block = memtrail_malloc(MiB, 0, nullptr);
+    EXPECT_NE(block, nullptr) << last_error();
+    const std::string path =
+        ::testing::TempDir() + "settings-" + std::to_string(getpid()) + ".memtrail";
+    EXPECT_EQ(memtrail_dump_snapshot(path.c_str()), 0) << last_error();
+    memtrail_free(block, MiB, 0, nullptr);
+    const memtrail::snapshot::snapshot recorded = memtrail::snapshot::read_snapshot(path);
+    std::remove(path.c_str());
+    return recorded.settings;
+}
+
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True was silently dropped: memtrail read only
+// MEMTRAIL_ALLOC_CONF. Agreeing variables say nothing.
+TEST(librecorder_environment, pytorch_settings_are_in_force_and_in_the_snapshot) {
+    setenv("MEMTRAIL_DEVICE", "sim:1GiB", 1);
+    setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+    setenv("PYTORCH_ALLOC_CONF", "expandable_segments:True", 1);
+    ::testing::internal::CaptureStderr();
+    const memtrail::snapshot::allocator_settings settings = settings_recorded();
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(settings.conf, "expandable_segments:True");
+    EXPECT_TRUE(settings.expandable_segments);
+    EXPECT_EQ(said.find("allocator settings"), std::string::npos) << said;
+}
+
+// MEMTRAIL_ALLOC_CONF (memtrail run --alloc-conf) wins, and says so once, however many calls.
+TEST(librecorder_environment, memtrail_settings_win_and_the_conflict_is_said_once) {
+    setenv("MEMTRAIL_DEVICE", "sim:1GiB", 1);
+    setenv("MEMTRAIL_ALLOC_CONF", "max_split_size_mb:64", 1);
+    setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+    ::testing::internal::CaptureStderr();
+    const memtrail::snapshot::allocator_settings settings = settings_recorded();
+    for (int i = 0; i < 3; ++i) {
+        memtrail_free(memtrail_malloc(MiB, 0, nullptr), MiB, 0, nullptr);
+    }
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(settings.conf, "max_split_size_mb:64");
+    EXPECT_EQ(settings.max_split_size, 64 * MiB);
+    EXPECT_FALSE(settings.expandable_segments);
+    const std::string line =
+        "memtrail: allocator settings from MEMTRAIL_ALLOC_CONF=\"max_split_size_mb:64\"; not used: "
+        "PYTORCH_CUDA_ALLOC_CONF=\"expandable_segments:True\"\n";
+    EXPECT_EQ(said, line);
 }
 
 }  // namespace

@@ -78,13 +78,26 @@ class TorchTest(unittest.TestCase):
         # switch only once, so both cases are one test).
         torch = fake_torch(cuda_started=False)
         sys.modules["torch"] = torch
-        memtrail.torch.use(config="expandable_segments:False")
+        with self.assertRaises(memtrail.BadArgumentError):
+            memtrail.torch.use(mode="everything")
+        self.assertEqual(torch.cuda.memory.installed, [])
+        memtrail.torch.use(config="expandable_segments:False", mode="production")
         memtrail.torch.use()  # a second call changes nothing
         [allocator] = torch.cuda.memory.installed
         self.assertEqual((allocator.alloc_name, allocator.free_name), ("memtrail_malloc", "memtrail_free"))
         library = ctypes.CDLL(allocator.path)
         self.assertTrue(hasattr(library, allocator.alloc_name) and hasattr(library, allocator.free_name))
         self.assertTrue(memtrail.torch.in_use())
+        # Production: every event, allocations with their stacks, frees without.
+        block = memtrail.caching_allocator_alloc(3 * MiB)
+        memtrail.caching_allocator_delete(block)
+        trace = memtrail._snapshot()["device_traces"][0]
+        alloc = [e for e in trace if e["action"] == "alloc" and e["addr"] == block][-1]
+        free = [e for e in trace if e["action"] in ("free_requested", "free_completed")
+                and e["addr"] == block]
+        self.assertTrue(alloc["frames"])
+        self.assertTrue(free)
+        self.assertTrue(all(not e["frames"] for e in free), free)
 
 
 class CupyTest(unittest.TestCase):

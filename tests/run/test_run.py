@@ -7,6 +7,7 @@ and allocates through them), to check sitecustomize.py without PyTorch. The real
 in tests/gpu/run.sh.
 """
 
+import json
 import os
 import pathlib
 import json
@@ -20,6 +21,9 @@ import tempfile
 import textwrap
 import time
 import unittest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "support"))
+from snapshot_header import snapshot_header  # noqa: E402
 
 MEMTRAIL = os.environ["MEMTRAIL"]
 PROGRAM = os.environ["RUN_PROGRAM"]
@@ -102,6 +106,28 @@ class Native(Case):
         self.assertIn("1 out-of-memory error", result.stderr)
         self.assertEqual(len(list(self.cwd.glob("oom-*.memtrail"))), 1)
 
+    def test_production_records_allocations_stacks_not_frees_and_dumps_on_oom(self):
+        result = run(["--device", DEVICE, "--production", "--dump", "run.pickle", "--", PROGRAM,
+                      "oom"], self.cwd)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        # Out of memory: a snapshot beside the exit one, without --oom-dump; both named at the end.
+        [oom] = list(self.cwd.glob("run-oom-*.pickle"))
+        self.assertIn(f"memtrail: snapshot written to {oom.name}: ", result.stderr)
+        self.assertIn("memtrail: snapshot written to run.pickle: ", result.stderr)
+        with open(self.cwd / "run.pickle", "rb") as snapshot:
+            trace = pickle.load(snapshot)["device_traces"][0]
+        allocs = [e for e in trace if e["action"] == "alloc"]
+        frees = [e for e in trace if e["action"] in ("free_requested", "free_completed")]
+        self.assertTrue(allocs and frees, trace)
+        self.assertTrue(all(e["frames"] for e in allocs), allocs)
+        self.assertTrue(all(not e["frames"] for e in frees), frees)
+
+    def test_production_and_another_record_are_refused_together(self):
+        result = run(["--device", DEVICE, "--production", "--record", "state", "--", PROGRAM],
+                     self.cwd)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("--production records as --record production", result.stderr)
+
 
 class Modes(Case):
     def test_cache_serves_from_memtrails_segments_observe_records_each_allocation(self):
@@ -132,6 +158,38 @@ class Modes(Case):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual((self.cwd / "run.pickle").read_bytes()[:1], b"\x80")
         self.assertIn("(PyTorch pickle)", report("summary", self.cwd / "run.pickle", self.cwd))
+
+    def allocator_settings(self, pickle_path):
+        with open(pickle_path, "rb") as snapshot:
+            return pickle.load(snapshot)["allocator_settings"]
+
+    def test_pytorchs_allocator_settings_are_honoured(self):
+        # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True was silently ignored.
+        env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
+        env.pop("PYTORCH_ALLOC_CONF", None)
+        env.pop("MEMTRAIL_ALLOC_CONF", None)
+        result = run(["--device", DEVICE, "--dump", "run.pickle", "--", PROGRAM], self.cwd,
+                     env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("allocator settings", result.stderr)
+        settings = self.allocator_settings(self.cwd / "run.pickle")
+        self.assertEqual(settings["PYTORCH_CUDA_ALLOC_CONF"], "expandable_segments:True")
+        self.assertTrue(settings["expandable_segments"])
+
+    def test_alloc_conf_wins_over_pytorchs_and_says_so_once(self):
+        env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True",
+                   PYTORCH_ALLOC_CONF="expandable_segments:True")
+        result = run(["--device", DEVICE, "--alloc-conf", "max_split_size_mb:64", "--dump",
+                      "run.pickle", "--", PROGRAM], self.cwd, env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        line = ('memtrail: allocator settings from MEMTRAIL_ALLOC_CONF="max_split_size_mb:64"; '
+                'not used: PYTORCH_ALLOC_CONF="expandable_segments:True", '
+                'PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"\n')
+        self.assertEqual(result.stderr.count(line), 1, result.stderr)
+        settings = self.allocator_settings(self.cwd / "run.pickle")
+        self.assertEqual(settings["PYTORCH_CUDA_ALLOC_CONF"], "max_split_size_mb:64")
+        self.assertFalse(settings["expandable_segments"])
+        self.assertEqual(settings["max_split_size"], 64 << 20)
 
     def test_bad_options_are_refused_before_the_program_runs(self):
         for args in (["--mode", "copy"], ["--device", "sim:lots"], ["--record", "some"],
@@ -409,6 +467,104 @@ class Python(Case):
         # Nothing reached memtrail (the stand-in allocates no device memory): no snapshot.
         self.assertIn("memtrail: no snapshot at py.memtrail", result.stderr)
 
+
+# A stand-in for torchrun: imports torch (so that sitecustomize makes memtrail its allocator, as
+# PyTorch's launcher process gets it) but allocates nothing, and starts one child per rank with
+# the variables torchrun sets, each running `rank.py` or, after --no-python, the command given.
+LAUNCHER = '''
+import os, subprocess, sys
+import torch
+
+world = int(sys.argv[1])
+command = sys.argv[3:] if sys.argv[2] == "--no-python" else [sys.executable, "rank.py"]
+children = []
+for rank in range(world):
+    env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+               TORCHELASTIC_RUN_ID="job42")
+    children.append(subprocess.Popen(command, env=env))
+sys.exit(max(child.wait() for child in children))
+'''
+
+# One rank: (rank + 1) * 2 MiB, or, with OOM set, more than the device holds.
+RANK_SCRIPT = '''
+import os
+import torch
+
+rank = int(os.environ["RANK"])
+allocator = torch.cuda.memory.current
+kept = allocator.malloc((rank + 1) * (2 << 20), 0, None)
+if os.environ.get("OOM"):
+    failed = allocator.malloc(4 << 30, 0, None)
+    print("rank", rank, "out of memory:", failed is None)
+'''
+
+
+class Ranks(Case):
+    """`memtrail run torchrun ...` and `torchrun --no-python ... memtrail run python ...` with a
+    stand-in launcher of three ranks."""
+
+    WORLD = 3
+
+    def setUp(self):
+        super().setUp()
+        (self.cwd / "torch").mkdir()
+        (self.cwd / "torch" / "__init__.py").write_text(textwrap.dedent(FAKE_TORCH))
+        (self.cwd / "launcher.py").write_text(textwrap.dedent(LAUNCHER))
+        (self.cwd / "rank.py").write_text(textwrap.dedent(RANK_SCRIPT))
+        self.env = dict(os.environ, PYTHONPATH=str(self.cwd))
+        for variable in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID",
+                         "SLURM_JOB_ID"):
+            self.env.pop(variable, None)
+
+    def test_memtrail_run_around_the_launcher_records_every_rank_and_not_the_launcher(self):
+        result = run(["--device", DEVICE, "--", sys.executable, "launcher.py", str(self.WORLD),
+                      "python"], self.cwd, env=self.env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        files = sorted(p.name for p in self.cwd.glob("*.memtrail"))
+        self.assertEqual(len(files), self.WORLD, (files, result.stderr))
+        for rank in range(self.WORLD):
+            [name] = [f for f in files if f.startswith(f"memtrail-rank{rank}-")]
+            # The closing message names every rank's file, with its own peak.
+            self.assertIn(f"memtrail: snapshot written to {name}: peak allocated "
+                          f"{(rank + 1) * 2}MiB", result.stderr)
+            self.assertEqual(self.job_in(self.cwd / name),
+                             {"id": "job42", "rank": rank, "local_rank": rank,
+                              "world_size": self.WORLD})
+        self.assertNotIn("no snapshot", result.stderr)
+
+    def test_files_named_by_job_rank_and_local_rank_and_each_rank_dumps_its_own_oom(self):
+        self.env["OOM"] = "1"
+        result = run(["--device", DEVICE, "--dump", "snap-%j-r%r-l%l.memtrail", "--oom-dump",
+                      "oom-%j-r%r.memtrail", "--", sys.executable, "launcher.py",
+                      str(self.WORLD), "python"], self.cwd, env=self.env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        for rank in range(self.WORLD):
+            self.assertIn(f"rank {rank} out of memory: True", result.stdout)
+            for name in (f"snap-job42-r{rank}-l{rank}.memtrail", f"oom-job42-r{rank}.memtrail"):
+                self.assertTrue((self.cwd / name).exists(), (name, result.stderr))
+                self.assertEqual(result.stderr.count(f"memtrail: snapshot written to {name}: "),
+                                 1, result.stderr)
+        self.assertEqual(len(list(self.cwd.glob("*.memtrail"))), 2 * self.WORLD)
+
+    def test_the_launcher_starting_memtrail_run_for_each_rank(self):
+        # torchrun --no-python ... memtrail run python rank.py: one memtrail run per rank, each
+        # naming its own rank's file.
+        launcher = subprocess.run(
+            [sys.executable, "launcher.py", str(self.WORLD), "--no-python", MEMTRAIL, "run",
+             "--device", DEVICE, "--", sys.executable, "rank.py"],
+            cwd=self.cwd, capture_output=True, text=True, timeout=120, env=self.env)
+        self.assertEqual(launcher.returncode, 0, launcher.stderr)
+        files = sorted(p.name for p in self.cwd.glob("*.memtrail"))
+        self.assertEqual(len(files), self.WORLD, (files, launcher.stderr))
+        for rank in range(self.WORLD):
+            [name] = [f for f in files if f.startswith(f"memtrail-rank{rank}-")]
+            self.assertEqual(launcher.stderr.count(f"memtrail: snapshot written to {name}: "), 1,
+                             launcher.stderr)
+            self.assertEqual(self.job_in(self.cwd / name)["rank"], rank)
+
+    def job_in(self, path):
+        """The job identity in a snapshot's header."""
+        return snapshot_header(path).get("job")
 
 if __name__ == "__main__":
     unittest.main()

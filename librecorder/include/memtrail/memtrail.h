@@ -5,13 +5,19 @@
  * build with CUDA) or "sim[:capacity]" for a simulated device ("sim:80GiB"), which
  * MEMTRAIL_SIM_FAIL_NTH (the Nth device allocation fails once) and MEMTRAIL_SIM_FAIL_RATE (each
  * fails with this probability) make fail on purpose. Other switches, read once at the first
- * call: MEMTRAIL_RECORD (off | state | all), MEMTRAIL_STACKS (native | python | all),
+ * call: MEMTRAIL_RECORD (off | state | all | production), MEMTRAIL_STACKS (native | python | all),
  * MEMTRAIL_MAX_ENTRIES (0: the default), MEMTRAIL_UNWINDER (eh_frame | libunwind | frame_pointer),
- * MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF syntax), MEMTRAIL_OOM_DUMP (a path pattern:
+ * MEMTRAIL_PYTHON_FRAMES (direct | api | verify), MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF
+ * syntax; when unset, PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF, as PyTorch reads them),
+ * MEMTRAIL_DEVICE_LOCK (combining | spinning), MEMTRAIL_DEVICE_LOCK_BIAS (on | off),
+ * MEMTRAIL_OOM_DUMP (a path pattern:
  * a snapshot is written there on each out-of-memory, the first 16), MEMTRAIL_SIGNAL_DUMP (a
  * path pattern: a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL:
  * SIGUSR1 by default, SIGUSR2 or a real-time signal). Path patterns expand %p (pid), %d
- * (device) and %t (time, ns since the epoch). docs/recorder.md describes each.
+ * (device), %t (time, ns since the epoch), %r (RANK), %l (LOCAL_RANK) and %j (the job id:
+ * TORCHELASTIC_RUN_ID, else SLURM_JOB_ID). Under `memtrail run`, MEMTRAIL_MODE (cache |
+ * observe) and MEMTRAIL_EXIT_DUMP (a path pattern) are the interposer's, and MEMTRAIL_RUN_FILES
+ * lists every snapshot written. docs/settings.md describes each.
  *
  * Errors: functions returning int return 0 on success and -1 on failure; memtrail_malloc returns
  * NULL. Every call first clears the calling thread's error, so after a call
@@ -20,7 +26,7 @@
  *
  * Version: the major, minor and patch macros of memtrail/version.h are the version this header
  * belongs to, memtrail_version() the one of the librecorder a program runs with. This opening
- * comment names every environment variable librecorder reads, and only those. */
+ * comment names every MEMTRAIL_ environment variable the product reads, and only those. */
 #ifndef MEMTRAIL_MEMTRAIL_H
 #define MEMTRAIL_MEMTRAIL_H
 
@@ -264,6 +270,11 @@ MEMTRAIL_API const char* memtrail_memory_summary(int device);
 MEMTRAIL_API int memtrail_memory_info(int device, size_t* free_bytes, size_t* total_bytes);
 /* Number of devices memtrail manages, or -1 when it cannot start (see memtrail_last_error). */
 MEMTRAIL_API int memtrail_device_count(void);
+/* 1 when this process has had a device allocation from memtrail_malloc (or recorded one with
+ * memtrail_observe_malloc), else 0. Starts nothing: `memtrail run` asks it at exit, so that a
+ * process that imported PyTorch but allocated nothing (torchrun's launcher) leaves no snapshot.
+ * In the symbol version MEMTRAIL_0.3. */
+MEMTRAIL_API int memtrail_has_allocated(void);
 /* What went wrong in the calling thread's last memtrail call, "" if nothing did. */
 MEMTRAIL_API const char* memtrail_last_error(void);
 /* The kind of that failure (a memtrail_error_code), MEMTRAIL_OK if nothing went wrong. */

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "detail/job_identity.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/recorder/dump_triggers.hpp"
 #include "memtrail/recorder/recorder.hpp"
@@ -24,9 +25,14 @@ class runtime {
     static runtime& get();
 
     caching_allocator& allocator() { return *allocator_; }
-    recorder& history() { return *recorder_; }
+    // The recorder in front of the allocator: every allocation, free and pool call goes through it.
+    memtrail::recorder::recorder& recorder() { return *recorder_; }
     // What MEMTRAIL_MAX_ENTRIES asks for, used when a caller passes 0.
     size_t default_max_entries() const { return default_max_entries_; }
+    // The process's place in its job (RANK, ...), for the %r, %l and %j of dump paths.
+    const job_identity& job() const { return job_; }
+    // Writes a snapshot to `path` and adds it to memtrail run's list (MEMTRAIL_RUN_FILES).
+    void dump_snapshot(const std::string& path);
 
     // A snapshot after every out-of-memory, to expand_dump_path(pattern); "" for none. Replaces
     // what MEMTRAIL_OOM_DUMP or an earlier call set.
@@ -64,8 +70,10 @@ class runtime {
 
     std::vector<std::unique_ptr<device>> devices_;
     std::unique_ptr<caching_allocator> allocator_;
-    std::unique_ptr<recorder> recorder_;
+    std::unique_ptr<memtrail::recorder::recorder> recorder_;
     size_t default_max_entries_ = 0;
+    job_identity job_;
+    std::string run_files_;  // MEMTRAIL_RUN_FILES
 
     static std::atomic<bool> accounting_;
     std::unique_ptr<std::atomic<bool>[]> in_use_;  // per device: note_device_in_use has run

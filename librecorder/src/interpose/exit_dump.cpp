@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include "interpose_settings.hpp"
 #include "real_symbols.hpp"
 #include "memtrail/memtrail.h"
+#include "memtrail/recorder/dump_triggers.hpp"
 
 namespace memtrail::interpose {
 
@@ -35,23 +37,12 @@ std::atomic<bool> pytorch_on_memtrail{false};
 std::atomic<pid_t> pytorch_process{0};
 std::atomic<bool> termination_dump_installed{false};
 
-// The pattern with %p replaced by the process id (%% by %).
-std::string expand_pid(const std::string& pattern) {
-    std::string path;
-    for (size_t i = 0; i < pattern.size(); ++i) {
-        if (pattern[i] == '%' && i + 1 < pattern.size() &&
-            (pattern[i + 1] == 'p' || pattern[i + 1] == '%')) {
-            path += pattern[i + 1] == 'p' ? std::to_string(getpid()) : "%";
-            ++i;
-        } else {
-            path += pattern[i];
-        }
-    }
-    return path;
-}
-
 bool write_exit_snapshot() {
-    const std::string path = expand_pid(settings().exit_dump_pattern);
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const std::string path = recorder::expand_dump_path(
+        recorder::librecorder::expand_job_placeholders(settings().exit_dump_pattern,
+                                                       settings().job),
+        -1, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
     if (memtrail_dump_snapshot(path.c_str()) != 0) {
         std::fprintf(stderr, "memtrail: cannot write the snapshot at exit: %s\n",
                      memtrail_last_error());
@@ -61,14 +52,17 @@ bool write_exit_snapshot() {
 }
 
 // getpid() tells a vfork child (subprocess's, calling _exit when exec fails) from its parent: it
-// runs no fork handlers and must not write its parent's snapshot from its parent's memory.
+// runs no fork handlers and must not write its parent's snapshot from its parent's memory. A
+// PyTorch process writes one only once PyTorch has allocated: torchrun's launcher imports torch
+// (and so gets memtrail as its allocator) but allocates nothing.
 bool has_a_snapshot_to_write() {
     if (settings().exit_dump_pattern.empty()) {
         return false;
     }
     const pid_t me = getpid();
     return (reached_memtrail() && process_that_reached() == me) ||
-           (pytorch_on_memtrail.load() && pytorch_process.load() == me);
+           (pytorch_on_memtrail.load() && pytorch_process.load() == me &&
+            memtrail_has_allocated() != 0);
 }
 
 // A process that never reached memtrail (a shell, a launcher, a child forked from a recording

@@ -14,7 +14,8 @@ import threading
 from typing import Optional
 
 from . import _native
-from .errors import AllocatorSwitchError
+from .errors import AllocatorSwitchError, BadArgumentError
+from .history import record_memory_history
 from .memory import set_allocator_config
 
 _lock = threading.Lock()
@@ -37,12 +38,19 @@ def _what_started_cuda(torch: object) -> str:
     return "; ".join(facts)
 
 
-def use(config: Optional[str] = None) -> None:
+def use(config: Optional[str] = None, mode: Optional[str] = None) -> None:
     """Makes memtrail PyTorch's CUDA allocator, with allocator settings `config` if given
-    (PYTORCH_CUDA_ALLOC_CONF's syntax; else MEMTRAIL_ALLOC_CONF's). Calling it again does
-    nothing. Raises AllocatorSwitchError when CUDA has started in this process already (PyTorch
-    cannot change its allocator then), ImportError without PyTorch."""
+    (PYTORCH_CUDA_ALLOC_CONF's syntax; else MEMTRAIL_ALLOC_CONF's, PYTORCH_ALLOC_CONF's or
+    PYTORCH_CUDA_ALLOC_CONF's, docs/settings.md). mode="production" also starts recording as
+    the mode to leave on does: every event, the Python and native stack of every allocation,
+    frees without stacks (PyTorch's context "alloc"), the trace bounded (docs/production.md).
+    Calling it again does nothing. Raises AllocatorSwitchError when CUDA has started in this
+    process already (PyTorch cannot change its allocator then), BadArgumentError for another
+    mode, ImportError without PyTorch."""
     global _in_use
+    if mode not in (None, "production"):
+        raise BadArgumentError(f"memtrail.torch.use: mode={mode!r} is not a recording mode; "
+                               "accepted: None (recording as set elsewhere) or \"production\"")
     import torch
 
     with _lock:
@@ -62,6 +70,8 @@ def use(config: Optional[str] = None) -> None:
             str(_native.library_path()), "memtrail_malloc", "memtrail_free")
         torch.cuda.memory.change_current_allocator(allocator)
         _in_use = True
+        if mode == "production":
+            record_memory_history("all", context="alloc", stacks="all")
 
 
 def in_use() -> bool:

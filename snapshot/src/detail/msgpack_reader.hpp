@@ -104,6 +104,7 @@ class snapshot_reader {
     void read_header();
 
     device_properties read_device_properties();
+    void read_job(job_identity& job);
 
     void read_settings();
 

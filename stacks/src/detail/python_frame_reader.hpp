@@ -17,6 +17,7 @@
 #include <string>
 
 #include "detail/python_interpreter.hpp"
+#include "memtrail/stacks/python_frames.hpp"
 
 namespace memtrail::recorder::detail {
 
@@ -37,13 +38,6 @@ struct python_frame_layout {
     unsigned char owner_last;     // the highest owner value of the version's enum
     size_t code_instructions;     // PyCodeObject::co_code_adaptive, PyCode_Type's tp_basicsize
     size_t code_first_traceable;  // PyCodeObject::_co_firsttraceable
-};
-
-// How Python frames are read: MEMTRAIL_PYTHON_FRAMES.
-enum class python_frames_source {
-    direct,  // without the GIL where the version allows (the default)
-    api,     // the public API under the GIL, always
-    verify,  // both, for tests: a difference stops the process with both stacks on stderr
 };
 
 class python_frame_reader {

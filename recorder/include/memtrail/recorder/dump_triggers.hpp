@@ -30,9 +30,11 @@ inline constexpr size_t default_max_oom_dumps = 16;
 void dump_on_out_of_memory(recorder& history, std::string pattern,
                            size_t max_dumps = default_max_oom_dumps);
 // The same with the pattern asked for at each out-of-memory ("" writes nothing and counts
-// nothing), for a pattern that changes while the program runs.
+// nothing), for a pattern that changes while the program runs; `written`, when given, is told
+// the path of each snapshot written.
 void dump_on_out_of_memory(recorder& history, std::function<std::string()> pattern,
-                           size_t max_dumps = default_max_oom_dumps);
+                           size_t max_dumps = default_max_oom_dumps,
+                           std::function<void(const std::string& path)> written = {});
 
 // While it exists, `signal` makes `dump` run. The handler only wakes a helper thread, which does
 // the work: writing a file is not async-signal-safe. Signals that arrive while a dump runs are

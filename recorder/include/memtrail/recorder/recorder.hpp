@@ -144,6 +144,9 @@ class recorder final : public allocator_observer {
     static void set_thread_metadata(std::string_view metadata);
 
     // --- output -----------------------------------------------------------------------------
+    // Which rank of which job this process is, for every snapshot's header. Set before the
+    // first snapshot (librecorder does at start-up, from the launcher's environment).
+    void set_job_identity(snapshot::job_identity job) { job_ = std::move(job); }
     // The allocator's state and the recorded history, with every stack symbolized.
     snapshot::snapshot take_snapshot();
     /// Writes take_snapshot() to `path`: a PyTorch pickle when the name ends in ".pickle", else
@@ -178,6 +181,7 @@ class recorder final : public allocator_observer {
     std::function<std::optional<device_usage>(int device)> usage_source_;
 
     std::vector<std::unique_ptr<detail::capture_pools>> captures_;
+    snapshot::job_identity job_;
 };
 
 }  // namespace memtrail::recorder
