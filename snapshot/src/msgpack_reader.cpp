@@ -192,8 +192,28 @@ class snapshot_reader {
                 for (uint32_t d = in_.read_array("header 'devices'"); d > 0; --d) {
                     h.devices.push_back(read_device_properties());
                 }
+            } else if (key == "job") {
+                read_job(h.job);
             } else {
                 in_.skip("an unknown header key");
+            }
+        }
+    }
+
+    void read_job(job_identity& job) {
+        static constexpr std::string_view what = "header 'job'";
+        for (uint32_t n = in_.read_map(what); n > 0; --n) {
+            const auto key = in_.read_string(what);
+            if (key == "id") {
+                job.job_id = in_.read_string(what);
+            } else if (key == "rank") {
+                job.rank = read_int32(what);
+            } else if (key == "local_rank") {
+                job.local_rank = read_int32(what);
+            } else if (key == "world_size") {
+                job.world_size = read_int32(what);
+            } else {
+                in_.skip(what);
             }
         }
     }

@@ -75,7 +75,8 @@ class snapshot_writer {
 
     void write_header() {
         const header& h = s_.info;
-        pack_.pack_map(5);
+        // "job" only when known, so files of processes outside a job stay as they were.
+        pack_.pack_map(h.job.known() ? 6 : 5);
         key("producer");
         string(h.producer);
         key("host");
@@ -101,6 +102,22 @@ class snapshot_writer {
             key("multiprocessor_count");
             pack_.pack_int64(d.multiprocessor_count);
         }
+        if (h.job.known()) {
+            write_job(h.job);
+        }
+    }
+
+    void write_job(const job_identity& job) {
+        key("job");
+        pack_.pack_map(4);
+        key("id");
+        string(job.job_id);
+        key("rank");
+        pack_.pack_int64(job.rank);
+        key("local_rank");
+        pack_.pack_int64(job.local_rank);
+        key("world_size");
+        pack_.pack_int64(job.world_size);
     }
 
     void write_settings() {

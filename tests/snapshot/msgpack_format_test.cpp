@@ -203,6 +203,58 @@ TEST(MsgpackFormat, GoldenZstdFileReads) {
     EXPECT_TRUE(ms::read_snapshot(golden) == sample);
 }
 
+namespace {
+ms::snapshot sample_with_job() {
+    auto sample = make_sample_snapshot();
+    sample.info.job = {"slurm-81723", 5, 1, 16};
+    return sample;
+}
+}  // namespace
+
+// The job identity pins its own golden file; the sample's (no job) stays byte for byte as it
+// was, so files of processes outside a job did not change.
+TEST(MsgpackFormat, JobIdentityGoldenFile) {
+    const auto golden = ms::test::test_data("golden_v1_job.memtrail");
+    const auto sample = sample_with_job();
+    const auto bytes = ms::write_snapshot(sample);
+    if (std::getenv("MEMTRAIL_UPDATE_GOLDEN") != nullptr) {
+        std::ofstream(golden, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()),
+                   static_cast<std::streamsize>(bytes.size()));
+    }
+    ASSERT_TRUE(fs::exists(golden)) << golden;
+    EXPECT_EQ(file_bytes(golden), bytes) << "the writer no longer produces " << golden;
+    const auto back = ms::read_snapshot(golden);
+    EXPECT_TRUE(back == sample);
+    EXPECT_EQ(back.info.job.job_id, "slurm-81723");
+    EXPECT_EQ(back.info.job.rank, 5);
+    EXPECT_EQ(back.info.job.local_rank, 1);
+    EXPECT_EQ(back.info.job.world_size, 16);
+    EXPECT_EQ(back.info.host, "gpu-node-7");
+}
+
+TEST(MsgpackFormat, FilesWithoutAJobReadAsUnknownIdentity) {
+    const auto back = ms::read_snapshot(ms::test::test_data("golden_v1.memtrail"));
+    EXPECT_FALSE(back.info.job.known());
+    EXPECT_EQ(back.info.job.rank, -1);
+    EXPECT_EQ(back.info.job.world_size, 0);
+    EXPECT_TRUE(back.info.job == ms::job_identity{});
+}
+
+// A rank alone (torchrun without a job id) is known and round trips; the rest stay unknown.
+TEST(MsgpackFormat, PartlyKnownJobIdentityRoundTrips) {
+    auto sample = make_sample_snapshot();
+    sample.info.job.rank = 0;
+    ASSERT_TRUE(sample.info.job.known());
+    const auto bytes = ms::write_snapshot(sample);
+    EXPECT_NE(bytes, ms::write_snapshot(make_sample_snapshot()));
+    const auto back = ms::read_snapshot(std::span<const uint8_t>(bytes));
+    EXPECT_TRUE(back == sample);
+    EXPECT_EQ(back.info.job.rank, 0);
+    EXPECT_EQ(back.info.job.job_id, "");
+    EXPECT_EQ(back.info.job.local_rank, -1);
+}
+
 TEST(MsgpackFormat, MillionEventsFitThirtyBytesEachBeforeCompression) {
     constexpr size_t events = 1'000'000;
     const auto synthetic = memtrail::replay::make_format_trace(events);

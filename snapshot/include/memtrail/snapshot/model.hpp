@@ -150,6 +150,18 @@ struct allocator_settings {
 // memory_stats() counters of one device, under PyTorch's names.
 using statistics = std::map<std::string, int64_t>;
 
+// Which rank of which distributed job wrote the snapshot, as its launcher told the process
+// (torchrun, Slurm, MPI). The host is the header's. Unknown fields keep their defaults; a
+// snapshot of a process outside any job has none known.
+struct job_identity {
+    std::string job_id;       // "" when unknown
+    int32_t rank = -1;        // global rank; -1 when unknown
+    int32_t local_rank = -1;  // rank within the host; -1 when unknown
+    int32_t world_size = 0;   // number of ranks; 0 when unknown
+    bool known() const { return !job_id.empty() || rank >= 0 || local_rank >= 0 || world_size > 0; }
+    bool operator==(const job_identity&) const = default;
+};
+
 struct header {
     uint32_t format_version = 1;
     std::string producer;  // e.g. "memtrail 0.1.0" or "torch pickle import"
@@ -157,6 +169,7 @@ struct header {
     int64_t pid = 0;
     int64_t time_ns = 0;  // when the snapshot was taken
     std::vector<device_properties> devices;
+    job_identity job;
     bool operator==(const header&) const = default;
 };
 
