@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -245,14 +246,23 @@ snapshot::frame_id users_frame(const snapshot::snapshot& source, snapshot::stack
     return snapshot::no_id;
 }
 
-std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
-    std::shared_ptr<const snapshot::snapshot> source, frame_visibility visibility) {
+namespace {
+
+// The folded stacks of `source`: their tables and where each of its stacks went; nullopt when
+// folding changes nothing.
+struct folded_tables {
+    std::shared_ptr<snapshot::snapshot> tables;
+    std::vector<snapshot::stack_id> stack_map;
+};
+std::optional<folded_tables> fold_tables(const snapshot::snapshot& source_tables,
+                                         frame_visibility visibility) {
+    const snapshot::snapshot* source = &source_tables;
     const frame_facts facts = facts_of(*source, visibility);
     const bool folding = visibility == frame_visibility::user_frames;
     const bool any_machinery =
         std::find(facts.machinery.begin(), facts.machinery.end(), true) != facts.machinery.end();
     if (!folding && !any_machinery) {
-        return source;
+        return std::nullopt;
     }
 
     // First pass: every stack's key, and the run lengths each key's stacks have.
@@ -296,7 +306,7 @@ std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
                                [](snapshot::frame_id f, int64_t k) { return k == f; });
     }
     if (unchanged) {
-        return source;
+        return std::nullopt;
     }
 
     // Second pass: interned in the same order, strings and frames keep their ids; then each
@@ -327,7 +337,31 @@ std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
     for (size_t s = 0; s < stack_map.size(); ++s) {
         stack_map[s] = group_stack[group_of_stack[s]];
     }
-    return with_stacks(*source, std::move(out), stack_map);
+    return folded_tables{std::move(out), std::move(stack_map)};
+}
+
+}  // namespace
+
+std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
+    std::shared_ptr<const snapshot::snapshot> source, frame_visibility visibility) {
+    auto folded = fold_tables(*source, visibility);
+    if (!folded) {
+        return source;
+    }
+    return with_stacks(*source, std::move(folded->tables), folded->stack_map);
+}
+
+folded_stack_table fold_stack_table(std::shared_ptr<const snapshot::snapshot> source,
+                                    frame_visibility visibility) {
+    auto folded = fold_tables(*source, visibility);
+    if (!folded) {
+        std::vector<snapshot::stack_id> same(source->stacks().size());
+        for (size_t s = 0; s < same.size(); ++s) {
+            same[s] = static_cast<snapshot::stack_id>(s);
+        }
+        return {std::move(source), std::move(same)};
+    }
+    return {std::move(folded->tables), std::move(folded->stack_map)};
 }
 
 }  // namespace memtrail::analysis

@@ -1,0 +1,70 @@
+// memtrail summarize FILE... [-o DIR] : each snapshot's rank summary (docs/ranks.md), written
+// beside it as FILE.summary.json or into DIR; `ranks` compares thousands of them.
+
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "rank_inputs.hpp"
+#include "summary_json.hpp"
+
+namespace memtrail::cli {
+
+command_spec summarize_spec() {
+    return {"summarize",
+            "FILE... [-o DIR] [--device N] [-j N]",
+            "Writes each snapshot's rank summary, a small JSON file (kilobytes, whatever the "
+            "trace's length): identity, peaks and when, categories at the peak and at each OOM, "
+            "fragmentation, OOM verdicts, top folded stacks with stable hashes, hashes of the "
+            "sequence of allocations and a downsampled memory curve (docs/ranks.md).",
+            "Each summary is written beside its snapshot as FILE.summary.json, or into DIR with "
+            "-o. FILE may be a folder: its snapshots (.pickle, .pkl, .memtrail, .zst) are "
+            "summarized, recursively. `memtrail ranks` reads summaries as it reads snapshots, "
+            "and uses a summary beside a snapshot instead of reading the snapshot again.\n",
+            1,
+            SIZE_MAX,
+            {{"--output", "-o", "DIR", "write the summaries into DIR instead of beside each file",
+              false},
+             device_option(),
+             workers_option()},
+            false};
+}
+
+int run_summarize(const parsed_arguments& args) {
+    const auto folder = args.value("--output");
+    if (folder) {
+        std::error_code error;
+        std::filesystem::create_directories(*folder, error);
+        if (!std::filesystem::is_directory(*folder)) {
+            throw usage_error("--output: '" + *folder + "' is not a folder and cannot be made one");
+        }
+    }
+    std::vector<std::string> paths;
+    for (const std::string& path : rank_input_paths(args.positional)) {
+        if (path == standard_stream_path) {
+            throw usage_error("'-' (standard input) has no place to write its summary beside; "
+                              "save the snapshot to a file");
+        }
+        if (!path.ends_with(summary_extension)) {
+            paths.push_back(path);
+        }
+    }
+    std::vector<std::string> targets;
+    for (const std::string& path : paths) {
+        targets.push_back(summary_path_for(path, folder));
+    }
+    // Computed afresh, never read from beside the files: summarize refreshes them.
+    const auto summaries = summaries_of(paths, args, workers_of(args), false);
+    for (size_t i = 0; i < summaries.size(); ++i) {
+        std::ostringstream text;
+        write_summary_json(text, summaries[i]);
+        write_output(targets[i], output_content::text,
+                     [&](std::ostream& out) { out << text.str(); });
+        std::cout << targets[i] << "\n";
+    }
+    return exit_ok;
+}
+
+}  // namespace memtrail::cli
