@@ -236,17 +236,18 @@ ranks_analysis analyze_ranks(const std::vector<rank_summary>& summaries) {
 }
 
 std::string rank_ranges(const std::vector<int>& ranks) {
-    std::string text;
+    std::vector<std::string> ranges;
     for (size_t i = 0; i < ranks.size();) {
         size_t j = i;
         while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) {
             ++j;
         }
-        text += (text.empty() ? "" : ", ") + std::to_string(ranks[i]);
-        if (j > i) {
-            text += "-" + std::to_string(ranks[j]);
-        }
+        ranges.push_back(std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : ""));
         i = j + 1;
+    }
+    std::string text;
+    for (size_t r = 0; r < ranges.size(); ++r) {
+        text += (r == 0 ? "" : r + 1 == ranges.size() ? " and " : ", ") + ranges[r];
     }
     return text;
 }

@@ -94,7 +94,7 @@ struct ranks_analysis {
 
 ranks_analysis analyze_ranks(const std::vector<rank_summary>& summaries);
 
-// "0-511, 513-1023": ascending ranks as ranges.
+// "0-511 and 513-1023", "0, 2-5 and 9": ascending ranks as ranges.
 std::string rank_ranges(const std::vector<int>& ranks);
 
 }  // namespace memtrail::analysis
