@@ -20,6 +20,7 @@
 #include "common.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/core/allocator_config.hpp"
+#include "run_dumps.hpp"
 
 namespace memtrail::cli {
 namespace {
@@ -290,6 +291,9 @@ command_spec run_spec() {
         {"--oom-dump", "", "PATTERN", "snapshot written on every out-of-memory (%p, %d, %t)"},
         {"--alloc-conf", "", "CONF", "allocator settings, PYTORCH_CUDA_ALLOC_CONF syntax"},
         {"--view", "", "", "open memtrail-viewer on the snapshot when the program ends"},
+        {"--summary", "", "",
+         "write a rank summary (docs/ranks.md) beside every snapshot the run wrote, when the "
+         "program ends"},
     };
     return spec;
 }
@@ -314,7 +318,16 @@ int run_run(const parsed_arguments& args) {
     move_earlier_snapshot_aside(dump);
     forward_signals();
 
+    const auto started = fs::file_time_type::clock::now();
     const finished_program program = run_and_wait(args.positional);
+    // The CLI summarizes after the program: librecorder writes snapshots and nothing else.
+    if (args.has("--summary")) {
+        std::vector<std::string> patterns = {dump, signal_dump_pattern(dump)};
+        if (const auto oom = args.value("--oom-dump")) {
+            patterns.push_back(*oom);
+        }
+        summarize_dumps(dumps_written(patterns, started));
+    }
     const std::string path = expand_pid(dump, program.pid);
     if (!fs::exists(path)) {
         std::cerr << "memtrail: no snapshot at " << path << ": " << why_no_snapshot(program.status)
