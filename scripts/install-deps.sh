@@ -8,6 +8,7 @@ packages=(
   libimgui-dev libglfw3-dev libstb-dev libgl-dev libgl1-mesa-dri
   libgtest-dev libgmock-dev libbenchmark-dev
   xvfb xauth
+  python3-distributed  # memtrail.ranks on Dask: its LocalCluster test (python.dask_ranks)
 )
 missing=()
 for p in "${packages[@]}"; do
