@@ -4,13 +4,14 @@
 // bench/ranks): every rank is BASE, rank DIFFERENT_RANK is DIFFERENT, each written to
 // OUT_DIR/rank<R>.memtrail with its job identity set (job JOB_ID, rank R, local rank R % 8,
 // world size COUNT, host node-<R / 8>, pid 1000 + R), or to OUT_DIR/rank<R>.pickle (PyTorch's
-// pickle carries no identity: the rank is in the name). The snapshots' bytes are written once
-// per kind and copied, so making 10,000 files costs the copies.
+// pickle carries no identity: the rank is in the name). Pickles of BASE are one file, hard-linked
+// under each rank's name (copied where links cannot be made), so 10,000 of them cost one.
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,12 +61,23 @@ int main(int argc, char** argv) {
     const bool pickle = argc > 6 && std::string(argv[6]) == "pickle";
     const std::string job = argc > 7 ? argv[7] : "job-1";
     fs::create_directories(folder);
-    const std::vector<uint8_t> base_pickle = pickle ? ms::write_torch_pickle(base) : std::vector<uint8_t>{};
+    std::optional<fs::path> base_pickle;
     for (int rank = 0; rank < count; ++rank) {
         const ms::snapshot& source = rank == different_rank ? different : base;
-        const fs::path path = folder / ("rank" + std::to_string(rank) + (pickle ? ".pickle" : ".memtrail"));
-        write(path, pickle && rank != different_rank ? base_pickle
-                                                     : encoded(source, rank, count, pickle, job));
+        const fs::path path =
+            folder / ("rank" + std::to_string(rank) + (pickle ? ".pickle" : ".memtrail"));
+        fs::remove(path);
+        if (pickle && rank != different_rank && base_pickle) {
+            std::error_code error;
+            fs::create_hard_link(*base_pickle, path, error);
+            if (!error) {
+                continue;
+            }
+        }
+        write(path, encoded(source, rank, count, pickle, job));
+        if (pickle && rank != different_rank) {
+            base_pickle = path;
+        }
     }
     return 0;
 }
