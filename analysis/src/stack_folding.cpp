@@ -254,10 +254,9 @@ struct folded_tables {
     std::shared_ptr<snapshot::snapshot> tables;
     std::vector<snapshot::stack_id> stack_map;
 };
-std::optional<folded_tables> fold_tables(const snapshot::snapshot& source_tables,
+std::optional<folded_tables> fold_tables(const snapshot::snapshot& source,
                                          frame_visibility visibility) {
-    const snapshot::snapshot* source = &source_tables;
-    const frame_facts facts = facts_of(*source, visibility);
+    const frame_facts facts = facts_of(source, visibility);
     const bool folding = visibility == frame_visibility::user_frames;
     const bool any_machinery =
         std::find(facts.machinery.begin(), facts.machinery.end(), true) != facts.machinery.end();
@@ -270,10 +269,10 @@ std::optional<folded_tables> fold_tables(const snapshot::snapshot& source_tables
     std::map<folded_key, size_t> group_of_key;
     std::vector<const folded_key*> group_keys;
     std::vector<std::vector<run_lengths>> group_runs;
-    std::vector<size_t> group_of_stack(source->stacks().size());
+    std::vector<size_t> group_of_stack(source.stacks().size());
     std::vector<uint32_t> runs;
     for (size_t s = 0; s < group_of_stack.size(); ++s) {
-        const auto& stack = source->stack_at(static_cast<snapshot::stack_id>(s));
+        const auto& stack = source.stack_at(static_cast<snapshot::stack_id>(s));
         folded_key key;
         if (folding) {
             key = folder.fold(stack, runs);
@@ -300,7 +299,7 @@ std::optional<folded_tables> fold_tables(const snapshot::snapshot& source_tables
 
     bool unchanged = group_keys.size() == group_of_stack.size();
     for (size_t s = 0; unchanged && s < group_of_stack.size(); ++s) {
-        const auto& stack = source->stack_at(static_cast<snapshot::stack_id>(s));
+        const auto& stack = source.stack_at(static_cast<snapshot::stack_id>(s));
         const folded_key& key = *group_keys[group_of_stack[s]];
         unchanged = std::equal(stack.begin(), stack.end(), key.begin(), key.end(),
                                [](snapshot::frame_id f, int64_t k) { return k == f; });
@@ -312,10 +311,10 @@ std::optional<folded_tables> fold_tables(const snapshot::snapshot& source_tables
     // Second pass: interned in the same order, strings and frames keep their ids; then each
     // group's stack, its folded runs as added frames.
     auto out = std::make_shared<snapshot::snapshot>();
-    for (const std::string& s : source->strings()) {
+    for (const std::string& s : source.strings()) {
         out->intern_string(s);
     }
-    for (const snapshot::frame& f : source->frames()) {
+    for (const snapshot::frame& f : source.frames()) {
         out->intern_frame(f);
     }
     std::vector<snapshot::stack_id> group_stack(group_keys.size());
