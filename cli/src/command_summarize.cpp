@@ -3,10 +3,12 @@
 
 #include <filesystem>
 #include <iostream>
+#include <span>
 #include <sstream>
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "memtrail/snapshot/output_file.hpp"
 #include "rank_inputs.hpp"
 #include "summary_json.hpp"
 
@@ -55,14 +57,20 @@ int run_summarize(const parsed_arguments& args) {
     for (const std::string& path : paths) {
         targets.push_back(summary_path_for(path, folder));
     }
-    // Computed afresh, never read from beside the files: summarize refreshes them.
-    const auto summaries = summaries_of(paths, args, workers_of(args), false);
-    for (size_t i = 0; i < summaries.size(); ++i) {
-        std::ostringstream text;
-        write_summary_json(text, summaries[i]);
-        write_output(targets[i], output_content::text,
-                     [&](std::ostream& out) { out << text.str(); });
-        std::cout << targets[i] << "\n";
+    // Computed afresh, never read from beside the files: summarize refreshes them. Each is
+    // written by the worker that made it and not kept, so memory does not grow with the files.
+    for_each_summary(paths, args, workers_of(args), false,
+                     [&](size_t i, analysis::rank_summary&& summary) {
+                         std::ostringstream text;
+                         write_summary_json(text, summary);
+                         const std::string bytes = std::move(text).str();
+                         snapshot::write_output_file(
+                             targets[i],
+                             std::span(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                       bytes.size()));
+                     });
+    for (const std::string& target : targets) {
+        std::cout << target << "\n";
     }
     return exit_ok;
 }

@@ -161,19 +161,18 @@ analysis::rank_summary read_summary_file(const std::string& path) {
     }
 }
 
-std::vector<analysis::rank_summary> summaries_of(const std::vector<std::string>& paths,
-                                                 const parsed_arguments& args, size_t workers,
-                                                 bool reuse) {
-    std::vector<analysis::rank_summary> out(paths.size());
+void for_each_summary(const std::vector<std::string>& paths, const parsed_arguments& args,
+                      size_t workers, bool reuse,
+                      const std::function<void(size_t, analysis::rank_summary&&)>& use) {
     std::vector<std::exception_ptr> errors(paths.size());
     std::vector<size_t> to_compute;
     for (size_t i = 0; i < paths.size(); ++i) {
         if (is_summary_path(paths[i])) {
-            out[i] = read_summary_file(paths[i]);
+            use(i, read_summary_file(paths[i]));
         } else if (auto cached = reuse ? cached_summary(paths[i], args) : std::nullopt) {
-            out[i] = std::move(*cached);
+            use(i, std::move(*cached));
         } else if (paths[i] == standard_stream_path) {
-            out[i] = summarize_snapshot(paths[i], args);  // standard input: read here, once
+            use(i, summarize_snapshot(paths[i], args));  // standard input: read here, once
         } else {
             to_compute.push_back(i);
         }
@@ -183,7 +182,7 @@ std::vector<analysis::rank_summary> summaries_of(const std::vector<std::string>&
         for (size_t k = next++; k < to_compute.size(); k = next++) {
             const size_t i = to_compute[k];
             try {
-                out[i] = summarize_snapshot(paths[i], args);
+                use(i, summarize_snapshot(paths[i], args));
             } catch (...) {
                 errors[i] = std::current_exception();
             }
@@ -202,6 +201,14 @@ std::vector<analysis::rank_summary> summaries_of(const std::vector<std::string>&
             std::rethrow_exception(e);
         }
     }
+}
+
+std::vector<analysis::rank_summary> summaries_of(const std::vector<std::string>& paths,
+                                                 const parsed_arguments& args, size_t workers,
+                                                 bool reuse) {
+    std::vector<analysis::rank_summary> out(paths.size());
+    for_each_summary(paths, args, workers, reuse,
+                     [&](size_t i, analysis::rank_summary&& s) { out[i] = std::move(s); });
     return out;
 }
 

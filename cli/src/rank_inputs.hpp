@@ -3,6 +3,7 @@
 // computed where missing, on every core, each worker holding one snapshot at a time.
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,12 @@ analysis::rank_summary read_summary_file(const std::string& path);
 std::vector<analysis::rank_summary> summaries_of(const std::vector<std::string>& paths,
                                                  const parsed_arguments& args, size_t workers,
                                                  bool reuse = true);
+
+// The same, each summary handed to `use` (with its index in `paths`) as soon as it is made,
+// from the worker that made it: summarize writes each and keeps none.
+void for_each_summary(const std::vector<std::string>& paths, const parsed_arguments& args,
+                      size_t workers, bool reuse,
+                      const std::function<void(size_t, analysis::rank_summary&&)>& use);
 
 // --jobs N: how many files are summarized at once (default: the cores there are).
 option_spec workers_option();
