@@ -285,12 +285,14 @@ uint64_t fnv1a(std::string_view text, uint64_t seed) {
 }
 
 rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source, int device,
-                            const std::string& path, std::string file_kind) {
+                            const std::string& path, std::string file_kind, bool all_frames) {
     rank_summary out;
     out.path = path;
     out.file_kind = std::move(file_kind);
     out.identity = identity_of(*source, device, path);
-    const folded_stack_table folded = fold_stack_table(source, frame_visibility::user_frames);
+    out.all_frames = all_frames;
+    const folded_stack_table folded = fold_stack_table(
+        source, all_frames ? frame_visibility::all_frames : frame_visibility::user_frames);
     const device_model model = device_model::build(source, device);
     const category_map map = category_map::build(model);
     const rank_overview overview = overview_of(model);

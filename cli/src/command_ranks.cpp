@@ -16,7 +16,7 @@ namespace memtrail::cli {
 
 command_spec ranks_spec() {
     return {"ranks",
-            "PATH... [--device N] [-j N] [--json]",
+            "PATH... [--device N] [-j N] [--all-frames] [--json]",
             "Which ranks of a distributed job differ, and why. PATH is a snapshot, a rank "
             "summary (memtrail summarize) or a folder of them, searched recursively. One row per "
             "rank: peak allocated and reserved memory and when, allocated and reserved at the "
@@ -42,7 +42,7 @@ command_spec ranks_spec() {
             "each rank's first trace entry.\n",
             1,
             SIZE_MAX,
-            {device_option(), workers_option()}};
+            {device_option(), workers_option(), all_frames_option()}};
 }
 
 int run_ranks(const parsed_arguments& args) {

@@ -16,7 +16,7 @@ namespace memtrail::cli {
 
 command_spec summarize_spec() {
     return {"summarize",
-            "FILE... [-o DIR] [--device N] [-j N]",
+            "FILE... [-o DIR] [--device N] [-j N] [--all-frames]",
             "Writes each snapshot's rank summary, a small JSON file (kilobytes, whatever the "
             "trace's length): identity, peaks and when, categories at the peak and at each OOM, "
             "fragmentation, OOM verdicts, top folded stacks with stable hashes, hashes of the "
@@ -30,7 +30,8 @@ command_spec summarize_spec() {
             {{"--output", "-o", "DIR", "write the summaries into DIR instead of beside each file",
               false},
              device_option(),
-             workers_option()},
+             workers_option(),
+             all_frames_option()},
             false};
 }
 

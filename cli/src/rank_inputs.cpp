@@ -59,7 +59,8 @@ std::optional<analysis::rank_summary> cached_summary(const std::string& path,
     try {
         analysis::rank_summary s = read_summary_file(beside);
         if (const auto device = args.value("--device");
-            device && std::to_string(s.identity.device) != *device) {
+            (device && std::to_string(s.identity.device) != *device) ||
+            s.all_frames != args.has("--all-frames")) {
             return std::nullopt;
         }
         s.path = path;
@@ -143,7 +144,7 @@ analysis::rank_summary summarize_snapshot(const std::string& path, const parsed_
         path == standard_stream_path ? load_input(path) : snapshot::load_snapshot(path);
     const int device = chosen_device(*loaded.snapshot, path, args);
     return analysis::summarize_rank(loaded.snapshot, device, input_name(path),
-                                    file_kind_name(loaded.kind));
+                                    file_kind_name(loaded.kind), args.has("--all-frames"));
 }
 
 analysis::rank_summary read_summary_file(const std::string& path) {

@@ -23,15 +23,16 @@ std::vector<std::string> rank_input_paths(const std::vector<std::string>& argume
 std::string summary_path_for(const std::string& snapshot_path,
                              const std::optional<std::string>& folder);
 
-// The summary of one snapshot (the device --device names, else the first with a trace).
-// Throws snapshot::load_error.
+// The summary of one snapshot (the device --device names, else the first with a trace; its
+// stacks with every frame under --all-frames). Throws snapshot::load_error.
 analysis::rank_summary summarize_snapshot(const std::string& path, const parsed_arguments& args);
 
 // Reads a summary file. Throws snapshot::load_error "PATH: reason".
 analysis::rank_summary read_summary_file(const std::string& path);
 
 // The summary of each path, in order: a summary file read; with `reuse`, a snapshot's summary
-// read from beside it when one is there, no older than the snapshot and of the device asked;
+// read from beside it when one is there, no older than the snapshot, of the device and the
+// frames asked;
 // else computed, on `workers` threads. Throws the first file's error, in the order given.
 std::vector<analysis::rank_summary> summaries_of(const std::vector<std::string>& paths,
                                                  const parsed_arguments& args, size_t workers,

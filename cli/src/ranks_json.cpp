@@ -185,7 +185,15 @@ void write_job(json_writer& json, const job_ranking& job,
     for (const auto& e : job.outliers) {
         write_explanation(json, job, summaries, e);
     }
-    json.end_array().end_object();
+    // The farthest outlier's explanation again, under the name it had when `ranks` explained
+    // the highest rank only (the report page reads it); null without outliers.
+    json.end_array().key("explanation");
+    if (job.outliers.empty()) {
+        json.null();
+    } else {
+        write_explanation(json, job, summaries, job.outliers.front());
+    }
+    json.end_object();
 }
 
 }  // namespace

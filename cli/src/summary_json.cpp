@@ -272,6 +272,11 @@ void read_body(const json_value& v, rank_summary& s) {
         f.at("fragmentation", "fragmentation").as_double("fragmentation.fragmentation");
     s.ooms = read_ooms(v.at("ooms", what));
     s.outside_allocator = read_optional(v.at("outside_allocator", what), "outside_allocator");
+    const std::string& frames = v.at("stack_frames", what).as_string("stack_frames");
+    if (frames != "all" && frames != "folded") {
+        throw json_error("stack_frames: expected folded or all, got '" + frames + "'");
+    }
+    s.all_frames = frames == "all";
     s.top_stacks = read_stacks(v.at("top_stacks", what));
     s.unstacked_at_peak = v.at("unstacked_at_peak", what).as_uint("unstacked_at_peak");
     for (const json_value& h : v.at("stack_sketch", what).as_array("stack_sketch")) {
@@ -321,7 +326,7 @@ void write_summary_json(std::ostream& out, const rank_summary& s) {
     json.key("ooms");
     write_ooms(json, s.ooms);
     write_optional(json, "outside_allocator", s.outside_allocator);
-    json.key("top_stacks");
+    json.field("stack_frames", s.all_frames ? "all" : "folded").key("top_stacks");
     write_stacks(json, s.top_stacks);
     json.field("unstacked_at_peak", s.unstacked_at_peak).key("stack_sketch").begin_array();
     for (const uint64_t h : s.stack_sketch) {

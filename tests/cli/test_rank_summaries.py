@@ -143,6 +143,30 @@ class Summaries(unittest.TestCase):
         self.assertEqual(s["entries"], 153980)
         self.assertLessEqual(len(s["sequence"]), 256)
 
+    def test_all_frames_keeps_every_frame_and_is_never_mixed_with_folded(self):
+        folder = self.folder / "frames"
+        folder.mkdir()
+        path = folder / "rank1.pickle"
+        path.symlink_to(IMBALANCE[1])
+        code, _, err = run("summarize", "--all-frames", path)
+        self.assertEqual(code, 0, err)
+        every = json.loads((folder / "rank1.pickle.summary.json").read_text())
+        folded, _ = summarize(IMBALANCE[1], self.folder)
+        self.assertEqual((every["stack_frames"], folded["stack_frames"]), ("all", "folded"))
+        self.assertGreater(len(every["top_stacks"][0]["frames"]),
+                           len(folded["top_stacks"][0]["frames"]))
+        self.assertFalse(any(f.startswith("... ") for t in every["top_stacks"] for f in t["frames"]))
+        self.assertEqual(every["categories_at_peak"], folded["categories_at_peak"])
+        top = run_json("top", path, "--at", "peak", "--all-frames", "-n", "3")["ranks"][0]["stacks"]
+        self.assertIn(top[1]["frames"], [t["frames"] for t in every["top_stacks"]])
+        # `ranks` uses the summary beside only when it has the frames asked: a planted one shows.
+        every["peak_reserved"]["bytes"] = 1 << 40
+        (folder / "rank1.pickle.summary.json").write_text(json.dumps(every))
+        [job] = run_json("ranks", "--all-frames", path)["jobs"]
+        self.assertEqual(job["ranks"][0]["peak_reserved"]["bytes"], 1 << 40)
+        [job] = run_json("ranks", path)["jobs"]
+        self.assertEqual(job["ranks"][0]["peak_reserved"]["bytes"], folded["peak_reserved"]["bytes"])
+
     def test_bad_summaries_exit_2_naming_file_and_key(self):
         s, written = summarize(IMBALANCE[0], self.folder)
         bad = self.folder / "bad" / "rank5.pickle.summary.json"

@@ -80,6 +80,7 @@ class Ranks(unittest.TestCase):
         for job in jobs:
             self.check_totals(job)
             self.assertEqual(job["outliers"], [], "one rank: nothing to compare")
+            self.assertIsNone(job["explanation"])
         # And against the reference allocator's own numbers.
         rank0 = jobs[1]["ranks"][0]
         self.assertEqual(rank0["peak_allocated"]["bytes"], self.expected["peak_allocated"])
@@ -133,6 +134,7 @@ class Ranks(unittest.TestCase):
         self.assertEqual([r["distance"] for r in job["ranks"]][0], 0)
         self.assertGreater(job["ranks"][1]["distance"], 3.5)
         [e] = job["outliers"]
+        self.assertEqual(job["explanation"], e, "the farthest outlier, under its old name")
         self.assertEqual((e["rank"], e["median_rank"]), (1, 0))
         self.assertEqual(e["measure"], "activation at peak")
         by_name = {c["category"]: c for c in e["categories"]}

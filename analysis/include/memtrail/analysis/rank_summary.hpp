@@ -119,6 +119,7 @@ struct rank_summary {
     double fragmentation_at_peak_reserved = 0.0;
     std::vector<summary_oom> ooms;
     std::optional<uint64_t> outside_allocator;  // the most seen outside at an OOM, where known
+    bool all_frames = false;  // top_stacks keep every frame (--all-frames), else folded as top's
     std::vector<summary_stack> top_stacks;      // at peak allocated, most bytes first
     uint64_t unstacked_at_peak = 0;             // blocks without a stack there
     std::vector<uint64_t> stack_sketch;  // the smallest stack_fingerprints: which code it ran
@@ -132,8 +133,10 @@ uint64_t fnv1a(std::string_view text, uint64_t seed = 0xcbf29ce484222325ull);
 
 // Summarizes device `device` of `source` (every frame kept: the categories read frames the
 // folding leaves out). `path` names it and gives the rank when the snapshot has no job identity.
-// One model is built over the trace; the hashes and the curve are one pass over it.
+// One model is built over the trace; the hashes and the curve are one pass over it. The top
+// stacks are folded as `top` shows them, or keep every frame with `all_frames`.
 rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source, int device,
-                            const std::string& path, std::string file_kind);
+                            const std::string& path, std::string file_kind,
+                            bool all_frames = false);
 
 }  // namespace memtrail::analysis
