@@ -21,8 +21,8 @@
 
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/recorder/history_options.hpp"
-#include "memtrail/recorder/stack_table.hpp"
 #include "memtrail/snapshot/model.hpp"
+#include "memtrail/stacks/stack_table.hpp"
 
 namespace memtrail::recorder {
 
