@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   xvfb xauth
   chromium  # the report tests open `memtrail report`'s pages in it, headless
+  python3-distributed  # memtrail.ranks on Dask: its LocalCluster test (python.dask_ranks)
 )
 missing=()
 for p in "${packages[@]}"; do

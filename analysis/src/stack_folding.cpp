@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -251,14 +252,22 @@ snapshot::frame_id users_frame(const snapshot::snapshot& source, snapshot::stack
     return snapshot::no_id;
 }
 
-std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
-    std::shared_ptr<const snapshot::snapshot> source, frame_visibility visibility) {
-    const frame_facts facts = facts_of(*source, visibility);
+namespace {
+
+// The folded stacks of `source`: their tables and where each of its stacks went; nullopt when
+// folding changes nothing.
+struct folded_tables {
+    std::shared_ptr<snapshot::snapshot> tables;
+    std::vector<snapshot::stack_id> stack_map;
+};
+std::optional<folded_tables> fold_tables(const snapshot::snapshot& source,
+                                         frame_visibility visibility) {
+    const frame_facts facts = facts_of(source, visibility);
     const bool folding = visibility == frame_visibility::user_frames;
     const bool any_machinery =
         std::find(facts.machinery.begin(), facts.machinery.end(), true) != facts.machinery.end();
     if (!folding && !any_machinery) {
-        return source;
+        return std::nullopt;
     }
 
     // First pass: every stack's key, and the run lengths each key's stacks have.
@@ -266,10 +275,10 @@ std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
     std::map<folded_key, size_t> group_of_key;
     std::vector<const folded_key*> group_keys;
     std::vector<std::vector<run_lengths>> group_runs;
-    std::vector<size_t> group_of_stack(source->stacks().size());
+    std::vector<size_t> group_of_stack(source.stacks().size());
     std::vector<uint32_t> runs;
     for (size_t s = 0; s < group_of_stack.size(); ++s) {
-        const auto& stack = source->stack_at(static_cast<snapshot::stack_id>(s));
+        const auto& stack = source.stack_at(static_cast<snapshot::stack_id>(s));
         folded_key key;
         if (folding) {
             key = folder.fold(stack, runs);
@@ -296,22 +305,22 @@ std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
 
     bool unchanged = group_keys.size() == group_of_stack.size();
     for (size_t s = 0; unchanged && s < group_of_stack.size(); ++s) {
-        const auto& stack = source->stack_at(static_cast<snapshot::stack_id>(s));
+        const auto& stack = source.stack_at(static_cast<snapshot::stack_id>(s));
         const folded_key& key = *group_keys[group_of_stack[s]];
         unchanged = std::equal(stack.begin(), stack.end(), key.begin(), key.end(),
                                [](snapshot::frame_id f, int64_t k) { return k == f; });
     }
     if (unchanged) {
-        return source;
+        return std::nullopt;
     }
 
     // Second pass: interned in the same order, strings and frames keep their ids; then each
     // group's stack, its folded runs as added frames.
     auto out = std::make_shared<snapshot::snapshot>();
-    for (const std::string& s : source->strings()) {
+    for (const std::string& s : source.strings()) {
         out->intern_string(s);
     }
-    for (const snapshot::frame& f : source->frames()) {
+    for (const snapshot::frame& f : source.frames()) {
         out->intern_frame(f);
     }
     std::vector<snapshot::stack_id> group_stack(group_keys.size());
@@ -333,7 +342,31 @@ std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
     for (size_t s = 0; s < stack_map.size(); ++s) {
         stack_map[s] = group_stack[group_of_stack[s]];
     }
-    return with_stacks(*source, std::move(out), stack_map);
+    return folded_tables{std::move(out), std::move(stack_map)};
+}
+
+}  // namespace
+
+std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
+    std::shared_ptr<const snapshot::snapshot> source, frame_visibility visibility) {
+    auto folded = fold_tables(*source, visibility);
+    if (!folded) {
+        return source;
+    }
+    return with_stacks(*source, std::move(folded->tables), folded->stack_map);
+}
+
+folded_stack_table fold_stack_table(std::shared_ptr<const snapshot::snapshot> source,
+                                    frame_visibility visibility) {
+    auto folded = fold_tables(*source, visibility);
+    if (!folded) {
+        std::vector<snapshot::stack_id> same(source->stacks().size());
+        for (size_t s = 0; s < same.size(); ++s) {
+            same[s] = static_cast<snapshot::stack_id>(s);
+        }
+        return {std::move(source), std::move(same)};
+    }
+    return {std::move(folded->tables), std::move(folded->stack_map)};
 }
 
 }  // namespace memtrail::analysis

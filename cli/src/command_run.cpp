@@ -22,6 +22,7 @@
 #include "common.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/core/allocator_config.hpp"
+#include "run_dumps.hpp"
 
 namespace memtrail::cli {
 namespace {
@@ -361,6 +362,9 @@ command_spec run_spec() {
          "snapshot written on every out-of-memory (%p, %d, %t, %r, %l, %j)"},
         {"--alloc-conf", "", "CONF", "allocator settings, PYTORCH_CUDA_ALLOC_CONF syntax"},
         {"--view", "", "", "open memtrail-viewer on the snapshot when the program ends"},
+        {"--summary", "", "",
+         "write a rank summary (docs/ranks.md) beside every snapshot the run wrote, when the "
+         "program ends"},
     };
     return spec;
 }
@@ -390,6 +394,10 @@ int run_run(const parsed_arguments& args) {
     // Every snapshot of the program's tree: each rank's, a forked child's, those on
     // out-of-memory and on SIGUSR1; a process that allocated nothing (a launcher) wrote none.
     const std::vector<std::string> paths = written.snapshots();
+    // The CLI summarizes after the program: librecorder writes snapshots and nothing else.
+    if (args.has("--summary")) {
+        summarize_dumps(paths);
+    }
     if (paths.empty()) {
         std::cerr << "memtrail: no snapshot at " << expand_pid(dump, program.pid) << ": "
                   << why_no_snapshot(program.status) << "\n";

@@ -6,6 +6,7 @@ const std::vector<std::pair<std::string, command>>& all_commands() {
     static const std::vector<std::pair<std::string, command>> commands = {
         {"summary", {summary_spec, run_summary}},
         {"ranks", {ranks_spec, run_ranks}},
+        {"summarize", {summarize_spec, run_summarize}},
         {"segments", {segments_spec, run_segments}},
         {"top", {top_spec, run_top}},
         {"categories", {categories_spec, run_categories}},

@@ -19,6 +19,8 @@ struct command {
 
 command_spec summary_spec();
 int run_summary(const parsed_arguments& args);
+command_spec summarize_spec();
+int run_summarize(const parsed_arguments& args);
 command_spec ranks_spec();
 int run_ranks(const parsed_arguments& args);
 command_spec segments_spec();

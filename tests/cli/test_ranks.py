@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`memtrail ranks` (and `diff`'s comparison by category) run the way a user would: files
-grouped into jobs, one row per rank with the numbers `summary` reports for each file, and the
-rank that peaks highest explained against the median rank. On memtrail snapshots written by
+grouped into jobs, one row per rank with the numbers `summary` reports for each file, the ranks
+that did the same, and each outlier explained against the median rank. On memtrail snapshots written by
 make_test_snapshot, the PyTorch anchors, and real PyTorch 2.11 traces of DDP and FSDP2 jobs
 recorded on two H200s (tests/data/traces/jobs.tar.gz) with the recording's own numbers.
 
@@ -22,7 +22,7 @@ TRACES = pathlib.Path(os.environ.get("MEMTRAIL_UNPACKED_TRACES", "build/tests/re
 
 class Ranks(unittest.TestCase):
     """`memtrail ranks`: one row per rank with the numbers `summary` reports for each file, files
-    grouped into jobs, and the rank that peaks highest explained against the median rank."""
+    grouped into jobs, and each outlier explained against the median rank."""
 
     @classmethod
     def setUpClass(cls):
@@ -79,7 +79,8 @@ class Ranks(unittest.TestCase):
         self.check_against_summary(jobs[1]["ranks"][0], self.rank0)
         for job in jobs:
             self.check_totals(job)
-            self.assertIsNone(job["explanation"], "one rank: nothing to compare")
+            self.assertEqual(job["outliers"], [], "one rank: nothing to compare")
+            self.assertIsNone(job["explanation"])
         # And against the reference allocator's own numbers.
         rank0 = jobs[1]["ranks"][0]
         self.assertEqual(rank0["peak_allocated"]["bytes"], self.expected["peak_allocated"])
@@ -127,14 +128,19 @@ class Ranks(unittest.TestCase):
         [job] = report["jobs"]
         self.assertEqual(job["name"], "fsdp2_imbalance__rank*.pickle")
         self.check_totals(job)
-        e = job["explanation"]
-        self.assertEqual((e["highest_rank"], e["median_rank"]), (1, 0))
-        self.assertEqual(e["median_meaning"], "the median rank: with 2 ranks, the other one")
+        self.assertEqual(job["median_rank"], 0)
+        self.assertEqual(job["median_meaning"], "the median rank: with 2 ranks, the other one")
+        # Rank 1, and only rank 1, stands out: rank 0 is the median rank itself.
+        self.assertEqual([r["distance"] for r in job["ranks"]][0], 0)
+        self.assertGreater(job["ranks"][1]["distance"], 3.5)
+        [e] = job["outliers"]
+        self.assertEqual(job["explanation"], e, "the farthest outlier, under its old name")
+        self.assertEqual((e["rank"], e["median_rank"]), (1, 0))
+        self.assertEqual(e["measure"], "activation at peak")
         by_name = {c["category"]: c for c in e["categories"]}
         activation = by_name["activation"]
-        self.assertGreater(activation["change"][0], 512 << 20)
-        self.assertEqual(max(e["categories"], key=lambda c: c["change"][0])["category"],
-                         "activation")
+        self.assertGreater(activation["change"], 512 << 20)
+        self.assertEqual(max(e["categories"], key=lambda c: c["change"])["category"], "activation")
         # The recording's own numbers: parameters, gradients and optimizer state are the same
         # on both ranks.
         truth = [json.loads((TRACES / n).with_suffix(".json").read_text())["truth"]
@@ -142,26 +148,53 @@ class Ranks(unittest.TestCase):
         for key in ["parameter_bytes", "gradient_bytes", "optimizer_state_bytes"]:
             self.assertEqual(truth[0][key], truth[1][key])
         for category in ["parameter", "gradient", "optimizer_state"]:
-            self.assertEqual(by_name[category]["equal"], [True], category)
+            self.assertTrue(by_name[category]["equal"], category)
         self.assertTrue(e["summary"].startswith("rank 1: activation +"), e["summary"])
         self.assertTrue(e["stacks"])
-        self.assertTrue(all(s["change"] > 0 and s["frames"] for s in e["stacks"]))
+        grown = [s for s in e["stacks"] if s["category"] == "activation"]
+        self.assertGreaterEqual(len(grown), 3)
+        self.assertTrue(all(s["change"] > 0 and s["frames"] for s in grown))
+        # Backward's blocks have no stack (autograd's thread runs no Python): set apart.
+        self.assertEqual(e["unstacked"]["bytes_rank"], 532 << 20)
+        self.assertEqual(round(e["unstacked"]["bytes_median"] / 2**20, 2), 361.37)
+        # 2x the batch from the first step on: no two ranks did the same.
+        self.assertEqual([g["ranks"] for g in job["sequences"]], ["0", "1"])
+        self.assertEqual(job["departures"], [{"rank": 1, "by_step": True, "step": 0,
+                                              "first_entry": 0}])
         code, out, _ = run("ranks", *[TRACES / n for n in names])
+        self.assertIn("1 outlier (more than 3.5 robust deviations from the median): rank 1\n", out)
         self.assertIn("rank 1 against rank 0 (the median rank: with 2 ranks, the other one)", out)
         self.assertIn("\n" + e["summary"] + "\n", out)
-        self.assertIn("no stack: rank 0 ", out)
-        self.assertIn("record", out)
+        self.assertIn("no stack  (blocks without a recorded stack)", out)
 
     def test_identical_ranks_come_out_equal(self):
-        report = run_json("ranks", TRACES / "fsdp2_gpu__rank0.pickle",
-                          TRACES / "fsdp2_gpu__rank1.pickle")
-        [job] = report["jobs"]
-        e = job["explanation"]
-        self.assertTrue(all(c["change"] == [0] for c in e["categories"]))
-        self.assertEqual(e["stacks"], [])
-        self.assertTrue(e["summary"].startswith("rank 0: every category equal"), e["summary"])
-        _, out, _ = run("ranks", TRACES / "fsdp2_gpu__rank0.pickle", TRACES / "fsdp2_gpu__rank1.pickle")
+        paths = [TRACES / "fsdp2_gpu__rank0.pickle", TRACES / "fsdp2_gpu__rank1.pickle"]
+        [job] = run_json("ranks", *paths)["jobs"]
+        self.assertEqual(job["outliers"], [])
+        self.assertEqual([r["distance"] for r in job["ranks"]], [0, 0])
+        self.assertEqual([(g["ranks"], g["count"]) for g in job["sequences"]], [("0-1", 2)])
+        self.assertEqual(job["departures"], [])
+        _, out, _ = run("ranks", *paths)
         self.assertIn("every rank peaks at 2.18GiB reserved", out)
+        self.assertIn("every rank did the same: one sequence of allocations", out)
+        self.assertIn("no outlier: every rank stands within 3.5 robust deviations", out)
+
+    def test_ddp_ranks_differ_by_the_gradient_bucket_alive_at_rank_0s_peak(self):
+        """DDP's two ranks ran the same code, but rank 0's peak falls while DDP's 318 MiB
+        gradient bucket (_ddp_init_helper) is alive and rank 1's does not: the ranks are told
+        apart by that, and by where their sequences part, in step 1."""
+        [job] = run_json("ranks", TRACES / "ddp__rank0.pickle", TRACES / "ddp__rank1.pickle")["jobs"]
+        self.assertEqual(job["median_rank"], 1)
+        [e] = job["outliers"]
+        self.assertEqual(e["rank"], 0)
+        self.assertEqual(e["summary"], "rank 0: gradient +318MiB; parameter, optimizer_state, "
+                                       "activation, input, autograd_detail and workspace equal")
+        [stack] = e["stacks"]
+        self.assertEqual((stack["bytes_rank"] - stack["bytes_median"], stack["category"]),
+                         (318 << 20, "gradient"))
+        self.assertTrue(stack["frames"][0].startswith("_ddp_init_helper "), stack["frames"])
+        self.assertEqual(job["departures"], [{"rank": 1, "by_step": True, "step": 1,
+                                              "first_entry": 1192}])
 
     def test_two_jobs_are_never_merged(self):
         paths = [TRACES / n for n in ["ddp__rank0.pickle", "ddp__rank1.pickle",

@@ -73,6 +73,23 @@ class Native(Case):
             rf"memtrail: snapshot written to {dumps[0].name}: peak allocated 8MiB, "
             r"peak reserved 22MiB, 0 out-of-memory errors")
 
+    def test_summary_is_written_beside_every_dump(self):
+        result = run(["--device", DEVICE, "--summary", "--dump", "run.memtrail", "--", PROGRAM],
+                     self.cwd)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("memtrail: summary written to run.memtrail.summary.json", result.stderr)
+        summary = json.loads((self.cwd / "run.memtrail.summary.json").read_text())
+        self.assertEqual(summary["format"], "memtrail rank summary")
+        peaks = json.loads(subprocess.run(
+            [MEMTRAIL, "summary", "--json", "run.memtrail"], cwd=self.cwd, capture_output=True,
+            text=True, check=True).stdout)["ranks"][0]["peaks"]
+        self.assertEqual(summary["peak_reserved"]["bytes"], 22 << 20)
+        self.assertEqual(summary["peak_reserved"]["bytes"], peaks["reserved"]["bytes"])
+        self.assertEqual(summary["peak_allocated"]["bytes"], peaks["allocated"]["bytes"])
+        # Without --summary, none.
+        result = run(["--device", DEVICE, "--dump", "other.memtrail", "--", PROGRAM], self.cwd)
+        self.assertFalse((self.cwd / "other.memtrail.summary.json").exists())
+
     def test_stacks_name_the_programs_functions_with_file_and_line(self):
         result = run(["--device", DEVICE, "--dump", "run.memtrail", "--", PROGRAM], self.cwd)
         self.assertEqual(result.returncode, 0, result.stderr)

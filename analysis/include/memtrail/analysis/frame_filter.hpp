@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "memtrail/snapshot/model.hpp"
 
@@ -63,5 +64,16 @@ snapshot::frame_id users_frame(const snapshot::snapshot& source, snapshot::stack
 // Returns `source` itself when nothing changes.
 std::shared_ptr<const snapshot::snapshot> with_frame_visibility(
     std::shared_ptr<const snapshot::snapshot> source, frame_visibility visibility);
+
+// The stacks as with_frame_visibility folds them, without copying the trace: `tables` holds the
+// folded strings, frames and stacks (`source` itself when folding changes nothing) and
+// stack_of[s] is the folded id of `source`'s stack s. A summary folds the stacks of a few
+// blocks this way from one model built over every frame.
+struct folded_stack_table {
+    std::shared_ptr<const snapshot::snapshot> tables;
+    std::vector<snapshot::stack_id> stack_of;
+};
+folded_stack_table fold_stack_table(std::shared_ptr<const snapshot::snapshot> source,
+                                    frame_visibility visibility);
 
 }  // namespace memtrail::analysis
