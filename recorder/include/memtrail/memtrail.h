@@ -10,7 +10,9 @@
  * MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF syntax), MEMTRAIL_OOM_DUMP (a path pattern:
  * a snapshot is written there on each out-of-memory, the first 16), MEMTRAIL_SIGNAL_DUMP (a
  * path pattern: a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL:
- * SIGUSR1 by default, SIGUSR2 or a real-time signal). Path patterns expand %p (pid), %d
+ * SIGUSR1 by default, SIGUSR2 or a real-time signal), MEMTRAIL_LIVE (on | off: the endpoint
+ * through which `memtrail snapshot PID` and `memtrail top --attach PID` read the process; on by
+ * default, only for the same user; docs/live.md). Path patterns expand %p (pid), %d
  * (device) and %t (time, ns since the epoch). docs/recorder.md describes each.
  *
  * Errors: functions returning int return 0 on success and -1 on failure; memtrail_malloc returns

@@ -138,6 +138,19 @@ void parse_dump_signal(const environment_option& option, std::string_view value,
     s.dump_signal = number;
 }
 
+// on/1 or off/0.
+bool parse_switch(std::string_view value, bool& out) {
+    if (value == "on" || value == "1") {
+        out = true;
+        return true;
+    }
+    if (value == "off" || value == "0") {
+        out = false;
+        return true;
+    }
+    return false;
+}
+
 // clang-format off
 constexpr auto options = std::to_array<environment_option>({
     // name                    default      accepted (what an error says)                                             parser (and member)
@@ -152,6 +165,7 @@ constexpr auto options = std::to_array<environment_option>({
     {"MEMTRAIL_OOM_DUMP",      "",          "a path pattern (%p pid, %d device, %t time)",                              field<&environment_settings::oom_dump_pattern, read_text>},
     {"MEMTRAIL_SIGNAL_DUMP",   "",          "a path pattern (%p pid, %t time)",                                         field<&environment_settings::signal_dump_pattern, read_text>},
     {"MEMTRAIL_DUMP_SIGNAL",   "SIGUSR1",   "SIGUSR1, SIGUSR2 or a real-time signal (SIGRTMIN+N), by name or number",   parse_dump_signal},
+    {"MEMTRAIL_LIVE",          "on",        "on or off (also 1 or 0)",                                                  field<&environment_settings::live, parse_switch>},
 });
 // clang-format on
 

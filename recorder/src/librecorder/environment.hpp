@@ -24,6 +24,7 @@ struct environment_settings {
     std::string oom_dump_pattern;     // MEMTRAIL_OOM_DUMP
     std::string signal_dump_pattern;  // MEMTRAIL_SIGNAL_DUMP
     int dump_signal = 0;              // MEMTRAIL_DUMP_SIGNAL
+    bool live = true;                 // MEMTRAIL_LIVE: the attach endpoint (docs/live.md)
 };
 
 // One row of the table, as mimalloc keeps its options.
