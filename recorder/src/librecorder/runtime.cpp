@@ -6,6 +6,7 @@
 
 #include "librecorder/environment.hpp"
 #include "librecorder/fork_gate.hpp"
+#include "librecorder/live_endpoint.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #ifdef MEMTRAIL_HAVE_CUDA
 #include "memtrail/core/cuda_device.hpp"
@@ -74,6 +75,9 @@ runtime::runtime() {
         return oom_dump_pattern_;
     });
     set_signal_dump(settings.dump_signal, settings.signal_dump_pattern);
+    if (settings.live) {
+        open_live_endpoint(*recorder_);
+    }
 }
 
 void runtime::set_oom_dump_pattern(std::string pattern) {
