@@ -45,6 +45,8 @@ command_spec replay_spec();
 int run_replay_command(const parsed_arguments& args);
 command_spec run_spec();
 int run_run(const parsed_arguments& args);
+command_spec snapshot_spec();
+int run_snapshot(const parsed_arguments& args);
 command_spec whatif_spec();
 int run_whatif(const parsed_arguments& args);
 

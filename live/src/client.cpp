@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <system_error>
 
@@ -20,10 +21,32 @@ std::string process_name(pid_t pid) {
     return "process " + std::to_string(pid);
 }
 
+// Whether `pid` is a process that runs: not gone, and not a zombie waiting for its parent.
+bool process_runs(pid_t pid) {
+    if (::kill(pid, 0) != 0 && errno != EPERM) {
+        return false;
+    }
+    std::FILE* status = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (status == nullptr) {
+        return true;  // no /proc: kill's word stands
+    }
+    char state = '?';
+    // "pid (command) S ...": the state follows the last ')'; a command may hold ')' itself.
+    std::string line(512, '\0');
+    const size_t read = std::fread(line.data(), 1, line.size(), status);
+    std::fclose(status);
+    line.resize(read);
+    const size_t close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size()) {
+        state = line[close + 2];
+    }
+    return state != 'Z' && state != 'X';
+}
+
 // Why `pid` has no endpoint to connect to; `connect_error` is connect()'s errno.
 [[noreturn]] void explain_no_endpoint(pid_t pid, const std::filesystem::path& socket,
                                       int connect_error) {
-    const bool exists = ::kill(pid, 0) == 0 || errno == EPERM;
+    const bool exists = process_runs(pid);
     struct stat info {};
     const bool owned_by_other =
         exists && ::stat(("/proc/" + std::to_string(pid)).c_str(), &info) == 0 &&
@@ -31,26 +54,32 @@ std::string process_name(pid_t pid) {
     if (!exists) {
         if (connect_error == ECONNREFUSED) {
             ::unlink(socket.c_str());
-            throw attach_error("memtrail: there is no " + process_name(pid) + "; its endpoint " +
+            throw attach_error("there is no " + process_name(pid) + "; its endpoint " +
                                socket.string() +
                                " was stale (left by a process that was killed) and is removed");
         }
-        throw attach_error("memtrail: there is no " + process_name(pid));
+        throw attach_error("there is no " + process_name(pid));
     }
     if (owned_by_other) {
-        throw attach_error("memtrail: " + process_name(pid) + " belongs to another user (uid " +
+        throw attach_error("" + process_name(pid) + " belongs to another user (uid " +
                            std::to_string(info.st_uid) + "): only its owner can attach");
     }
     if (connect_error == ECONNREFUSED) {
-        throw attach_error("memtrail: the endpoint " + socket.string() + " is stale: " +
+        throw attach_error("the endpoint " + socket.string() + " is stale: " +
                            process_name(pid) +
                            " does not listen on it (an earlier process with this pid left it)");
     }
-    throw attach_error("memtrail: " + process_name(pid) +
+    throw attach_error("" + process_name(pid) +
                        " is not recording with memtrail: it has no endpoint at " +
                        socket.string() +
                        " (it needs librecorder: memtrail run, the Python package or a program "
                        "linked with it, with MEMTRAIL_LIVE not off)");
+}
+
+// The endpoint's messages start with "memtrail: ", as it prints them; ours add that where shown.
+std::string without_prefix(std::string message) {
+    constexpr std::string_view prefix = "memtrail: ";
+    return message.starts_with(prefix) ? message.substr(prefix.size()) : message;
 }
 
 }  // namespace
@@ -70,12 +99,12 @@ client::client(pid_t pid, std::optional<std::filesystem::path> folder) : pid_(pi
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     if (socket_path.string().size() >= sizeof(address.sun_path)) {
-        throw attach_error("memtrail: the endpoint path " + socket_path.string() + " is too long");
+        throw attach_error("the endpoint path " + socket_path.string() + " is too long");
     }
     std::strcpy(address.sun_path, socket_path.c_str());
     fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) {
-        throw std::system_error(errno, std::generic_category(), "memtrail: socket");
+        throw std::system_error(errno, std::generic_category(), "socket");
     }
     if (::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
         const int error = errno;
@@ -86,13 +115,13 @@ client::client(pid_t pid, std::optional<std::filesystem::path> folder) : pid_(pi
     reader_.emplace(fd_);
     const std::optional<frame> hello = reader_->read_frame();
     if (!hello) {
-        throw attach_error("memtrail: " + process_name(pid) + " closed its endpoint at once");
+        throw attach_error("" + process_name(pid) + " closed its endpoint at once");
     }
     if (hello->kind == "error") {
-        throw attach_error(hello->text());
+        throw attach_error(without_prefix(hello->text()));
     }
     if (hello->kind != greeting_word || hello->number("version") != protocol_version) {
-        throw attach_error("memtrail: " + process_name(pid) +
+        throw attach_error("" + process_name(pid) +
                            " speaks another attach protocol (" + hello->kind + " version " +
                            hello->fields.at("version") + "; this memtrail speaks version " +
                            std::to_string(protocol_version) + ")");
@@ -108,7 +137,7 @@ client::~client() {
 
 void client::request(const std::string& line) {
     if (!send_text(fd_, line + "\n")) {
-        throw attach_error("memtrail: " + process_name(pid_) + " has exited (" +
+        throw attach_error("" + process_name(pid_) + " has exited (" +
                            std::strerror(errno) + ")");
     }
 }
@@ -117,11 +146,11 @@ frame client::take_snapshot(contents what) {
     request(what == contents::full ? "snapshot full" : "snapshot state");
     std::optional<frame> reply = next_frame();
     if (!reply) {
-        throw attach_error("memtrail: " + process_name(pid_) +
+        throw attach_error("" + process_name(pid_) +
                            " exited before its snapshot was sent");
     }
     if (reply->kind != "snapshot") {
-        throw protocol_error("memtrail: the endpoint answered a snapshot request with '" +
+        throw protocol_error("the endpoint answered a snapshot request with '" +
                              reply->kind + "'");
     }
     return std::move(*reply);
@@ -138,7 +167,7 @@ void client::subscribe(const std::vector<uint64_t>& from) {
 std::optional<frame> client::next_frame() {
     std::optional<frame> next = reader_->read_frame();
     if (next && next->kind == "error") {
-        throw attach_error(next->text());
+        throw attach_error(without_prefix(next->text()));
     }
     return next;
 }

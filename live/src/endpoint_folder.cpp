@@ -19,7 +19,7 @@ std::filesystem::path endpoint_path(const std::filesystem::path& folder, pid_t p
 void make_private_folder(const std::filesystem::path& folder, uid_t user) {
     if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
         throw std::system_error(errno, std::generic_category(),
-                                "memtrail: cannot make the attach folder " + folder.string());
+                                "cannot make the attach folder " + folder.string());
     }
     check_private_folder(folder, user);
 }
@@ -27,10 +27,10 @@ void make_private_folder(const std::filesystem::path& folder, uid_t user) {
 void check_private_folder(const std::filesystem::path& folder, uid_t user) {
     struct stat info {};
     if (::lstat(folder.c_str(), &info) != 0) {
-        throw endpoint_error("memtrail: the attach folder " + folder.string() +
+        throw endpoint_error("the attach folder " + folder.string() +
                              " cannot be read: " + std::generic_category().message(errno));
     }
-    const std::string unsafe = "memtrail: the attach folder " + folder.string() + " is ";
+    const std::string unsafe = "the attach folder " + folder.string() + " is ";
     if (S_ISLNK(info.st_mode)) {
         throw endpoint_error(unsafe + "a symbolic link; only a real folder is used (remove it)");
     }
@@ -55,7 +55,7 @@ bool peer_runs_as(int fd, uid_t user, uid_t& peer_user) {
     socklen_t length = sizeof(credentials);
     if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) {
         throw std::system_error(errno, std::generic_category(),
-                                "memtrail: cannot read the peer's credentials");
+                                "cannot read the peer's credentials");
     }
     peer_user = credentials.uid;
     return credentials.uid == user;

@@ -26,7 +26,7 @@ uint64_t frame::number(std::string_view key) const {
     const auto found = fields.find(std::string(key));
     uint64_t value = 0;
     if (found == fields.end() || !parse_number(found->second, value)) {
-        throw protocol_error("memtrail: the endpoint's '" + kind + "' frame has no number " +
+        throw protocol_error("the endpoint's '" + kind + "' frame has no number " +
                              std::string(key) + "=");
     }
     return value;
@@ -35,7 +35,7 @@ uint64_t frame::number(std::string_view key) const {
 std::vector<uint64_t> frame::numbers(std::string_view key) const {
     const auto found = fields.find(std::string(key));
     if (found == fields.end()) {
-        throw protocol_error("memtrail: the endpoint's '" + kind + "' frame has no " +
+        throw protocol_error("the endpoint's '" + kind + "' frame has no " +
                              std::string(key) + "=");
     }
     std::vector<uint64_t> values;
@@ -44,7 +44,7 @@ std::vector<uint64_t> frame::numbers(std::string_view key) const {
         const size_t comma = rest.find(',');
         uint64_t value = 0;
         if (!parse_number(rest.substr(0, comma), value)) {
-            throw protocol_error("memtrail: the endpoint's " + std::string(key) + "=" +
+            throw protocol_error("the endpoint's " + std::string(key) + "=" +
                                  found->second + " is not a list of numbers");
         }
         values.push_back(value);
@@ -98,13 +98,13 @@ frame parse_header(std::string_view line) {
         }
         const size_t equals = word.find('=');
         if (equals == std::string_view::npos || equals == 0) {
-            throw protocol_error("memtrail: the endpoint sent a malformed header: " +
+            throw protocol_error("the endpoint sent a malformed header: " +
                                  std::string(line.substr(0, 200)));
         }
         out.fields[std::string(word.substr(0, equals))] = word.substr(equals + 1);
     }
     if (out.kind.empty()) {
-        throw protocol_error("memtrail: the endpoint sent an empty header line");
+        throw protocol_error("the endpoint sent an empty header line");
     }
     return out;
 }
@@ -128,7 +128,7 @@ bool frame_reader::fill() {
             if (error == ECONNRESET) {
                 return false;
             }
-            throw std::system_error(error, std::generic_category(), "memtrail: attach socket");
+            throw std::system_error(error, std::generic_category(), "attach socket");
         }
         buffer_.resize(old_size + static_cast<size_t>(got));
         return got > 0;
@@ -146,13 +146,13 @@ std::optional<std::string> frame_reader::read_line(size_t longest) {
             }
         }
         if (buffer_.size() - start_ > longest) {
-            throw protocol_error("memtrail: a line of the attach protocol is longer than " +
+            throw protocol_error("a line of the attach protocol is longer than " +
                                  std::to_string(longest) + " bytes");
         }
         searched = buffer_.size() - start_;  // searched already; fill() moves them to the front
         if (!fill()) {
             if (buffer_.size() != start_) {
-                throw protocol_error("memtrail: the attach stream ended inside a line");
+                throw protocol_error("the attach stream ended inside a line");
             }
             return std::nullopt;
         }
@@ -167,13 +167,13 @@ std::optional<frame> frame_reader::read_frame() {
     frame out = parse_header(*line);
     const uint64_t size = out.number("bytes");
     if (size > largest_payload) {
-        throw protocol_error("memtrail: the endpoint announced a payload of " +
+        throw protocol_error("the endpoint announced a payload of " +
                              std::to_string(size) + " bytes, more than the 64 GiB accepted");
     }
     out.payload.reserve(size);
     while (out.payload.size() < size) {
         if (start_ == buffer_.size() && !fill()) {
-            throw protocol_error("memtrail: the attach stream ended inside a '" + out.kind +
+            throw protocol_error("the attach stream ended inside a '" + out.kind +
                                  "' frame (the process exited or closed it)");
         }
         const size_t take = std::min<size_t>(size - out.payload.size(), buffer_.size() - start_);

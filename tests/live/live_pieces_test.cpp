@@ -157,7 +157,7 @@ TEST_F(scratch, the_client_says_why_it_cannot_attach) {
 
     const pid_t gone = ended_pid();
     EXPECT_EQ(error_of([&] { client c(gone, folder); }),
-              "memtrail: there is no process " + std::to_string(gone));
+              "there is no process " + std::to_string(gone));
 
     // This process is alive but has no endpoint: it does not record with memtrail.
     EXPECT_NE(error_of([&] { client c(::getpid(), folder); })
