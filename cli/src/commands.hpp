@@ -33,6 +33,8 @@ void print_categories_line(const analysis::device_model& model, const moment& at
 void write_categories(json_writer& json, const analysis::device_model& model, const moment& at);
 command_spec top_spec();
 int run_top(const parsed_arguments& args);
+// top --attach PID...: running processes watched live (command_top_live.cpp).
+int run_top_attached(const parsed_arguments& args);
 command_spec oom_spec();
 int run_oom(const parsed_arguments& args);
 command_spec diff_spec();

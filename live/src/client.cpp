@@ -164,6 +164,10 @@ void client::subscribe(const std::vector<uint64_t>& from) {
     request(line);
 }
 
+void client::detach() {
+    ::shutdown(fd_, SHUT_RDWR);
+}
+
 std::optional<frame> client::next_frame() {
     std::optional<frame> next = reader_->read_frame();
     if (next && next->kind == "error") {

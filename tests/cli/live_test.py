@@ -42,6 +42,7 @@ class Growing:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
+        self.process.stdout.close()
 
 
 def memtrail(*args, user=None):
@@ -134,6 +135,66 @@ class Snapshot(unittest.TestCase):
         self.assertEqual(result.returncode, 2)
         self.assertIn(f"process {job.pid} belongs to another user (uid 0): only its owner can "
                       "attach", result.stderr)
+
+
+class Top(unittest.TestCase):
+    def test_once_as_json(self):
+        with Growing(steps=200, ms=50) as job:
+            job.wait_for(3)
+            result = memtrail("top", "--attach", job.pid, "--once", "--json", "--interval", "0.5")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual(len(lines), 1)
+        update = json.loads(lines[0])
+        process = update["processes"][0]
+        self.assertEqual(process["pid"], job.pid)
+        self.assertFalse(process["exited"])
+        self.assertGreaterEqual(process["reserved"], process["allocated"])
+        self.assertGreaterEqual(process["allocated"], 3 * MiB)
+        self.assertEqual(process["outside"], 0)  # a simulated device: nothing else holds memory
+        self.assertEqual(process["ooms"], 0)
+        # Half a second of 20 steps a second, each a few events, streamed to the subscription.
+        self.assertGreater(process["events"], 10)
+        self.assertEqual(process["fell_behind"], 0)
+        grew = process["growing"][0]
+        self.assertGreater(grew["grew"], 0)
+        self.assertTrue(grew["frames"][0].startswith("cache_block"), grew)
+
+    def test_several_processes_side_by_side_as_plain_text(self):
+        with Growing(steps=300, ms=30) as first, Growing(steps=300, ms=30) as second:
+            first.wait_for(2)
+            second.wait_for(2)
+            result = memtrail("top", "--attach", first.pid, second.pid, "--updates", "2",
+                              "--interval", "0.3")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        text = result.stdout
+        self.assertNotIn("\x1b", text)  # not a terminal: plain views, one after another
+        self.assertIn("update 2", text)
+        header = next(line for line in text.splitlines() if line.lstrip().startswith("pid "))
+        self.assertIn(f"pid {first.pid}", header)
+        self.assertIn(f"pid {second.pid}", header)
+        for row in ("reserved", "allocated", "outside allocator", "fragmentation",
+                    "OOMs so far", "events"):
+            self.assertIn(row, text)
+        last = text.split("update 2")[1]
+        self.assertRegex(last, "reserved +[▁▂▃▄▅▆▇█]{2} ")
+        self.assertEqual(last.count("grew since attaching:"), 2)
+        self.assertIn("cache_block (", last)
+
+    def test_it_follows_a_process_until_it_exits_and_keeps_its_last_state(self):
+        with Growing(steps=15, ms=50) as job:
+            job.wait_for(1)
+            result = memtrail("top", "--attach", job.pid, "--interval", "0.2")
+            self.assertEqual(job.finish(), 0)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(f"pid {job.pid} has exited: its last state is shown", result.stdout)
+
+    def test_live_options_need_attach(self):
+        result = memtrail("top", "some.memtrail", "--once")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--once is for --attach", result.stderr)
+        result = memtrail("top", "--attach", "x1")
+        self.assertIn("--attach: 'x1' is not a process id", result.stderr)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -88,14 +89,46 @@ bool send_error(int fd, const std::string& message) {
                             {reinterpret_cast<const uint8_t*>(message.data()), message.size()});
 }
 
-// Sends a snapshot taken now; its trace ends go to `ends`. False when the client is gone.
+// What the device holds outside the allocator: total - free - reserved, read when reserved
+// stays the same across reading free memory (another thread allocates meanwhile otherwise);
+// nullopt when the device reports no total or reserved memory kept changing.
+std::optional<uint64_t> outside_allocator(device_allocator& allocator) {
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        const auto reserved = [&allocator] {
+            return static_cast<uint64_t>(
+                allocator.stats().reserved_bytes[static_cast<size_t>(stat_type::aggregate)].current);
+        };
+        const uint64_t before = reserved();
+        const memory_info memory = allocator.get_device().get_memory_info();
+        if (reserved() == before) {
+            if (memory.total == 0 || memory.total < memory.free + before) {
+                return std::nullopt;
+            }
+            return memory.total - memory.free - before;
+        }
+    }
+    return std::nullopt;
+}
+
+// Sends a snapshot taken now; its trace ends go to `ends`, and with them, when every device
+// tells, what each holds outside the allocator (outside=). False when the client is gone.
 bool send_snapshot(int fd, recorder::snapshot_contents contents, std::vector<uint64_t>& ends) {
     std::vector<uint8_t> bytes;
+    std::vector<uint64_t> outside;
     {
         const fork_gate_scope gate;
         bytes = snapshot::write_snapshot(history->take_snapshot(contents, &ends));
+        for (int d = 0; d < history->allocator().device_count(); ++d) {
+            if (const auto held = outside_allocator(history->allocator().on(d))) {
+                outside.push_back(*held);
+            }
+        }
     }
-    return live::send_frame(fd, "snapshot", "ends=" + joined(ends), bytes);
+    std::string fields = "ends=" + joined(ends);
+    if (outside.size() == ends.size()) {
+        fields += " outside=" + joined(outside);
+    }
+    return live::send_frame(fd, "snapshot", fields, bytes);
 }
 
 // Whether the client closed its end (it sends nothing more once subscribed).

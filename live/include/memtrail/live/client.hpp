@@ -38,8 +38,8 @@ class client {
     // Whether a snapshot holds the history (full) or the allocator's state only (state: segments,
     // blocks with their stacks, statistics; cheap to take every second).
     enum class contents { full, state };
-    /// A snapshot taken now: its frame ("snapshot", ends= each device's trace end, payload the
-    /// msgpack snapshot).
+    /// A snapshot taken now: its frame ("snapshot", ends= each device's trace end, outside= what
+    /// each holds outside the allocator when known, payload the msgpack snapshot).
     /// @throws attach_error when the process exited or refused; protocol_error.
     frame take_snapshot(contents what);
 
@@ -50,6 +50,9 @@ class client {
     // The next frame of a subscription; nullopt when the process exited (or closed the stream).
     /// @throws attach_error for an error frame; protocol_error.
     std::optional<frame> next_frame();
+
+    // Ends the connection from any thread: a next_frame() waiting in another returns nullopt.
+    void detach();
 
   private:
     void request(const std::string& line);
