@@ -107,10 +107,11 @@ void describe_process(snapshot::snapshot& out) {
 
 }  // namespace
 
-recorder::trace_events recorder::take_events(int device, uint64_t from, size_t most) {
+recorder::trace_events recorder::take_events(int device, uint64_t from, size_t most,
+                                             detail::symbol_cache* symbols) {
     device_allocator& allocator = allocator_.on(device);
     trace_events out;
-    detail::stack_converter stacks(stacks_, out.events);
+    detail::stack_converter stacks(stacks_, out.events, symbols);
     label_converter labels(out.events);
     describe_process(out.events);
     const uint64_t cut = most > UINT64_MAX - from ? UINT64_MAX : from + most;

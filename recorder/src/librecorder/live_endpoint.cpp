@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "detail/symbol_cache.hpp"
 #include "librecorder/fork_gate.hpp"
 #include "memtrail/live/endpoint_folder.hpp"
 #include "memtrail/live/protocol.hpp"
@@ -145,13 +146,15 @@ bool client_left(int fd, int wait_ms) {
 // overtook is told how many entries it missed and gets a full snapshot to start again from.
 void stream_events(int fd, std::vector<uint64_t> cursors) {
     cursors.resize(static_cast<size_t>(history->allocator().device_count()), 0);
+    detail::symbol_cache symbols;  // each batch symbolizes only what is new to this subscriber
     for (;;) {
         bool sent_any = false;
         for (size_t d = 0; d < cursors.size(); ++d) {
             recorder::trace_events batch;
             {
                 const fork_gate_scope gate;
-                batch = history->take_events(static_cast<int>(d), cursors[d], events_per_frame);
+                batch = history->take_events(static_cast<int>(d), cursors[d], events_per_frame,
+                                             &symbols);
             }
             if (batch.missed != 0) {
                 const std::string fields =

@@ -34,6 +34,7 @@ inline constexpr int all_devices = -1;
 
 namespace detail {
 class capture_pools;
+class symbol_cache;
 }
 
 class recorder final : public allocator_observer {
@@ -118,8 +119,11 @@ class recorder final : public allocator_observer {
         uint64_t next = 0;    // the sequence number after the last entry copied
         uint64_t missed = 0;  // entries from `from` on that the ring no longer holds
     };
+    // `symbols`: what a subscriber keeps across calls (detail/symbol_cache.hpp), so that each
+    // batch symbolizes only what is new to it; nullptr symbolizes afresh.
     /// @throws std::invalid_argument for a device that does not exist.
-    trace_events take_events(int device, uint64_t from, size_t most);
+    trace_events take_events(int device, uint64_t from, size_t most,
+                             detail::symbol_cache* symbols = nullptr);
     /// Writes take_snapshot() to `path`: a PyTorch pickle when the name ends in ".pickle", else
     /// memtrail's msgpack format. @throws std::system_error when the file cannot be written.
     void dump_snapshot(const std::filesystem::path& path);
