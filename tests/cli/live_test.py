@@ -1,14 +1,19 @@
 """Attaching to a running process (docs/live.md): samples/live_growth.c keeps 1 MiB more each
-step; `memtrail snapshot` and `memtrail top --attach` read it while it runs.
+step; `memtrail snapshot` and `memtrail top --attach` read it while it runs. A program under
+`memtrail run` and a Python program using the package open their endpoint too.
 
-Environment: MEMTRAIL, SAMPLE_LIVE_GROWTH.
+Environment: MEMTRAIL, SAMPLE_LIVE_GROWTH, MEMTRAIL_LIBRARY, MEMTRAIL_PYTHON_PACKAGE, and
+RUN_PROGRAM where tests/run's program is built.
 """
 import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import time
 import unittest
 
 MEMTRAIL = os.environ["MEMTRAIL"]
@@ -195,6 +200,61 @@ class Top(unittest.TestCase):
         self.assertIn("--once is for --attach", result.stderr)
         result = memtrail("top", "--attach", "x1")
         self.assertIn("--attach: 'x1' is not a process id", result.stderr)
+
+
+def summary_of(path):
+    result = memtrail("summary", path, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["ranks"][0]
+
+
+class EveryRecorder(unittest.TestCase):
+    """Not only programs linked with librecorder: `memtrail run` and the Python package."""
+
+    def setUp(self):
+        self.folder = pathlib.Path(tempfile.mkdtemp())
+
+    def tearDown(self):
+        shutil.rmtree(self.folder)
+
+    def test_a_program_under_memtrail_run(self):
+        if "RUN_PROGRAM" not in os.environ:
+            self.skipTest("run_program is built only with CUDA's headers")
+        runner = subprocess.Popen([MEMTRAIL, "run", "--device", "sim:1GiB", "--dump",
+                                   str(self.folder / "exit.memtrail"), "--",
+                                   os.environ["RUN_PROGRAM"], "wait"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            runner.stdout.readline()
+            self.assertEqual(runner.stdout.readline(), "waiting\n")
+            children = pathlib.Path(f"/proc/{runner.pid}/task/{runner.pid}/children")
+            program = int(children.read_text().split()[0]) if children.read_text() else runner.pid
+            result = memtrail("snapshot", program, "-o", self.folder / "now.memtrail")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            top = memtrail("top", "--attach", program, "--once", "--interval", "0.2")
+            self.assertEqual(top.returncode, 0, top.stderr)
+            self.assertIn(f"pid {program}\n  no stack grew since attaching", top.stdout)
+        finally:
+            runner.send_signal(signal.SIGTERM)
+            runner.communicate(timeout=60)
+        self.assertGreater(summary_of(self.folder / "now.memtrail")["totals"]["allocated"], 0)
+
+    def test_a_python_program_using_the_package(self):
+        script = ("import sys, memtrail\n"
+                  "block = memtrail.caching_allocator_alloc(64 << 20)\n"
+                  "print('allocated', flush=True)\n"
+                  "sys.stdin.readline()\n")
+        env = dict(os.environ, PYTHONPATH=os.environ["MEMTRAIL_PYTHON_PACKAGE"],
+                   MEMTRAIL_DEVICE="sim:1GiB")
+        program = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True, env=env)
+        try:
+            self.assertEqual(program.stdout.readline(), "allocated\n")
+            result = memtrail("snapshot", program.pid, "-o", self.folder / "now.pickle")
+            self.assertEqual(result.returncode, 0, result.stderr)
+        finally:
+            program.communicate("\n", timeout=60)
+        self.assertEqual(summary_of(self.folder / "now.pickle")["totals"]["allocated"], 64 * MiB)
 
 
 if __name__ == "__main__":
