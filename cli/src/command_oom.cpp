@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "memtrail/analysis/oom_remedy_text.hpp"
 #include "memtrail/analysis/oom_report.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stream_names.hpp"
@@ -160,80 +161,41 @@ void print_report(const analysis::oom_report& r, const snapshot::snapshot& sourc
     }
 }
 
-// What the what-if replays assumed about the device and the cap.
-std::string replay_assumptions(const analysis::oom_report& r) {
-    std::string text =
-        "on a device of " + format_bytes(r.assumed_device_total) +
-        (r.total_source == analysis::device_total_source::at_least
-             ? " (the least it can have: reserved + free)"
-             : " (" + std::string(analysis::device_total_source_name(r.total_source)) + ")");
-    if (r.cap.recorded) {
-        text += " under the cap of " + format_bytes(r.cap.lower);
-    } else if (r.cap.binding) {
-        text += " under the least cap the trace allows, " + format_bytes(r.cap.lower);
+// The replay's remedies in the words' terms (analysis::oom_remedy_text).
+analysis::remedy_kind outcome_kind(replay::remedy_kind kind) {
+    switch (kind) {
+        case replay::remedy_kind::allocator_setting:
+            return analysis::remedy_kind::allocator_setting;
+        case replay::remedy_kind::no_memory_cap:
+            return analysis::remedy_kind::no_memory_cap;
+        case replay::remedy_kind::release_private_pools:
+            return analysis::remedy_kind::release_private_pools;
     }
-    return text;
+    return analysis::remedy_kind::allocator_setting;
+}
+
+std::vector<analysis::remedy_outcome> outcomes(const replay::oom_remedies& found) {
+    std::vector<analysis::remedy_outcome> out;
+    for (const auto& remedy : found.remedies) {
+        out.push_back({remedy.description, outcome_kind(remedy.kind),
+                       found.baseline_reproduces && remedy.avoids, remedy.peak_reserved});
+    }
+    return out;
 }
 
 void print_remedies(const analysis::oom_report& r, const replay::oom_remedies& found) {
     if (!found.baseline_reproduces) {
-        std::cout << "  remedies: not checked: replaying the trace under its own settings did not "
-                     "fail at this entry, so a what-if replay proves nothing here\n";
+        std::cout << "  " << analysis::remedies_not_checked_text() << "\n";
         return;
     }
-    std::cout << "  "
-              << wrap_text("remedies, each checked by replaying the trace under it " +
-                               replay_assumptions(r) + ":",
-                           88, "    ");
-    bool any_setting = false, release_avoids = false, no_cap_avoids = false;
-    for (const auto& remedy : found.remedies) {
-        any_setting =
-            any_setting || (remedy.avoids && remedy.kind == replay::remedy_kind::allocator_setting);
-        release_avoids =
-            release_avoids ||
-            (remedy.avoids && remedy.kind == replay::remedy_kind::release_private_pools);
-        no_cap_avoids =
-            no_cap_avoids || (remedy.avoids && remedy.kind == replay::remedy_kind::no_memory_cap);
-        std::cout << "    "
-                  << wrap_text("with " + remedy.description + " this OOM " +
-                                   (remedy.avoids ? "does not happen" : "still happens") +
-                                   " (peak reserved " + format_bytes(remedy.peak_reserved) + ")",
-                               84, "      ");
+    std::cout << "  " << wrap_text(analysis::remedies_heading(r), 88, "    ");
+    const std::vector<analysis::remedy_outcome> tried = outcomes(found);
+    for (const auto& remedy : tried) {
+        std::cout << "    " << wrap_text(analysis::remedy_sentence(remedy), 84, "      ");
     }
-    if (any_setting) {
-        return;
+    if (const auto conclusion = analysis::remedies_conclusion(r, tried)) {
+        std::cout << "    " << wrap_text(*conclusion, 86, "      ");
     }
-    std::string what_does;
-    if (release_avoids) {
-        what_does = "release the private pools above (delete the graphs or MemPools)";
-    } else if (no_cap_avoids) {
-        what_does = "raise the cap to at least " +
-                    format_bytes(r.totals.reserved + r.segment_size) +
-                    " (what the request needed)" +
-                    (r.verdict == analysis::oom_verdict::fragmentation
-                         ? ", or free the live blocks that pin the free pieces (the blockers)"
-                         : ", or reduce the memory in use");
-    } else if (r.verdict == analysis::oom_verdict::outside_allocator) {
-        what_does = "free what others hold on the device, or reduce the memory in use";
-    } else {
-        what_does = "reduce the memory in use";
-    }
-    std::cout << "    "
-              << wrap_text(std::string("no allocator setting avoids it") +
-                               (r.cap.binding ? " under the cap" : "") + ": " + what_does,
-                           86, "      ");
-}
-
-std::string_view remedy_kind_key(replay::remedy_kind kind) {
-    switch (kind) {
-        case replay::remedy_kind::allocator_setting:
-            return "allocator_setting";
-        case replay::remedy_kind::no_memory_cap:
-            return "no_memory_cap";
-        case replay::remedy_kind::release_private_pools:
-            return "release_private_pools";
-    }
-    return "unknown";
 }
 
 void write_remedies(json_writer& json, const replay::oom_remedies& found) {
@@ -242,7 +204,7 @@ void write_remedies(json_writer& json, const replay::oom_remedies& found) {
     for (const auto& remedy : found.remedies) {
         json.begin_object()
             .field("setting", remedy.description)
-            .field("kind", remedy_kind_key(remedy.kind))
+            .field("kind", analysis::remedy_kind_key(outcome_kind(remedy.kind)))
             .field("avoids", found.baseline_reproduces && remedy.avoids)
             .field("peak_reserved", remedy.peak_reserved)
             .field("peak_allocated", remedy.peak_allocated)

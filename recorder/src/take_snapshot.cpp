@@ -13,11 +13,11 @@
 #include "detail/call_context.hpp"
 #include "detail/device_history.hpp"
 #include "detail/observed_allocations.hpp"
-#include "detail/stack_converter.hpp"
 #include "detail/thread_identity.hpp"
 #include "detail/trace_ring.hpp"
 #include "memtrail/bridge/allocator_snapshot.hpp"
 #include "memtrail/recorder/recorder.hpp"
+#include "memtrail/stacks/stack_converter.hpp"
 
 namespace memtrail::recorder {
 

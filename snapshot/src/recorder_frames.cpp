@@ -52,9 +52,12 @@ bool is_native_machinery(std::string_view function, std::string_view file,
                                {"librecorder.so", "libmemtrail", "libffi.so", "_ctypes."});
     };
     // The interposer's hooks are named as the CUDA functions they stand in for (cudaMalloc).
-    const bool machinery_source = contains_any(
-        file,
-        {"recorder/src/interpose/", "recorder/src/librecorder/", "recorder/src/torch_bridge/"});
+    // librecorder/src/ holds them since the recorder split; recorder/src/librecorder/ is where
+    // snapshots recorded before it name the C API (interpose/ and torch_bridge/ are matched in
+    // both by the same words).
+    const bool machinery_source =
+        contains_any(file, {"recorder/src/interpose/", "recorder/src/librecorder/",
+                            "recorder/src/torch_bridge/", "librecorder/src/"});
     return memtrail_code || call_machinery || machinery_library(module) ||
            machinery_library(file) || machinery_source;
 }

@@ -67,14 +67,14 @@ if [ ! -f "$torch_library" ] && [ -n "$torch_dir" ]; then
     -Wl,--allow-shlib-undefined > "$out/torch_allocator_build.log" 2>&1 ||
     fail "building libmemtrail_torch_allocator.so (see torch_allocator_build.log)"
 fi
-# The same for the torch bridge (recorder/src/torch_bridge), beside librecorder.so.
+# The same for the torch bridge (librecorder/src/torch_bridge), beside librecorder.so.
 bridge_library=$build/lib/libmemtrail_torch_bridge.so
 if [ ! -f "$bridge_library" ] && [ -n "$torch_dir" ]; then
   cuda_include=$(cuda_include_dir)
   ${CXX:-c++} -std=c++20 -O2 -shared -fPIC -fvisibility=hidden -D_GLIBCXX_USE_CXX11_ABI=1 \
     -isystem "$torch_dir/include" -isystem "$torch_dir/include/torch/csrc/api/include" \
-    -isystem "$cuda_include" -I"$here/recorder/include" -I"$build/include" \
-    "$here/recorder/src/torch_bridge/torch_bridge.cpp" -o "$bridge_library" \
+    -isystem "$cuda_include" -I"$here/librecorder/include" -I"$build/include" \
+    "$here/librecorder/src/torch_bridge/torch_bridge.cpp" -o "$bridge_library" \
     -L"$build/lib" -lrecorder -L"$torch_dir/lib" -ltorch_cuda -ltorch_cpu -lc10_cuda -lc10 \
     -Wl,-rpath,"$torch_dir/lib" -Wl,-rpath,'$ORIGIN' -Wl,--allow-shlib-undefined \
     > "$out/torch_bridge_build.log" 2>&1 ||

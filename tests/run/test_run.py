@@ -83,7 +83,8 @@ class Native(Case):
         for frames in allocs:
             self.assertRegex(frames[0]["name"], r"allocate_\w+\(", frames)
             self.assertFalse([f for f in frames if "memtrail" in f["name"]
-                              or "recorder/src/" in f["filename"]], frames)
+                              or "recorder/src/" in f["filename"]
+                              or "stacks/src/" in f["filename"]], frames)
 
     def test_out_of_memory_is_the_programs_error_and_counted(self):
         result = run(["--device", DEVICE, "--dump", "run.memtrail", "--oom-dump", "oom-%p.memtrail",

@@ -15,6 +15,7 @@
 
 #include "../../viewer/src/format.hpp"
 #include "../../viewer/src/palette.hpp"
+#include "../../viewer/src/remedies_job.hpp"
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/viewer/view.hpp"
 #include "view_test_support.hpp"
@@ -72,6 +73,41 @@ TEST(view_defaults, the_oom_view_names_the_failed_entry_as_the_cli_does) {
     const std::string text = settled_text(frame, v);
     const std::string expected = "Out of memory at entry " + std::to_string(ooms.front()) + " (";
     EXPECT_NE(text.find(expected), std::string::npos) << text;
+}
+
+// The OOM view shows the remedies `memtrail oom` proves by what-if replays (asked of the CLI in
+// the background): on fragmentation under a cap, no allocator setting helps; lifting the cap does.
+TEST(view_defaults, the_oom_view_shows_the_remedies_memtrail_oom_proves) {
+    const auto doc = load(traces + "/oom_cap_fragmentation.pickle");
+    headless_frame frame(width, height);
+    view v(doc);
+    v.show(view_kind::oom);
+    const std::string text = settled_text(frame, v);
+    EXPECT_NE(text.find("Remedies, each checked by replaying the trace under it"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("with expandable_segments:True this OOM still happens"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("with no memory cap this OOM does not happen"), std::string::npos) << text;
+    EXPECT_NE(text.find("no allocator setting avoids it under the cap: raise the cap to at least"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("not available"), std::string::npos) << text;
+}
+
+// What the background job reads, from the CLI's JSON; a report it cannot read says what lacks.
+TEST(view_defaults, remedies_are_read_from_the_clis_json_and_bad_json_is_named) {
+    const auto remedies = parse_oom_remedies(
+        R"({"ooms":[{"entry":61,"remedies":{"checked":true,"tried":[{"setting":"no memory cap",
+            "kind":"no_memory_cap","avoids":true,"peak_reserved":1024}]}}]})");
+    ASSERT_EQ(remedies.count(61), 1u);
+    ASSERT_EQ(remedies.at(61).tried.size(), 1u);
+    EXPECT_EQ(remedies.at(61).tried[0].kind, analysis::remedy_kind::no_memory_cap);
+    EXPECT_TRUE(remedies.at(61).tried[0].avoids);
+    EXPECT_THROW(parse_oom_remedies(R"({"ooms":[{"entry":61}]})"), std::runtime_error);
+    EXPECT_THROW(parse_oom_remedies(R"({"ooms":[{"entry":61,"remedies":{"checked":true,
+        "tried":[{"setting":"x","kind":"bogus","avoids":true,"peak_reserved":1}]}}]})"),
+                 std::runtime_error);
 }
 
 // How far the widest item of the settled frame's windows reaches past its window's right edge

@@ -173,7 +173,8 @@ bool running(const std::future<T>& job) {
 bool view::busy() const {
     return running(panels_->flame.pending) || running(panels_->compare.pending) ||
            running(panels_->timeline.largest_job) || running(panels_->timeline.layers_job) ||
-           running(panels_->segments.range_job);
+           running(panels_->segments.range_job) ||
+           (panels_->oom.remedies && !panels_->oom.remedies->done());
 }
 
 void view::handle_keys() {

@@ -3,6 +3,7 @@
 // block per pool and stream, fragmentation, and the live blocks that stood in the way.
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "format.hpp"
@@ -235,10 +236,8 @@ void view::draw_oom() {
     for (const std::string& unknown : r.unknowns) {
         ImGui::TextDisabled("Unknown: %s", unknown.c_str());
     }
-    ImGui::TextDisabled(
-        "Remedies proven by replaying the trace: memtrail oom FILE (the viewer does not link the "
-        "allocator).");
     ImGui::PopTextWrapPos();
+    o.draw_remedies(*this);
     ImGui::Spacing();
     device_bar(r);
     ImGui::Spacing();
@@ -251,6 +250,42 @@ void view::draw_oom() {
     ImGui::Separator();
     stack_tooltip(r.stack, 64);
     ImGui::EndChild();
+}
+
+void view::panels::oom_state::draw_remedies(view& v) {
+    if (v.doc().path.empty()) {
+        ImGui::TextDisabled("Remedies: the what-if replays need the snapshot's file.");
+        return;
+    }
+    if (!remedies || remedies->device() != v.dev().device) {
+        remedies = std::make_unique<remedies_job>(v.doc().path, v.dev().device);
+    }
+    ImGui::PushTextWrapPos(0);
+    if (!remedies->done()) {
+        ImGui::TextDisabled("Remedies: checking each by replaying the trace under it (memtrail oom)...");
+    } else if (!remedies->error().empty()) {
+        ImGui::TextDisabled("Remedies: not available: %s", remedies->error().c_str());
+    } else if (const auto it = remedies->by_entry().find(report.entry);
+               it == remedies->by_entry().end()) {
+        ImGui::TextDisabled("Remedies: memtrail oom reported none for this entry.");
+    } else if (!it->second.checked) {
+        ImGui::TextUnformatted(std::string(analysis::remedies_not_checked_text()).c_str());
+    } else {
+        std::string heading = analysis::remedies_heading(report);
+        heading.front() = static_cast<char>(std::toupper(static_cast<unsigned char>(heading.front())));
+        ImGui::TextUnformatted(heading.c_str());
+        for (const analysis::remedy_outcome& remedy : it->second.tried) {
+            ImGui::Bullet();
+            const ImVec4 color = remedy.avoids ? ImVec4(0.45f, 0.85f, 0.5f, 1.0f)
+                                               : ImGui::GetStyle().Colors[ImGuiCol_TextDisabled];
+            ImGui::TextColored(color, "%s", analysis::remedy_sentence(remedy).c_str());
+        }
+        if (const auto conclusion = analysis::remedies_conclusion(report, it->second.tried)) {
+            ImGui::Bullet();
+            ImGui::TextUnformatted(conclusion->c_str());
+        }
+    }
+    ImGui::PopTextWrapPos();
 }
 
 void view::panels::oom_state::draw_picker(view& v) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <future>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "memtrail/analysis/timeline.hpp"
 #include "memtrail/viewer/rank_table.hpp"
 #include "memtrail/viewer/view.hpp"
+#include "remedies_job.hpp"
 
 namespace memtrail::viewer {
 
@@ -326,10 +328,13 @@ struct view::panels {
         size_t device_index = 0;
         size_t shown = 0;  // the selected index the report is for
         analysis::oom_report report;
+        // The remedies of the file's OOMs, from `memtrail oom --json` (for one device).
+        std::unique_ptr<remedies_job> remedies;
 
         // The phases of view::draw_oom that act on the selection: which OOM to report, and the
         // blocks that stood in the way and the stacks holding the most memory.
         void draw_picker(view& v);
+        void draw_remedies(view& v);
         void draw_blockers_and_holders(view& v);
     } oom;
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "memtrail/core/caching_allocator.hpp"
-#include "memtrail/recorder/stack_table.hpp"
+#include "memtrail/stacks/stack_table.hpp"
 
 namespace memtrail::recorder::detail {
 

@@ -23,7 +23,7 @@
 #include <memory>
 #include <vector>
 
-#include "detail/huge_pages.hpp"
+#include "memtrail/stacks/huge_pages.hpp"
 
 namespace memtrail::recorder::detail {
 

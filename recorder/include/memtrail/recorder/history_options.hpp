@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "memtrail/recorder/stack_capture.hpp"
+#include "memtrail/stacks/interned_capture.hpp"
 
 namespace memtrail::recorder {
 
@@ -18,10 +18,7 @@ enum class record_mode : uint8_t { off, state, all };
 // allocation events in the trace; all: also frees.
 enum class context_mode : uint8_t { none, state, alloc, all };
 
-// PyTorch's `stacks`: where stacks come from. native: return addresses; python: the Python
-// frames of a thread that holds the GIL; all: both, the Python frames in place of the
-// interpreter's own native frames.
-enum class stack_source : uint8_t { native, python, all };
+// PyTorch's `stacks`: stack_source (interned_capture.hpp).
 
 // The default history length per device (MEMTRAIL_MAX_ENTRIES overrides it in librecorder).
 inline constexpr size_t default_max_entries = 1'000'000;

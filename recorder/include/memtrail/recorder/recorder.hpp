@@ -21,8 +21,8 @@
 
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/recorder/history_options.hpp"
-#include "memtrail/recorder/stack_table.hpp"
 #include "memtrail/snapshot/model.hpp"
+#include "memtrail/stacks/stack_table.hpp"
 
 namespace memtrail::recorder {
 
@@ -119,7 +119,7 @@ class recorder final : public allocator_observer {
         uint64_t next = 0;    // the sequence number after the last entry copied
         uint64_t missed = 0;  // entries from `from` on that the ring no longer holds
     };
-    // `symbols`: what a subscriber keeps across calls (detail/symbol_cache.hpp), so that each
+    // `symbols`: what a subscriber keeps across calls (memtrail/stacks/symbol_cache.hpp), so that each
     // batch symbolizes only what is new to it; nullptr symbolizes afresh.
     /// @throws std::invalid_argument for a device that does not exist.
     trace_events take_events(int device, uint64_t from, size_t most,

@@ -1,0 +1,230 @@
+#include "detail/environment.hpp"
+
+#include <array>
+#include <charconv>
+#include <csignal>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+namespace memtrail::recorder::librecorder {
+
+namespace {
+
+[[noreturn]] void reject(const environment_option& option, std::string_view value) {
+    throw std::invalid_argument("memtrail: " + std::string(option.name) + "=\"" +
+                                std::string(value) + "\" is not valid; expected " +
+                                std::string(option.accepted));
+}
+
+// A whole number, all of `text`.
+template <typename Number>
+bool parse_whole(std::string_view text, Number& out) {
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return error == std::errc() && end == text.data() + text.size();
+}
+
+// --- the parsers: each stores into its member(s) of environment_settings --------------------
+
+// A value that `parse` (a `bool parse(std::string_view, T&)`) reads into `member`.
+template <auto member, auto parse>
+void field(const environment_option& option, std::string_view value, environment_settings& s) {
+    if (!parse(value, s.*member)) {
+        reject(option, value);
+    }
+}
+
+// The same, into a member of the history options.
+template <auto member, auto parse>
+void history_field(const environment_option& option, std::string_view value,
+                   environment_settings& s) {
+    if (!parse(value, s.history.*member)) {
+        reject(option, value);
+    }
+}
+
+void parse_device(const environment_option& option, std::string_view value,
+                  environment_settings& s) {
+    if (value == "cuda") {
+        return;
+    }
+    if (value != "sim" && !value.starts_with("sim:")) {
+        reject(option, value);
+    }
+    s.simulated_device = true;
+    if (value != "sim") {
+        try {
+            s.simulated_capacity = parse_byte_size(value.substr(4));
+        } catch (const std::invalid_argument&) {
+            reject(option, value);
+        }
+    }
+}
+
+void parse_fail_rate(const environment_option& option, std::string_view value,
+                     environment_settings& s) {
+    const size_t colon = value.find(':');
+    const std::string_view rate = value.substr(0, colon);
+    const auto [end, error] =
+        std::from_chars(rate.data(), rate.data() + rate.size(), s.failure_rate);
+    if (error != std::errc() || end != rate.data() + rate.size() || !(s.failure_rate >= 0.0) ||
+        s.failure_rate > 1.0) {
+        reject(option, value);
+    }
+    if (colon != std::string_view::npos && !parse_whole(value.substr(colon + 1), s.failure_seed)) {
+        reject(option, value);
+    }
+}
+
+void parse_record(const environment_option& option, std::string_view value,
+                  environment_settings& s) {
+    if (!parse_record_mode(value, s.history.enabled)) {
+        reject(option, value);
+    }
+    s.history.context =
+        s.history.enabled == record_mode::off ? context_mode::none : context_mode::all;
+}
+
+// 0 means the default, as memtrail_record_memory_history's max_entries does.
+void parse_max_entries(const environment_option& option, std::string_view value,
+                       environment_settings& s) {
+    size_t entries = 0;
+    if (!parse_whole(value, entries)) {
+        reject(option, value);
+    }
+    s.history.max_entries = entries != 0 ? entries : default_max_entries;
+}
+
+// allocator_config's own errors say which key and value are wrong; they name the variable too.
+void parse_alloc_conf(const environment_option& option, std::string_view value,
+                      environment_settings& s) {
+    s.allocator = allocator_config::parse(value, option.name);
+}
+
+// A path pattern: any text.
+bool read_text(std::string_view value, std::string& out) {
+    out = value;
+    return true;
+}
+
+// Only signals nothing else means: SIGUSR1, SIGUSR2 and the real-time ones. A signal that
+// reports a fault (SIGSEGV) or asks the process to stop (SIGTERM) must keep its meaning, and
+// SIGKILL and SIGSTOP cannot be caught at all.
+void parse_dump_signal(const environment_option& option, std::string_view value,
+                       environment_settings& s) {
+    std::string_view name = value;
+    if (name.starts_with("SIG")) {
+        name.remove_prefix(3);
+    }
+    int number = 0;
+    if (name == "USR1") {
+        number = SIGUSR1;
+    } else if (name == "USR2") {
+        number = SIGUSR2;
+    } else if (name == "RTMIN") {
+        number = SIGRTMIN;
+    } else if (name.starts_with("RTMIN+")) {
+        if (!parse_whole(name.substr(6), number) || number < 0 || number > SIGRTMAX - SIGRTMIN) {
+            reject(option, value);
+        }
+        number += SIGRTMIN;
+    } else if (name != value || !parse_whole(value, number)) {
+        reject(option, value);
+    }
+    const bool real_time = number >= SIGRTMIN && number <= SIGRTMAX;
+    if (number != SIGUSR1 && number != SIGUSR2 && !real_time) {
+        reject(option, value);
+    }
+    s.dump_signal = number;
+}
+
+// on/1 or off/0.
+bool parse_switch(std::string_view value, bool& out) {
+    if (value == "on" || value == "1") {
+        out = true;
+        return true;
+    }
+    if (value == "off" || value == "0") {
+        out = false;
+        return true;
+    }
+    return false;
+}
+
+// clang-format off
+constexpr auto options = std::to_array<environment_option>({
+    // name                    default      accepted (what an error says)                                             parser (and member)
+    {"MEMTRAIL_DEVICE",        "cuda",      "cuda, or sim[:capacity] with a capacity of at least 1 byte (sim:80GiB)",   parse_device},
+    {"MEMTRAIL_SIM_FAIL_NTH",  "0",         "a whole number (0: none)",                                                 field<&environment_settings::fail_nth_allocation, parse_whole<uint64_t>>},
+    {"MEMTRAIL_SIM_FAIL_RATE", "0",         "a probability from 0 to 1, optionally with :SEED (0.01:7)",                parse_fail_rate},
+    {"MEMTRAIL_RECORD",        "off",       "off, state or all",                                                        parse_record},
+    {"MEMTRAIL_STACKS",        "native",    "native, python or all",                                                    history_field<&history_options::stacks, parse_stack_source>},
+    {"MEMTRAIL_MAX_ENTRIES",   "1000000",   "a whole number (0: the default)",                                          parse_max_entries},
+    {"MEMTRAIL_UNWINDER",      "eh_frame",  "eh_frame, libunwind or frame_pointer",                                     history_field<&history_options::stack_unwinder, parse_unwinder>},
+    {"MEMTRAIL_ALLOC_CONF",    "",          "allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax",                     parse_alloc_conf},
+    {"MEMTRAIL_OOM_DUMP",      "",          "a path pattern (%p pid, %d device, %t time)",                              field<&environment_settings::oom_dump_pattern, read_text>},
+    {"MEMTRAIL_SIGNAL_DUMP",   "",          "a path pattern (%p pid, %t time)",                                         field<&environment_settings::signal_dump_pattern, read_text>},
+    {"MEMTRAIL_DUMP_SIGNAL",   "SIGUSR1",   "SIGUSR1, SIGUSR2 or a real-time signal (SIGRTMIN+N), by name or number",   parse_dump_signal},
+    {"MEMTRAIL_LIVE",          "on",        "on or off (also 1 or 0)",                                                  field<&environment_settings::live, parse_switch>},
+});
+// clang-format on
+
+}  // namespace
+
+std::span<const environment_option> environment_options() {
+    return options;
+}
+
+uint64_t parse_byte_size(std::string_view text) {
+    struct unit {
+        std::string_view suffix;
+        double bytes;
+    };
+    // Longest suffixes first, so that "GiB" is not read as "B".
+    constexpr std::array<unit, 9> units = {{{"KiB", 0x1p10},
+                                            {"MiB", 0x1p20},
+                                            {"GiB", 0x1p30},
+                                            {"TiB", 0x1p40},
+                                            {"KB", 1e3},
+                                            {"MB", 1e6},
+                                            {"GB", 1e9},
+                                            {"TB", 1e12},
+                                            {"B", 1}}};
+    double scale = 1;
+    std::string_view number = text;
+    for (const unit& u : units) {
+        if (number.size() > u.suffix.size() && number.ends_with(u.suffix)) {
+            number.remove_suffix(u.suffix.size());
+            scale = u.bytes;
+            break;
+        }
+    }
+    double value = 0;
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
+    // Written so that NaN fails too: every comparison with it is false.
+    const bool in_range = value * scale >= 1 && value * scale < 0x1p64;
+    if (error != std::errc() || end != number.data() + number.size() || !in_range) {
+        throw std::invalid_argument("memtrail: \"" + std::string(text) +
+                                    "\" is not a size of at least 1 byte (examples: 80GiB, "
+                                    "512MiB, 4096)");
+    }
+    return static_cast<uint64_t>(value * scale);
+}
+
+environment_settings read_environment() {
+    environment_settings settings;
+    for (const environment_option& option : options) {
+        const char* value = std::getenv(std::string(option.name).c_str());
+        option.parse(option, value != nullptr ? std::string_view(value) : option.default_value,
+                     settings);
+    }
+    const bool faults = settings.fail_nth_allocation != 0 || settings.failure_rate > 0.0;
+    if (faults && !settings.simulated_device) {
+        throw std::invalid_argument(
+            "memtrail: MEMTRAIL_SIM_FAIL_NTH and MEMTRAIL_SIM_FAIL_RATE inject faults into the "
+            "simulated device only; set MEMTRAIL_DEVICE=sim[:capacity] with them");
+    }
+    return settings;
+}
+
+}  // namespace memtrail::recorder::librecorder
