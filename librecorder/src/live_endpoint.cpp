@@ -113,12 +113,13 @@ std::optional<uint64_t> outside_allocator(device_allocator& allocator) {
 
 // Sends a snapshot taken now; its trace ends go to `ends`, and with them, when every device
 // tells, what each holds outside the allocator (outside=). False when the client is gone.
-bool send_snapshot(int fd, recorder::snapshot_contents contents, std::vector<uint64_t>& ends) {
+bool send_snapshot(int fd, recorder::snapshot_contents contents, std::vector<uint64_t>& ends,
+                   detail::symbol_cache& symbols) {
     std::vector<uint8_t> bytes;
     std::vector<uint64_t> outside;
     {
         const fork_gate_scope gate;
-        bytes = snapshot::write_snapshot(history->take_snapshot(contents, &ends));
+        bytes = snapshot::write_snapshot(history->take_snapshot(contents, &ends, &symbols));
         for (int d = 0; d < history->allocator().device_count(); ++d) {
             if (const auto held = outside_allocator(history->allocator().on(d))) {
                 outside.push_back(*held);
@@ -144,9 +145,8 @@ bool client_left(int fd, int wait_ms) {
 
 // Streams every device's events from `cursors` on until the client leaves. A client the ring
 // overtook is told how many entries it missed and gets a full snapshot to start again from.
-void stream_events(int fd, std::vector<uint64_t> cursors) {
+void stream_events(int fd, std::vector<uint64_t> cursors, detail::symbol_cache& symbols) {
     cursors.resize(static_cast<size_t>(history->allocator().device_count()), 0);
-    detail::symbol_cache symbols;  // each batch symbolizes only what is new to this subscriber
     for (;;) {
         bool sent_any = false;
         for (size_t d = 0; d < cursors.size(); ++d) {
@@ -160,7 +160,7 @@ void stream_events(int fd, std::vector<uint64_t> cursors) {
                 const std::string fields =
                     "device=" + std::to_string(d) + " missed=" + std::to_string(batch.missed);
                 if (!live::send_frame(fd, "behind", fields, {}) ||
-                    !send_snapshot(fd, recorder::snapshot_contents::full, cursors)) {
+                    !send_snapshot(fd, recorder::snapshot_contents::full, cursors, symbols)) {
                     return;
                 }
                 sent_any = true;
@@ -186,14 +186,15 @@ void stream_events(int fd, std::vector<uint64_t> cursors) {
     }
 }
 
-// Answers one request line; false when the connection should end.
-bool answer(int fd, const std::string& line) {
+// Answers one request line; false when the connection should end. `symbols`: the connection's,
+// so that each request symbolizes only what is new to it (and takes the GIL only for that).
+bool answer(int fd, const std::string& line, detail::symbol_cache& symbols) {
     std::vector<uint64_t> ends;
     if (line == "snapshot full" || line == "snapshot state") {
         return send_snapshot(fd,
                              line == "snapshot full" ? recorder::snapshot_contents::full
                                                      : recorder::snapshot_contents::state,
-                             ends);
+                             ends, symbols);
     }
     if (line.starts_with("subscribe")) {
         std::vector<uint64_t> from;
@@ -208,7 +209,7 @@ bool answer(int fd, const std::string& line) {
             from.push_back(value);
             position = static_cast<size_t>(end - line.c_str());
         }
-        stream_events(fd, from);
+        stream_events(fd, from, symbols);
         return false;
     }
     return send_error(fd, "memtrail: unknown request '" + line.substr(0, 80) +
@@ -228,8 +229,9 @@ void serve_client(int fd) {
                                         std::to_string(history->allocator().device_count()),
                                     {})) {
             live::frame_reader reader(fd);
+            detail::symbol_cache symbols;
             while (const std::optional<std::string> line = reader.read_line(longest_request)) {
-                if (!answer(fd, *line)) {
+                if (!answer(fd, *line, symbols)) {
                     break;
                 }
             }

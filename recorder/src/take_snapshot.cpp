@@ -126,9 +126,10 @@ recorder::trace_events recorder::take_events(int device, uint64_t from, size_t m
 }
 
 snapshot::snapshot recorder::take_snapshot(snapshot_contents contents,
-                                           std::vector<uint64_t>* trace_ends) {
+                                           std::vector<uint64_t>* trace_ends,
+                                           detail::symbol_cache* symbols) {
     snapshot::snapshot out;
-    detail::stack_converter stacks(stacks_, out);
+    detail::stack_converter stacks(stacks_, out, symbols);
     label_converter labels(out);
 
     describe_process(out);

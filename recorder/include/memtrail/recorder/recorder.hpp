@@ -106,9 +106,11 @@ class recorder final : public allocator_observer {
     enum class snapshot_contents { full, state };
     // The allocator's state and the recorded history, with every stack symbolized.
     // `trace_ends`, when given, receives each device's trace end at the cut: the sequence number
-    // a live subscriber goes on from (take_events).
+    // a live subscriber goes on from (take_events). `symbols`: as take_events's, for a live client
+    // that asks again and again (each time's Python frames would otherwise take the GIL anew).
     snapshot::snapshot take_snapshot(snapshot_contents contents = snapshot_contents::full,
-                                     std::vector<uint64_t>* trace_ends = nullptr);
+                                     std::vector<uint64_t>* trace_ends = nullptr,
+                                     detail::symbol_cache* symbols = nullptr);
 
     // The trace entries of `device` from sequence number `from` on, at most `most`: what a live
     // subscriber receives (docs/live.md). Copied from the ring in short holds of the device's
@@ -119,8 +121,8 @@ class recorder final : public allocator_observer {
         uint64_t next = 0;    // the sequence number after the last entry copied
         uint64_t missed = 0;  // entries from `from` on that the ring no longer holds
     };
-    // `symbols`: what a subscriber keeps across calls (memtrail/stacks/symbol_cache.hpp), so that each
-    // batch symbolizes only what is new to it; nullptr symbolizes afresh.
+    // `symbols`: what a subscriber keeps across calls (memtrail/stacks/symbol_cache.hpp), so that
+    // each batch symbolizes only what is new to it; nullptr symbolizes afresh.
     /// @throws std::invalid_argument for a device that does not exist.
     trace_events take_events(int device, uint64_t from, size_t most,
                              detail::symbol_cache* symbols = nullptr);
