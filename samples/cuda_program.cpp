@@ -6,7 +6,10 @@
 //
 //   MEMTRAIL_RECORD=all build/bin/sample_cuda_program cuda_program.memtrail
 //
-// Built only when memtrail is built with the CUDA toolkit; it needs a GPU to run.
+// Built only when memtrail is built with the CUDA toolkit. Without a GPU, run it on the simulated
+// device under `memtrail run`, which answers its CUDA runtime calls over host memory:
+//
+//   build/bin/memtrail run --device sim:4GiB -- build/bin/sample_cuda_program cuda_program.memtrail
 
 #include <cuda_runtime.h>
 

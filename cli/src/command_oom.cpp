@@ -198,19 +198,38 @@ void print_remedies(const analysis::oom_report& r, const replay::oom_remedies& f
     }
 }
 
-void write_remedies(json_writer& json, const replay::oom_remedies& found) {
+// The remedies, and the words `memtrail oom` prints for them, so that readers of the JSON (the
+// report page) say what the CLI says.
+void write_remedies(json_writer& json, const analysis::oom_report& r,
+                    const replay::oom_remedies& found) {
+    const std::vector<analysis::remedy_outcome> tried = outcomes(found);
     json.key("remedies").begin_object().field("checked", found.baseline_reproduces);
+    if (found.baseline_reproduces) {
+        json.field("heading", analysis::remedies_heading(r));
+    } else {
+        json.field("heading", analysis::remedies_not_checked_text());
+    }
     json.key("tried").begin_array();
-    for (const auto& remedy : found.remedies) {
+    for (size_t i = 0; i < found.remedies.size(); ++i) {
+        const auto& remedy = found.remedies[i];
         json.begin_object()
             .field("setting", remedy.description)
             .field("kind", analysis::remedy_kind_key(outcome_kind(remedy.kind)))
-            .field("avoids", found.baseline_reproduces && remedy.avoids)
+            .field("avoids", tried[i].avoids)
             .field("peak_reserved", remedy.peak_reserved)
             .field("peak_allocated", remedy.peak_allocated)
+            .field("text", analysis::remedy_sentence(tried[i]))
             .end_object();
     }
-    json.end_array().end_object();
+    json.end_array();
+    const auto conclusion =
+        found.baseline_reproduces ? analysis::remedies_conclusion(r, tried) : std::nullopt;
+    if (conclusion) {
+        json.field("conclusion", *conclusion);
+    } else {
+        json.key("conclusion").null();
+    }
+    json.end_object();
 }
 
 void write_private_pools(json_writer& json, const analysis::oom_report& r, stream_labels& streams) {
@@ -417,7 +436,7 @@ int run_oom(const parsed_arguments& args) {
             const analysis::oom_report r = analysis::analyze_oom(file.model, entry, options);
             write_report(json, r, source, streams);
             if (remedies) {
-                write_remedies(json, remedies_for(r));
+                write_remedies(json, r, remedies_for(r));
             }
             json.end_object();
         }

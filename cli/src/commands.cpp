@@ -13,6 +13,7 @@ const std::vector<std::pair<std::string, command>>& all_commands() {
         {"diff", {diff_spec, run_diff}},
         {"check", {check_spec, run_check}},
         {"export", {export_spec, run_export}},
+        {"report", {report_spec, run_report}},
         {"replay", {replay_spec, run_replay_command}},
         {"whatif", {whatif_spec, run_whatif}},
         {"run", {run_spec, run_run}},

@@ -43,6 +43,8 @@ command_spec check_spec();
 int run_check(const parsed_arguments& args);
 command_spec export_spec();
 int run_export(const parsed_arguments& args);
+command_spec report_spec();
+int run_report(const parsed_arguments& args);
 command_spec replay_spec();
 int run_replay_command(const parsed_arguments& args);
 command_spec run_spec();

@@ -178,6 +178,12 @@ json_writer& json_writer::value(bool flag) {
     return *this;
 }
 
+json_writer& json_writer::raw_value(std::string_view json) {
+    before_value();
+    out_ << json;
+    return *this;
+}
+
 json_writer& json_writer::null() {
     before_value();
     out_ << "null";

@@ -27,6 +27,8 @@ class json_writer {
     json_writer& value(double number);  // NaN and infinities are written as null
     json_writer& value(bool flag);
     json_writer& null();
+    // A JSON document written by another writer (a command's --json), placed as one value.
+    json_writer& raw_value(std::string_view json);
 
     template <typename T>
     json_writer& field(std::string_view name, const T& v) {

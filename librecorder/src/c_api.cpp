@@ -131,6 +131,28 @@ memtrail::stream_handle stream_of(const void* stream) {
     return reinterpret_cast<uintptr_t>(stream);
 }
 
+}  // namespace
+
+// Under `memtrail run --device sim`, the interposer keeps host memory behind every allocation so
+// that the program's copies and sets (cudaMemsetAsync, cudaMemcpyAsync) reach real bytes, the C
+// API's allocations included. Weak: defined only when the interposer is loaded; on a GPU, or on
+// the simulated device without it, they do nothing.
+extern "C" [[gnu::weak]] int memtrail_interpose_back_simulated(void* pointer, size_t size);
+extern "C" [[gnu::weak]] void memtrail_interpose_release_simulated(void* pointer);
+
+namespace {
+
+void* backed_by_host_memory(void* pointer, size_t size, int device, void* stream) {
+    if (memtrail_interpose_back_simulated == nullptr ||
+        memtrail_interpose_back_simulated(pointer, size) == 0) {
+        return pointer;
+    }
+    const fork_gate_scope gate;
+    started().history().free(reinterpret_cast<uint64_t>(pointer), device, c_api_frames,
+                             stream_of(stream));
+    throw std::bad_alloc();  // reported as "out of host memory"
+}
+
 // A pool of the C API; the default pools (0, 0) are not one.
 memtrail::pool_id private_pool(unsigned long long first, unsigned long long second) {
     const memtrail::pool_id pool{first, second};
@@ -169,18 +191,25 @@ extern "C" {
 [[gnu::noinline]] void* memtrail_malloc(ssize_t size, int device, void* stream) {
     clear_error();
     try {
-        const fork_gate_scope gate;
-        if (size < 0) {
-            throw std::invalid_argument("memtrail_malloc: negative size " + std::to_string(size));
+        memtrail::device_address address = 0;
+        {
+            const fork_gate_scope gate;
+            if (size < 0) {
+                throw std::invalid_argument("memtrail_malloc: negative size " +
+                                            std::to_string(size));
+            }
+            if (size == 0) {
+                return nullptr;
+            }
+            // The host's garbage collector (set_collector) gets its last chance inside the
+            // allocator, before the allocation fails and is counted.
+            address = started().history().allocate(static_cast<uint64_t>(size), device,
+                                                   stream_of(stream), c_api_frames);
         }
-        if (size == 0) {
-            return nullptr;
-        }
-        // The host's garbage collector (set_collector) gets its last chance inside the
-        // allocator, before the allocation fails and is counted.
-        const memtrail::device_address address = started().history().allocate(
-            static_cast<uint64_t>(size), device, stream_of(stream), c_api_frames);
-        return reinterpret_cast<void*>(address);
+        // Outside the gate: the interposer's host memory has a lock of its own, which a fork
+        // takes before the gate waits for the threads inside it.
+        return backed_by_host_memory(reinterpret_cast<void*>(address), static_cast<size_t>(size),
+                                     device, stream);
     } catch (...) {
         report_current_exception();
         return nullptr;
@@ -191,6 +220,11 @@ extern "C" {
     clear_error();
     if (ptr == nullptr) {
         return;
+    }
+    // Before the free (once freed, another thread may be handed the same address), and outside
+    // the gate, as in memtrail_malloc.
+    if (memtrail_interpose_release_simulated != nullptr) {
+        memtrail_interpose_release_simulated(ptr);
     }
     try {
         const fork_gate_scope gate;

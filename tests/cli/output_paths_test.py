@@ -23,6 +23,7 @@ WRITERS = {
     "replay snapshot": (["replay", TRACE, "-o"], []),
     "replay pickle": (["replay", TRACE, "--torch-pickle"], []),
     "stats json": (["replay", TRACE, "--stats-json"], []),
+    "report": (["report", TRACE, "-o"], []),
 }
 
 

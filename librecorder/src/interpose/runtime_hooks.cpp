@@ -42,13 +42,8 @@ int current_device() {
 MEMTRAIL_INLINE cudaError_t simulated_allocate(void** pointer, size_t size, cudaStream_t stream,
                                                const char* call) {
     if (settings().mode == interpose_mode::cache) {
-        const memory_result result = cache_allocate(pointer, size, 0, stream, call);
-        if (result == memory_result::ok && size != 0 &&
-            !simulated_memory::get().back(reinterpret_cast<uint64_t>(*pointer), size)) {
-            cache_free(*pointer, nullptr);
-            return cudaErrorMemoryAllocation;
-        }
-        return to_runtime_error(result);
+        // memtrail_malloc puts host memory behind the block (memtrail_interpose_back_simulated).
+        return to_runtime_error(cache_allocate(pointer, size, 0, stream, call));
     }
     // observe: the simulated device's own allocation is host memory, within its capacity.
     size_t free_bytes = 0;
@@ -76,11 +71,8 @@ MEMTRAIL_INLINE cudaError_t simulated_free(void* pointer, cudaStream_t stream, c
     }
     const auto address = reinterpret_cast<uint64_t>(pointer);
     if (settings().mode == interpose_mode::cache) {
-        if (!cache_free(pointer, stream)) {
-            return cudaErrorInvalidValue;
-        }
-        simulated_memory::get().release(address);
-        return cudaSuccess;
+        // memtrail_free releases the host memory behind it.
+        return cache_free(pointer, stream) ? cudaSuccess : cudaErrorInvalidValue;
     }
     observe_freeing(pointer, 0, call);
     return simulated_memory::get().release(address) ? cudaSuccess : cudaErrorInvalidValue;

@@ -1,5 +1,7 @@
 #include "simulated_memory.hpp"
 
+#include "interpose_settings.hpp"
+
 #include <pthread.h>
 
 #include <cstdlib>
@@ -88,3 +90,21 @@ simulated_memory& simulated_memory::get() {
 }
 
 }  // namespace memtrail::interpose
+
+// librecorder's C API asks for host memory behind its own allocations through these (weak
+// references in c_api.cpp, resolved when the interposer is loaded), so that a program that
+// allocates with memtrail_malloc and copies with cudaMemcpyAsync runs on the simulated device.
+extern "C" [[gnu::visibility("default")]] int memtrail_interpose_back_simulated(void* pointer,
+                                                                               size_t size) {
+    using memtrail::interpose::simulated_memory;
+    if (!memtrail::interpose::settings().simulated || size == 0) {
+        return 0;
+    }
+    return simulated_memory::get().back(reinterpret_cast<uint64_t>(pointer), size) ? 0 : -1;
+}
+
+extern "C" [[gnu::visibility("default")]] void memtrail_interpose_release_simulated(void* pointer) {
+    if (memtrail::interpose::settings().simulated) {
+        memtrail::interpose::simulated_memory::get().release(reinterpret_cast<uint64_t>(pointer));
+    }
+}
