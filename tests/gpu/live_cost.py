@@ -90,21 +90,21 @@ def training_child(library, steps, handshake):
 # ---- the parent -----------------------------------------------------------------------------
 
 class Top:
-    """`memtrail top --attach PID --json`, its JSON lines kept."""
+    """`memtrail top --attach PID --json` (a refresh a second), its JSON lines kept. It attaches
+    within milliseconds of starting; the job is not kept waiting for its first refresh (a GPU left
+    idle for a second slows the steps after it)."""
 
     def __init__(self, memtrail, pid, outfile):
-        self.out = open(outfile, "w")
+        self.outfile = outfile
         self.process = subprocess.Popen([memtrail, "top", "--attach", str(pid), "--json"],
                                         stdout=subprocess.PIPE, text=True)
-        self.first = json.loads(self.process.stdout.readline())  # attached: a refresh came
-        self.out.write(json.dumps(self.first) + "\n")
 
     def stop(self):
         self.process.send_signal(signal.SIGINT)
-        rest, _ = self.process.communicate(timeout=30)
-        self.out.write(rest)
-        self.out.close()
-        return [self.first] + [json.loads(line) for line in rest.splitlines() if line.strip()]
+        out, _ = self.process.communicate(timeout=60)
+        with open(self.outfile, "w") as f:
+            f.write(out)
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
 def start_child(args, env):
@@ -170,6 +170,7 @@ def stream(build, outdir):
                                  stdout=subprocess.PIPE, text=True, env=env)
         assert child.stdout.readline().strip() == "READY"
         top = Top(memtrail_of(build), child.pid, f"{outdir}/stream.{rate}.top.jsonl")
+        time.sleep(0.5)  # subscribed before the first event is recorded
         answer(child)
         produced = json.loads(child.stdout.readline())
         child.wait()
