@@ -30,7 +30,8 @@ command_spec top_spec() {
     return {"top",
             "FILE... [--at EVENT|peak|end] [-n N] [--depth D] [--pending] [--device N] "
             "[--all-frames] [--json]\n"
-            "          --attach PID... [--once | --updates N] [--interval S] [-n N] [--json]",
+            "   or: memtrail top --attach PID... [--once | --updates N] [--interval S] [-n N] "
+            "[--json]",
             "The allocation stacks that hold the most memory at one moment, with their share of "
             "the live bytes. Several files (one per rank) are compared stack by stack.",
             "With --attach, running processes (by pid, recording with memtrail, of the same "
