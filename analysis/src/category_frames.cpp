@@ -3,7 +3,7 @@
 // names. Each rule here comes from the real traces in tests/data/traces (PyTorch 2.11,
 // transformers 5): see tests/analysis/categories_jobs_test.cpp.
 
-#include "category_frames.hpp"
+#include "detail/category_frames.hpp"
 
 #include <algorithm>
 #include <initializer_list>
@@ -93,8 +93,8 @@ uint32_t fsdp_flags(std::string_view function, std::string_view file) {
                              "unshard", "wait_for_unshard", "_all_gather_flat_param"})) {
         flags |= fsdp_all_gather;
     }
-    if (is_one_of(function, {"foreach_reduce", "_reduce_grad", "_post_backward_hook",
-                             "post_backward"})) {
+    if (is_one_of(function,
+                  {"foreach_reduce", "_reduce_grad", "_post_backward_hook", "post_backward"})) {
         flags |= fsdp_reduce;
     }
     if (is_one_of(function, {"_apply", "to_empty", "_move_states_to_device", "reset_sharded_param",

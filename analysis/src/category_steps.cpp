@@ -2,7 +2,7 @@
 // step), from the optimizer's frames, or from the trace's own periodicity; a generation's
 // phases from generate()'s frames.
 
-#include "category_steps.hpp"
+#include "detail/category_steps.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -218,8 +218,7 @@ trace_evidence gather_evidence(const device_model& model, stack_flags& flags_of,
         out.entry_flags[i] = flags_of.of(model.entry(i).stack);
         out.trace_flags |= out.entry_flags[i];
     }
-    out.python_trace =
-        (out.trace_flags & has_python) != 0 && (out.trace_flags & has_native) == 0;
+    out.python_trace = (out.trace_flags & has_python) != 0 && (out.trace_flags & has_native) == 0;
     mark_annotated_phases(ranges, out.entry_flags);
     for (size_t i = 0; i < count; ++i) {
         out.thread_flags[model.entry(i).thread] |= out.entry_flags[i];
@@ -308,9 +307,8 @@ phases_found find_phases(const device_model& model, const trace_evidence& eviden
         }
         if ((f & backward) != 0 || ((f & has_frames) == 0 && evidence.on_worker(e.thread))) {
             out.backward[i] = backward_evidence::direct;
-        } else if (kind != job_kind::inference && evidence.python_trace &&
-                   (f & has_frames) == 0 && p.forward != no_position &&
-                   p.optimizer == no_position) {
+        } else if (kind != job_kind::inference && evidence.python_trace && (f & has_frames) == 0 &&
+                   p.forward != no_position && p.optimizer == no_position) {
             out.backward[i] = backward_evidence::unstacked;
         }
         if ((f & forward) != 0 && p.forward == no_position) {

@@ -1,3 +1,14 @@
+// The allocator state of one device at any position of its trace: the state before the first
+// entry (the final segments with every entry undone), checked against the snapshot when replayed
+// forward, and checkpoints of the state engine (state_engine.cpp) every so many entries.
+//
+// Index of this file:
+// [SECTION] segment ranges
+// [SECTION] the state before the first entry
+// [SECTION] checking the replayed end state
+// [SECTION] building the model, and states at any position
+// [SECTION] queries
+
 #include "memtrail/analysis/device_model.hpp"
 
 #include <algorithm>
@@ -18,6 +29,10 @@ using detail::engine_segment;
 using snapshot::action;
 using snapshot::block_state;
 using segment_ranges = std::map<uint64_t, engine_segment>;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] segment ranges
+//-------------------------------------------------------------------------------------------------
 
 // Removes [first, last) from the segments, cutting the ones it overlaps.
 void remove_range(segment_ranges& segments, uint64_t first, uint64_t last) {
@@ -69,6 +84,10 @@ void add_expandable_range(segment_ranges& segments, uint64_t first, uint64_t las
     }
     segments.emplace(first, proto);
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the state before the first entry
+//-------------------------------------------------------------------------------------------------
 
 struct initial_block {
     engine_block block;
@@ -197,6 +216,10 @@ initial_replay initial_state(const snapshot::snapshot& source, int device,
     return replay;
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] checking the replayed end state
+//-------------------------------------------------------------------------------------------------
+
 std::string hex(uint64_t value) {
     std::ostringstream text;
     text << "0x" << std::hex << value;
@@ -261,6 +284,10 @@ size_t series_index(series s) {
 }
 
 }  // namespace
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] building the model, and states at any position
+//-------------------------------------------------------------------------------------------------
 
 detail::state_engine device_model::impl::engine_at(size_t position) const {
     auto after = std::upper_bound(
@@ -374,6 +401,10 @@ device_model device_model::build(std::shared_ptr<const snapshot::snapshot> sourc
     }
     return device_model(std::move(state));
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] queries
+//-------------------------------------------------------------------------------------------------
 
 const snapshot::snapshot& device_model::source() const {
     return *impl_->source;

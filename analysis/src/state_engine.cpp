@@ -1,3 +1,15 @@
+// The state engine: applies trace entries one at a time to the allocator state (blocks, segments,
+// the counters of memory_stats()), saves and restores checkpoints, and materializes the state at a
+// position as the snapshot model.
+//
+// Index of this file:
+// [SECTION] counters
+// [SECTION] checkpoints
+// [SECTION] applying an entry
+// [SECTION] allocations and frees
+// [SECTION] segments and expandable pages
+// [SECTION] the state as a snapshot
+
 #include "state_engine.hpp"
 
 #include <algorithm>
@@ -10,6 +22,10 @@ namespace {
 
 using snapshot::action;
 using snapshot::block_state;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] counters
+//-------------------------------------------------------------------------------------------------
 
 void add(stat_array& counters, bool is_large, int64_t delta) {
     for_pool_stats(counters, pool_stat_type(!is_large), [delta](stat& s) {
@@ -50,6 +66,10 @@ split_count split_of_range(uint64_t first, uint64_t last, uint64_t segment_first
 }
 
 }  // namespace
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] checkpoints
+//-------------------------------------------------------------------------------------------------
 
 void state_engine::restore(const engine_checkpoint& checkpoint) {
     segments_ = segment_map(checkpoint.segments.begin(), checkpoint.segments.end());
@@ -112,6 +132,10 @@ engine_checkpoint state_engine::save(size_t position) const {
     checkpoint.next_number = next_number_;
     return checkpoint;
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] applying an entry
+//-------------------------------------------------------------------------------------------------
 
 entry_effect state_engine::apply(const snapshot::trace_entry& entry) {
     switch (entry.kind) {
@@ -181,6 +205,10 @@ void state_engine::change_inactive_split(bool is_large, int64_t count, int64_t b
     add(stats_.inactive_split, is_large, count);
     add(stats_.inactive_split_bytes, is_large, bytes);
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] allocations and frees
+//-------------------------------------------------------------------------------------------------
 
 entry_effect state_engine::on_alloc(const snapshot::trace_entry& entry) {
     entry_effect effect;
@@ -327,6 +355,10 @@ void state_engine::release_block(block_map::iterator it) {
     add(stats_.requested_bytes, blk.is_large, -static_cast<int64_t>(blk.requested_size));
     blocks_.erase(it);
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] segments and expandable pages
+//-------------------------------------------------------------------------------------------------
 
 entry_effect state_engine::on_segment_alloc(const snapshot::trace_entry& entry) {
     entry_effect effect;
@@ -478,6 +510,10 @@ entry_effect state_engine::on_segment_unmap(const snapshot::trace_entry& entry) 
     effect.stack = original.stack;
     return effect;
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the state as a snapshot
+//-------------------------------------------------------------------------------------------------
 
 memory_state state_engine::materialize(int device, size_t position, int64_t time_ns) const {
     memory_state state;

@@ -1,10 +1,37 @@
 #include "memtrail/bridge/allocator_snapshot.hpp"
 
+#include <type_traits>
+
 #include "memtrail/rules/size_rules.hpp"
 
 namespace memtrail::bridge {
 
 namespace {
+
+// A segment and its blocks are copied field by field: each field has the same type on both sides,
+// so no address, size, stream or pool is ever narrowed (the device number, an int, is checked
+// against int8_t by the model's readers and cast below).
+template <class A, class B>
+constexpr bool same_type = std::is_same_v<A, B>;
+static_assert(same_type<decltype(segment_info::address), decltype(snapshot::segment::address)>);
+static_assert(
+    same_type<decltype(segment_info::total_size), decltype(snapshot::segment::total_size)>);
+static_assert(
+    same_type<decltype(segment_info::allocated_size), decltype(snapshot::segment::allocated_size)>);
+static_assert(
+    same_type<decltype(segment_info::active_size), decltype(snapshot::segment::active_size)>);
+static_assert(
+    same_type<decltype(segment_info::requested_size), decltype(snapshot::segment::requested_size)>);
+static_assert(same_type<decltype(segment_info::stream), decltype(snapshot::segment::stream)>);
+static_assert(same_type<decltype(segment_info::is_large), decltype(snapshot::segment::is_large)>);
+static_assert(
+    same_type<decltype(segment_info::is_expandable), decltype(snapshot::segment::is_expandable)>);
+static_assert(same_type<decltype(pool_id::first), decltype(snapshot::segment::pool_id_first)>);
+static_assert(same_type<decltype(pool_id::second), decltype(snapshot::segment::pool_id_second)>);
+static_assert(same_type<decltype(block_info::address), decltype(snapshot::block::address)>);
+static_assert(same_type<decltype(block_info::size), decltype(snapshot::block::size)>);
+static_assert(
+    same_type<decltype(block_info::requested_size), decltype(snapshot::block::requested_size)>);
 
 snapshot::block_state state_of(const block_info& b) {
     if (b.allocated) {

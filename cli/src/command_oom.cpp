@@ -1,4 +1,10 @@
 // memtrail oom FILE : why each out-of-memory in the trace happened.
+//
+// Index of this file:
+// [SECTION] the text report
+// [SECTION] remedies
+// [SECTION] the JSON report
+// [SECTION] the command
 
 #include <iostream>
 
@@ -16,6 +22,10 @@ namespace memtrail::cli {
 namespace {
 
 using analysis::format_bytes;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the text report
+//-------------------------------------------------------------------------------------------------
 
 // Streams as `stream 0` (the default), `stream 1`...; with --raw-streams their handles too.
 struct stream_labels {
@@ -161,6 +171,10 @@ void print_report(const analysis::oom_report& r, const snapshot::snapshot& sourc
     }
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] remedies
+//-------------------------------------------------------------------------------------------------
+
 // The replay's remedies in the words' terms (analysis::oom_remedy_text).
 analysis::remedy_kind outcome_kind(replay::remedy_kind kind) {
     switch (kind) {
@@ -197,6 +211,10 @@ void print_remedies(const analysis::oom_report& r, const replay::oom_remedies& f
         std::cout << "    " << wrap_text(*conclusion, 86, "      ");
     }
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the JSON report
+//-------------------------------------------------------------------------------------------------
 
 // The remedies, and the words `memtrail oom` prints for them, so that readers of the JSON (the
 // report page) say what the CLI says.
@@ -352,6 +370,10 @@ void write_report(json_writer& json, const analysis::oom_report& r,
 }
 
 }  // namespace
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the command
+//-------------------------------------------------------------------------------------------------
 
 command_spec oom_spec() {
     return {

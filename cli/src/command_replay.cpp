@@ -1,6 +1,14 @@
 // memtrail replay TRACE : runs a recorded trace through memtrail's allocator and checks parity.
 // memtrail whatif FILE --alloc-conf CONF... : the same trace under other settings and two
 // baseline policies, side by side.
+//
+// Index of this file:
+// [SECTION] settings and the assumed device
+// [SECTION] the what-if rows
+// [SECTION] writing the stats and the what-if table
+// [SECTION] the replay report
+// [SECTION] memtrail replay
+// [SECTION] memtrail whatif
 
 #include <fstream>
 #include <iostream>
@@ -25,6 +33,10 @@ namespace memtrail::cli {
 namespace {
 
 using analysis::format_bytes;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] settings and the assumed device
+//-------------------------------------------------------------------------------------------------
 
 allocator_config parse_conf(const std::string& text) {
     try {
@@ -84,6 +96,10 @@ std::string source_text(replay::device_total_source source) {
     }
     return "";
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the what-if rows
+//-------------------------------------------------------------------------------------------------
 
 // One row of the what-if table.
 struct outcome_row {
@@ -162,6 +178,10 @@ outcome_row baseline_row(const analysis::policy_outcome& outcome) {
     row.first_oom = outcome.first_failure;
     return row;
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] writing the stats and the what-if table
+//-------------------------------------------------------------------------------------------------
 
 void write_stats_json(const std::map<std::string, int64_t>& stats, const std::string& path) {
     write_output(path, output_content::text, [&](std::ostream& out) {
@@ -257,6 +277,10 @@ void print_whatif_text(const opened_file& file, const assumed_device& device,
     }
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the replay report
+//-------------------------------------------------------------------------------------------------
+
 // What `memtrail replay` reports.
 struct replay_report {
     std::string path;
@@ -350,6 +374,10 @@ void print_replay_text(std::ostream& out, const replay_report& r) {
 }
 
 }  // namespace
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] memtrail replay
+//-------------------------------------------------------------------------------------------------
 
 command_spec replay_spec() {
     return {"replay",
@@ -469,6 +497,10 @@ int run_replay_command(const parsed_arguments& args) {
     }
     return compared && !parity.ok() ? exit_check_failed : exit_ok;
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] memtrail whatif
+//-------------------------------------------------------------------------------------------------
 
 command_spec whatif_spec() {
     return {"whatif",

@@ -1,4 +1,4 @@
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -2,11 +2,11 @@
 
 #include <system_error>
 
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
+#include "detail/zstd_codec.hpp"
 #include "memtrail/snapshot/format_error.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
-#include "zstd_codec.hpp"
 
 namespace memtrail::snapshot {
 

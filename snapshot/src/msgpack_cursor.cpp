@@ -1,4 +1,4 @@
-#include "msgpack_cursor.hpp"
+#include "detail/msgpack_cursor.hpp"
 
 #include <bit>
 

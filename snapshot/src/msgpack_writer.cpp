@@ -6,11 +6,11 @@
 #include <bit>
 #include <unordered_map>
 
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
+#include "detail/msgpack_schema.hpp"
+#include "detail/zstd_codec.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/output_file.hpp"
-#include "msgpack_schema.hpp"
-#include "zstd_codec.hpp"
 
 namespace memtrail::snapshot {
 

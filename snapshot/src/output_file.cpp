@@ -10,7 +10,7 @@
 #include <string>
 #include <system_error>
 
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
 
 namespace memtrail::snapshot {
 

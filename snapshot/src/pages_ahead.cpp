@@ -1,4 +1,4 @@
-#include "pages_ahead.hpp"
+#include "detail/pages_ahead.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "pickle_emitter.hpp"
+#include "detail/pickle_emitter.hpp"
 
 #include <bit>
 #include <string>

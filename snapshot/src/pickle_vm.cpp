@@ -1,12 +1,24 @@
-#include "pickle_vm.hpp"
+// The pickle machine: runs the opcodes of a PyTorch snapshot pickle (protocol 2 to 5, the subset
+// pickle.dumps writes for dicts, lists, strings and numbers) into a tree of values, refusing every
+// opcode that would import or call something, and checking every length against the bytes left.
+//
+// Index of this file:
+// [SECTION] opcodes
+// [SECTION] the value tree
+// [SECTION] the machine: reading the input
+// [SECTION] the machine: values, containers and the memo
+// [SECTION] the machine: one opcode
+// [SECTION] running it
+
+#include "detail/pickle_vm.hpp"
 
 #include <bit>
 #include <cstring>
 #include <optional>
 #include <string>
 
+#include "detail/pages_ahead.hpp"
 #include "memtrail/snapshot/format_error.hpp"
-#include "pages_ahead.hpp"
 
 namespace memtrail::snapshot::detail {
 
@@ -15,6 +27,10 @@ namespace {
 // Deeper than any snapshot (dict > list > dict > list > dict) needs, shallow enough to stop a
 // file made of nothing but MARKs early.
 constexpr size_t max_mark_depth = 512;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] opcodes
+//-------------------------------------------------------------------------------------------------
 
 // The opcodes a file may hold, as pickletools names them. Everything else is refused.
 enum opcode : uint8_t {
@@ -121,6 +137,10 @@ std::string hex_byte(uint8_t b) {
 
 }  // namespace
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the value tree
+//-------------------------------------------------------------------------------------------------
+
 std::string_view pickle_kind_name(pickle_kind kind) {
     switch (kind) {
         case pickle_kind::none:
@@ -162,6 +182,10 @@ std::string_view pickle_tree::as_text(value_index v) const {
 uint32_t pickle_tree::item_count(value_index container) const {
     return containers_[container_of(container)].size;
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the machine: reading the input
+//-------------------------------------------------------------------------------------------------
 
 class pickle_tree::runner {
   public:
@@ -249,6 +273,10 @@ class pickle_tree::runner {
                                  std::to_string(stack_.size() - fence()));
         }
     }
+
+    //----------------------------------------------------------------------------------------------
+    // [SECTION] the machine: values, containers and the memo
+    //----------------------------------------------------------------------------------------------
 
     value_index make(pickle_kind kind, uint64_t payload) {
         const auto index = static_cast<value_index>(tree_.values_.size());
@@ -388,6 +416,10 @@ class pickle_tree::runner {
         move_items(tuple, from);
         stack_.push_back(tuple);
     }
+
+    //----------------------------------------------------------------------------------------------
+    // [SECTION] the machine: one opcode
+    //----------------------------------------------------------------------------------------------
 
     void step(uint8_t op) {
         switch (op) {
@@ -580,6 +612,10 @@ class pickle_tree::runner {
     std::optional<pages_ahead<pickle_value>> values_ahead_;
     std::optional<pages_ahead<value_index>> items_ahead_;
 };
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] running it
+//-------------------------------------------------------------------------------------------------
 
 pickle_tree::pickle_tree(std::span<const uint8_t> bytes) : bytes_(bytes) {
     root_ = runner(*this, bytes).run();

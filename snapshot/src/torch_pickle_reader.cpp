@@ -8,6 +8,15 @@
 // per reference but its whole length each time it is copied into a text the reader builds (a
 // 300 KB pickle of settings repeating one long string took over 3 GB), so every byte of text
 // built is charged to a second budget of the input's size plus 1 MiB.
+//
+// Index of this file:
+// [SECTION] native frames by their file names
+// [SECTION] the reader
+// [SECTION] errors and type checks
+// [SECTION] frames
+// [SECTION] segments
+// [SECTION] traces
+// [SECTION] allocator settings
 
 #include <algorithm>
 #include <bit>
@@ -15,10 +24,10 @@
 #include <cmath>
 #include <string>
 
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
+#include "detail/pickle_vm.hpp"
 #include "memtrail/snapshot/format_error.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
-#include "pickle_vm.hpp"
 
 namespace memtrail::snapshot {
 
@@ -30,6 +39,10 @@ using detail::value_index;
 
 constexpr int max_devices = 128;  // device numbers are int8 in the model
 constexpr size_t max_repr_depth = 8;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] native frames by their file names
+//-------------------------------------------------------------------------------------------------
 
 // Native frames that PyTorch mixes into Python stacks name C/C++/CUDA sources, or nothing.
 bool looks_native(std::string_view filename) {
@@ -49,6 +62,10 @@ bool looks_native(std::string_view filename) {
     }
     return filename.find(".so.") != std::string_view::npos;
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the reader
+//-------------------------------------------------------------------------------------------------
 
 class torch_reader {
   public:
@@ -86,7 +103,9 @@ class torch_reader {
     }
 
   private:
-    // --- errors and type checks --------------------------------------------------------------
+    //----------------------------------------------------------------------------------------------
+    // [SECTION] errors and type checks
+    //----------------------------------------------------------------------------------------------
 
     [[noreturn]] void fail_value(value_index v, std::string_view key, std::string_view context,
                                  std::string_view expected) const {
@@ -281,7 +300,9 @@ class torch_reader {
         return cache_[v] - 1;
     }
 
-    // --- frames ------------------------------------------------------------------------------
+    //----------------------------------------------------------------------------------------------
+    // [SECTION] frames
+    //----------------------------------------------------------------------------------------------
 
     // The kind is checked before the cache: each kind caches one sort of id (string -> string,
     // dict -> frame, list -> stack), so a list misplaced among frames cannot pass as a frame id.
@@ -325,7 +346,9 @@ class torch_reader {
         return id;
     }
 
-    // --- segments ----------------------------------------------------------------------------
+    //----------------------------------------------------------------------------------------------
+    // [SECTION] segments
+    //----------------------------------------------------------------------------------------------
 
     void read_segments(value_index list) {
         for_each_item(list, "the snapshot", "segments",
@@ -420,7 +443,9 @@ class torch_reader {
         return b;
     }
 
-    // --- traces ------------------------------------------------------------------------------
+    //----------------------------------------------------------------------------------------------
+    // [SECTION] traces
+    //----------------------------------------------------------------------------------------------
 
     void read_device_traces(value_index list) {
         int device = 0;
@@ -514,7 +539,9 @@ class torch_reader {
         });
     }
 
-    // --- allocator settings ------------------------------------------------------------------
+    //----------------------------------------------------------------------------------------------
+    // [SECTION] allocator settings
+    //----------------------------------------------------------------------------------------------
 
     void read_settings(value_index v) {
         static constexpr std::string_view ctx = "allocator_settings";

@@ -3,16 +3,24 @@
 // are memoized as PyTorch's output shares them, and frame lists by default too (one per stack,
 // which keeps a million-entry trace near 60 bytes per entry; PyTorch's own give each allocation
 // a list of its own, frames_lists::one_per_entry).
+//
+// Index of this file:
+// [SECTION] keys and settings text
+// [SECTION] the writer
+// [SECTION] frames and stacks
+// [SECTION] segments
+// [SECTION] traces and annotations
+// [SECTION] allocator settings
 
 #include <array>
 #include <charconv>
 #include <cstdio>
 #include <string>
 
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
+#include "detail/pickle_emitter.hpp"
 #include "memtrail/snapshot/output_file.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
-#include "pickle_emitter.hpp"
 
 namespace memtrail::snapshot {
 
@@ -23,6 +31,10 @@ using detail::pickle_emitter;
 // Python's pickler batches APPENDS/SETITEMS by 1000 items; doing the same keeps every unpickler's
 // stack small.
 constexpr size_t batch_size = 1000;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] keys and settings text
+//-------------------------------------------------------------------------------------------------
 
 enum key : size_t {
     k_segments,
@@ -127,6 +139,10 @@ void emit_setting_text(pickle_emitter& out, const std::string& text) {
     out.string(text);
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the writer
+//-------------------------------------------------------------------------------------------------
+
 class torch_writer {
   public:
     torch_writer(const snapshot& s, frames_lists lists)
@@ -175,6 +191,10 @@ class torch_writer {
             out_.appends();
         }
     }
+
+    //----------------------------------------------------------------------------------------------
+    // [SECTION] frames and stacks
+    //----------------------------------------------------------------------------------------------
 
     void write_frame(frame_id id) {
         if (frame_memo_[id] != pickle_emitter::not_memoized) {
@@ -226,6 +246,10 @@ class torch_writer {
     }
 
     void write_time_us(int64_t time_ns) { out_.integer(time_ns / 1000); }
+
+    //----------------------------------------------------------------------------------------------
+    // [SECTION] segments
+    //----------------------------------------------------------------------------------------------
 
     void write_segments() {
         list(s_.segments.size(), [&](size_t i) {
@@ -290,6 +314,10 @@ class torch_writer {
         out_.setitems();
     }
 
+    //----------------------------------------------------------------------------------------------
+    // [SECTION] traces and annotations
+    //----------------------------------------------------------------------------------------------
+
     void write_traces() {
         // device_traces is indexed by device number: one list per device up to the highest.
         int devices = 0;
@@ -348,6 +376,10 @@ class torch_writer {
             out_.setitems();
         });
     }
+
+    //----------------------------------------------------------------------------------------------
+    // [SECTION] allocator settings
+    //----------------------------------------------------------------------------------------------
 
     void write_settings() {
         const allocator_settings& st = s_.settings;

@@ -1,4 +1,4 @@
-#include "zstd_codec.hpp"
+#include "detail/zstd_codec.hpp"
 
 #include <zstd.h>
 

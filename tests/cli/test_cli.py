@@ -19,6 +19,8 @@ import tempfile
 import threading
 import unittest
 
+import perfetto_proto
+
 MEMTRAIL = os.environ.get("MEMTRAIL", "memtrail")
 MAKE_TEST_SNAPSHOT = os.environ.get("MAKE_TEST_SNAPSHOT", "make_test_snapshot")
 ANCHORS = pathlib.Path(os.environ.get("MEMTRAIL_SHARED_DIR", "../shared")) / "anchors" / "pytorch"
@@ -438,18 +440,35 @@ class Exports(unittest.TestCase):
     def test_perfetto_trace_parses_with_counters_and_slices(self):
         for path in anchors():
             data, want = pickle_totals(path)
-            out = self.dir / "trace.json"
+            out = self.dir / "trace.perfetto-trace"
             self.assertEqual(run("export", path, "--format", "perfetto", "-o", out)[0], 0)
-            trace = json.loads(out.read_text())
-            events = trace["traceEvents"]
-            counters = [e for e in events if e["ph"] == "C"]
-            self.assertEqual(counters[-1]["args"]["allocated"], want["allocated"])
-            self.assertEqual(counters[-1]["args"]["reserved"], want["reserved"])
-            self.assertEqual(max(c["args"]["allocated"] for c in counters),
-                             saved_stats(path)["allocated_bytes.all.peak"])
+            trace = perfetto_proto.read_trace(out)
+            allocated = [value for _, value in trace.counters["allocated"]]
+            self.assertEqual(allocated[-1], want["allocated"])
+            self.assertEqual(trace.counters["reserved"][-1][1], want["reserved"])
+            self.assertEqual(max(allocated), saved_stats(path)["allocated_bytes.all.peak"])
             allocs = sum(1 for e in data["device_traces"][0] if e["action"] == "alloc")
-            self.assertEqual(sum(1 for e in events if e["ph"] == "b"), allocs)
-            self.assertEqual(sum(1 for e in events if e["ph"] == "e"), allocs)
+            slices = [s for s in trace.slices if s["track"].startswith("allocations")]
+            self.assertEqual(len(slices), allocs)
+            self.assertTrue(all(s["end"] is not None and s["end"] >= s["begin"] for s in slices))
+
+    def test_perfetto_interns_stacks_and_names_each_slices_category(self):
+        # A DDP rank: its stacks repeat every step, and the categories are known (cli.JobCategories).
+        path = JOB_TRACES / "ddp__rank0.pickle"
+        out = self.dir / "ddp.perfetto-trace"
+        self.assertEqual(run("export", path, "--format", "perfetto", "-o", out)[0], 0)
+        trace = perfetto_proto.read_trace(out)  # every iid resolves, each defined once
+        slices = [s for s in trace.slices if s["track"].startswith("allocations")]
+        stacks = {s["args"]["stack"] for s in slices}
+        self.assertEqual(len(trace.interned[(1, "strings")]), len(stacks))
+        self.assertLess(len(stacks) * 5, len(slices))
+        raw = out.read_bytes()
+        longest = max(stacks, key=len).encode()
+        self.assertEqual(raw.count(longest), 1)  # written once, however many slices it has
+        # Each slice's category is the one `memtrail categories` gives its allocation.
+        names = set(run_json("categories", path)["categories"])
+        self.assertTrue(all(s["category"] in names for s in slices), names)
+        self.assertGreaterEqual(len({s["category"] for s in slices} - {"unknown"}), 3)
 
     def test_csv_has_one_row_per_entry(self):
         path = anchors()[0]
@@ -755,9 +774,8 @@ class Frames(unittest.TestCase):
                             folded)
 
             self.assertEqual(run("export", self.path, "--format", "perfetto", "-o",
-                                 out / "t.json", *args)[0], 0)
-            events = json.loads((out / "t.json").read_text())["traceEvents"]
-            slices = [e["name"] for e in events if e["ph"] == "b"]
+                                 out / "t.perfetto-trace", *args)[0], 0)
+            slices = [s["name"] for s in perfetto_proto.read_trace(out / "t.perfetto-trace").slices]
             self.assertEqual(len(slices), 2)
             self.assertTrue(all(name.endswith(want) for name in slices), slices)
         self.assertEqual(len(folded), 2)  # with every frame, two stacks
@@ -872,7 +890,8 @@ class Conventions(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertTrue(err.startswith("memtrail: summary: '-' reads a snapshot from standard "
                                        "input, which is a terminal"), err)
-        for args in [["replay", self.pickle], ["export", self.pickle, "--format", "torch-pickle"]]:
+        for args in [["replay", self.pickle], ["export", self.pickle, "--format", "torch-pickle"],
+                     ["export", self.pickle, "--format", "perfetto"]]:
             code, seen, err = on_a_terminal("stdout", *args, "-o", "-")
             self.assertEqual(code, 2)
             self.assertEqual(seen, "")
@@ -913,10 +932,10 @@ class Conventions(unittest.TestCase):
         peak = max(range(len(rows)), key=lambda i: (int(rows[i]["allocated"]), -i))
         self.assertEqual(list(csv.DictReader(part.read_text().splitlines())), rows[peak:])
 
-        trace = json.loads(run_bytes("export", self.pickle, "--format", "perfetto", "--from",
-                                     "10", "--to", "19", "-o", "-")[1])
-        counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
-        self.assertEqual(counters[-1]["args"]["allocated"], int(rows[19]["allocated"]))
+        trace = perfetto_proto.read_trace(run_bytes("export", self.pickle, "--format", "perfetto",
+                                                    "--from", "10", "--to", "19", "-o", "-")[1])
+        counters = trace.counters["allocated"]
+        self.assertEqual(counters[-1][1], int(rows[19]["allocated"]))
         self.assertLessEqual(len(counters), 11)
 
         empty = self.dir / "empty.csv"

@@ -20,6 +20,8 @@ import subprocess
 import tempfile
 import unittest
 
+import perfetto_proto
+
 MEMTRAIL = os.environ["MEMTRAIL"]
 TRACES = os.environ["TRACE_DIR"]
 USER_SCRIPT = re.compile(r"/(record_job_traces|torch_parity_traces)\.py:\d+\)$")
@@ -141,16 +143,15 @@ class RecordingMachinery(unittest.TestCase):
                 def export(kind, name):
                     subprocess.run([MEMTRAIL, "export", str(path), "--format", kind, "-o",
                                     str(folder / name), *args], check=True, capture_output=True)
-                    return (folder / name).read_text()
+                    return (folder / name).read_bytes()
 
-                rows = list(csv.DictReader(export("csv", "t.csv").splitlines()))
+                rows = list(csv.DictReader(export("csv", "t.csv").decode().splitlines()))
                 self.assertEqual([r["frame"] for r in rows], [self.USER], args)
-                folded = export("folded", "t.folded").splitlines()
+                folded = export("folded", "t.folded").decode().splitlines()
                 self.assertEqual([line.rsplit(" ", 1)[0] for line in folded],
                                  ["<module> (/work/train.py:9);" + self.USER], args)
-                events = json.loads(export("perfetto", "t.json"))["traceEvents"]
-                self.assertEqual([e["name"] for e in events if e["ph"] == "b"],
-                                 ["512B " + self.USER], args)
+                trace = perfetto_proto.read_trace(export("perfetto", "t.perfetto-trace"))
+                self.assertEqual([s["name"] for s in trace.slices], ["512B " + self.USER], args)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ order = list(times)
 for index in range(runs):
     # Alternating, so drifts of the machine touch every side alike, and each round starting one
     # mode later: on the H100 hosts the first of back-to-back processes was often the slower
-    # (docs/performance.md, issue 17's eleventh round), which a fixed order gives one side.
+    # (docs/performance-log/12-issue-17-round-11.md), which a fixed order gives one side.
     for mode in order[index % len(order):] + order[:index % len(order)]:
         step, step_cpu = step_ms(mode, index)
         times[mode].append(step)

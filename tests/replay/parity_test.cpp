@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 #include <sstream>
 
+#include "doc_text.hpp"
 #include "memtrail/replay/replay.hpp"
 #include "memtrail/replay/trace_metadata.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
@@ -107,6 +109,21 @@ TEST(ParityTraces, OtherSettingsWithTheTracesAddressesStillReplay) {
 TEST(ParityTraces, AreThere) {
     // The two anchors at least; a missing directory must not make the suite pass vacuously.
     EXPECT_GE(recorded_traces().size(), 2u);
+}
+
+// The README says how many traces this suite replays: it must stay the number replayed.
+TEST(ParityTraces, TheReadmeCountsThem) {
+    std::stringstream dirs(MEMTRAIL_TRACE_DIRS);
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+        if (!fs::is_directory(dir)) {
+            GTEST_SKIP() << dir << " is missing: the README counts the traces with it";
+        }
+    }
+    const std::string readme = memtrail::test::source_file("README.md");
+    std::smatch count;
+    ASSERT_TRUE(std::regex_search(readme, count, std::regex("replays ([0-9]+) allocator traces")))
+        << "README.md no longer says how many traces tests/replay replays";
+    EXPECT_EQ(std::stoul(count[1].str()), recorded_traces().size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Recorded, Parity, ::testing::ValuesIn(recorded_traces()),

@@ -4,8 +4,8 @@
 
 #include <chrono>
 
+#include "detail/trace_plan.hpp"
 #include "memtrail/replay/replay.hpp"
-#include "trace_plan.hpp"
 
 namespace memtrail::replay::detail {
 namespace {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <random>
 #include <string_view>
 
@@ -71,6 +72,18 @@ std::vector<uint8_t> with_magic(std::initializer_list<uint8_t> body) {
 }
 
 }  // namespace
+
+// load_error lives beside format_error (this file sees no load.hpp): what is not a regular file
+// is refused with its path first.
+TEST(Corruption, AFolderIsALoadErrorNamingIt) {
+    const std::filesystem::path folder = std::filesystem::temp_directory_path();
+    try {
+        (void)ms::read_snapshot(folder);
+        FAIL() << "read a snapshot from a folder";
+    } catch (const ms::load_error& e) {
+        EXPECT_EQ(std::string_view(e.what()).substr(0, folder.string().size()), folder.string());
+    }
+}
 
 TEST(Corruption, EveryPrefixOfAMsgpackFileIsRejected) {
     expect_every_prefix_rejected(read_msgpack, ms::write_snapshot(make_sample_snapshot()));

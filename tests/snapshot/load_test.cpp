@@ -6,13 +6,13 @@
 #include <fstream>
 #include <string>
 
+#include "detail/zstd_codec.hpp"
 #include "memtrail/snapshot/format_error.hpp"
 #include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
 #include "sample_snapshot.hpp"
 #include "test_paths.hpp"
-#include "zstd_codec.hpp"
 
 namespace ms = memtrail::snapshot;
 

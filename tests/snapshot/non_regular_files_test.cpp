@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
 #include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"

@@ -13,9 +13,9 @@
 
 #include <imgui_internal.h>
 
-#include "../../viewer/src/format.hpp"
-#include "../../viewer/src/palette.hpp"
-#include "../../viewer/src/remedies_job.hpp"
+#include "../../viewer/src/detail/format.hpp"
+#include "../../viewer/src/detail/palette.hpp"
+#include "../../viewer/src/detail/remedies_job.hpp"
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/viewer/view.hpp"
 #include "view_test_support.hpp"

@@ -14,8 +14,8 @@
 #include <imgui_internal.h>
 #include <unistd.h>
 
-#include "../../viewer/src/file_dialog.hpp"
-#include "../../viewer/src/format.hpp"
+#include "../../viewer/src/detail/file_dialog.hpp"
+#include "../../viewer/src/detail/format.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"

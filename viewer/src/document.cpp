@@ -7,12 +7,12 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "detail/text_search.hpp"
 #include "memtrail/analysis/entry_tags.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/oom_report.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/snapshot/load.hpp"
-#include "text_search.hpp"
 
 namespace memtrail::viewer {
 
@@ -66,10 +66,9 @@ std::vector<std::vector<annotation_range>> annotation_lanes_of(
                               ? range_source::user_metadata
                               : range_source::compile_context});
     }
-    std::stable_sort(ranges.begin(), ranges.end(),
-                     [](const annotation_range& a, const annotation_range& b) {
-                         return a.first < b.first;
-                     });
+    std::stable_sort(
+        ranges.begin(), ranges.end(),
+        [](const annotation_range& a, const annotation_range& b) { return a.first < b.first; });
     std::vector<std::vector<annotation_range>> lanes;
     for (const annotation_range& r : ranges) {
         auto lane = std::find_if(lanes.begin(), lanes.end(),

@@ -1,6 +1,6 @@
-#include "file_dialog.hpp"
+#include "detail/file_dialog.hpp"
 
-#include "format.hpp"
+#include "detail/format.hpp"
 
 #include <imgui.h>
 

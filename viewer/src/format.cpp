@@ -1,4 +1,4 @@
-#include "format.hpp"
+#include "detail/format.hpp"
 
 #include <cinttypes>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "palette.hpp"
+#include "detail/palette.hpp"
 
 #include <algorithm>
 #include <cmath>

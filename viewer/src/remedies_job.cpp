@@ -1,4 +1,4 @@
-#include "remedies_job.hpp"
+#include "detail/remedies_job.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -83,7 +83,8 @@ std::map<size_t, entry_remedies> parse_oom_remedies(const std::string& json) {
         for (size_t t = 0, n = report.array_size(tried); t < n; ++t) {
             const std::string at = tried + "/" + std::to_string(t) + "/";
             const auto setting = report.string_at(at + "setting");
-            const auto kind = analysis::remedy_kind_from_key(report.string_at(at + "kind").value_or(""));
+            const auto kind =
+                analysis::remedy_kind_from_key(report.string_at(at + "kind").value_or(""));
             const auto avoids = report.boolean_at(at + "avoids");
             const auto peak = report.integer_at(at + "peak_reserved");
             if (!setting || !kind || !avoids || !peak || *peak < 0) {
@@ -130,8 +131,8 @@ void remedies_job::run() {
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
     const std::string command = memtrail_command();
     const std::string device = std::to_string(device_);
-    std::vector<std::string> args = {command, "oom",    "--json", "--blockers", "0",
-                                     "--device", device, "--",    path_};
+    std::vector<std::string> args = {command,    "oom",  "--json", "--blockers", "0",
+                                     "--device", device, "--",     path_};
     std::vector<char*> argv;
     for (std::string& arg : args) {
         argv.push_back(arg.data());
@@ -141,8 +142,8 @@ void remedies_job::run() {
     {
         std::lock_guard lock(child_mutex_);
         if (!stopping_) {
-            spawned = ::posix_spawnp(&child_, command.c_str(), &actions, nullptr, argv.data(),
-                                     environ);
+            spawned =
+                ::posix_spawnp(&child_, command.c_str(), &actions, nullptr, argv.data(), environ);
         }
     }
     posix_spawn_file_actions_destroy(&actions);
@@ -172,9 +173,9 @@ void remedies_job::run() {
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         const size_t last_line = err.find_last_not_of('\n');
-        throw std::runtime_error(command + " oom failed" +
-                                 (err.empty() ? std::string()
-                                              : ": " + err.substr(0, last_line + 1)));
+        throw std::runtime_error(
+            command + " oom failed" +
+            (err.empty() ? std::string() : ": " + err.substr(0, last_line + 1)));
     }
     by_entry_ = parse_oom_remedies(out);
 }

@@ -1,4 +1,4 @@
-#include "table_row.hpp"
+#include "detail/table_row.hpp"
 
 #include <imgui.h>
 

@@ -1,4 +1,4 @@
-#include "text_search.hpp"
+#include "detail/text_search.hpp"
 
 #include <cctype>
 

@@ -17,11 +17,11 @@
 #include <cstdio>
 #include <future>
 
-#include "format.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/text_search.hpp"
+#include "detail/view_panels.hpp"
 #include "memtrail/analysis/frame_text.hpp"
-#include "palette.hpp"
-#include "text_search.hpp"
-#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -147,11 +147,11 @@ void view::set_range(std::optional<std::pair<size_t, size_t>> positions) {
     }
     // A range drives the flame graph: while one is selected it shows what the range allocated
     // and kept, unless another graph was chosen.
-    panels::flame_source& flame = panels_->flame.source;
-    if (positions && !range_ && flame == panels::flame_source::moment) {
-        flame = panels::flame_source::range_allocated;
-    } else if (!positions && range_ && flame == panels::flame_source::range_allocated) {
-        flame = panels::flame_source::moment;
+    flame_source& flame = panels_->flame.source;
+    if (positions && !range_ && flame == flame_source::moment) {
+        flame = flame_source::range_allocated;
+    } else if (!positions && range_ && flame == flame_source::range_allocated) {
+        flame = flame_source::moment;
     }
     range_ = positions;
 }
@@ -340,7 +340,7 @@ void view::draw() {
 //-------------------------------------------------------------------------------------------------
 
 const analysis::memory_state& view::state_at_moment() {
-    panels::state_cache& c = panels_->state;
+    state_cache& c = panels_->state;
     if (!c.valid || c.device_index != device_index_ || c.position != moment_) {
         c.state = model().state_after(moment_);
         c.totals = analysis::totals_of(c.state);
@@ -355,7 +355,7 @@ bool view::stack_matches(snapshot::stack_id stack) {
     if (!searching()) {
         return true;
     }
-    panels::search_cache& cache = panels_->search;
+    search_cache& cache = panels_->search;
     if (cache.text != search_) {
         cache.text = search_;
         cache.stack_match.assign(doc_->source->stacks().size(), -1);

@@ -6,11 +6,11 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "format.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/table_row.hpp"
+#include "detail/view_panels.hpp"
 #include "memtrail/analysis/frame_text.hpp"
-#include "palette.hpp"
-#include "table_row.hpp"
-#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -30,9 +30,9 @@ void full_stack(const snapshot::snapshot& source, snapshot::stack_id stack) {
 
 }  // namespace
 
-void view::panels::allocation_state::lifetime_strip(const view& v,
-                                                    const analysis::allocation_lifetime& life,
-                                                    size_t freed_at, size_t released_at) {
+void view::allocation_state::lifetime_strip(const view& v,
+                                            const analysis::allocation_lifetime& life,
+                                            size_t freed_at, size_t released_at) {
     // The overview's allocated curve (per pixel, already built) with the allocation's life
     // over it: live in the allocation colour, waiting for other streams in the pending colour.
     const float width = ImGui::GetContentRegionAvail().x;
@@ -96,7 +96,7 @@ bool view::select_largest_live_allocation() {
     return allocation_.has_value();
 }
 
-void view::panels::allocation_state::draw_live_list(view& v) {
+void view::allocation_state::draw_live_list(view& v) {
     ImGui::TextDisabled(
         "No allocation selected: click one in the timeline, the segments or the events, or "
         "pick one of the blocks live at the moment:");
@@ -235,8 +235,8 @@ void view::draw_allocation() {
         }
         ImGui::EndTable();
     }
-    panels::allocation_state::lifetime_strip(*this, life, freed ? life.end : count,
-                                             released ? life.released : count);
+    allocation_state::lifetime_strip(*this, life, freed ? life.end : count,
+                                     released ? life.released : count);
     if (!life.from_before_trace && ImGui::Button("go to allocation")) {
         set_moment(life.begin);
     }

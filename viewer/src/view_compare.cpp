@@ -9,10 +9,10 @@
 #include <functional>
 #include <future>
 
-#include "flame_canvas.hpp"
-#include "format.hpp"
-#include "palette.hpp"
-#include "view_panels.hpp"
+#include "detail/flame_canvas.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -62,7 +62,7 @@ void totals_row(const char* name, uint64_t before, uint64_t after) {
 }  // namespace
 
 void view::draw_compare() {
-    panels::compare_state& c = panels_->compare;
+    compare_state& c = panels_->compare;
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("baseline:");
     ImGui::SameLine();
@@ -96,7 +96,7 @@ void view::draw_compare() {
     if (ImGui::SmallButton("reset zoom")) {
         c.zoom = 0;
     }
-    panels::compare_state::key want{compare_doc_.get(), doc_.get(), device_index_, c.at_peak, {}};
+    compare_state::key want{compare_doc_.get(), doc_.get(), device_index_, c.at_peak, {}};
     std::string before_name = compare_doc_ ? compare_doc_->name : "";
     std::string after_name = doc_->name;
     if (c.range_ends) {
@@ -176,7 +176,7 @@ void view::draw_compare() {
     }
 }
 
-void view::panels::compare_state::update(const view& v, const key& want) {
+void view::compare_state::update(const view& v, const key& want) {
     if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
         result r = pending.get();
         diff = std::move(r.diff);

@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "format.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/view_panels.hpp"
 #include "memtrail/analysis/frame_text.hpp"
-#include "palette.hpp"
-#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -43,7 +43,7 @@ ImU32 action_color(snapshot::action a) {
 }  // namespace
 
 void view::draw_events() {
-    panels::events_state& e = panels_->events;
+    events_state& e = panels_->events;
     const size_t count = model().event_count();
     e.draw_filters(*this);
 
@@ -80,7 +80,7 @@ void view::draw_events() {
     e.draw_table(*this, row_count, selected_entry, selected_row, scroll_to_selection);
 }
 
-void view::panels::events_state::draw_filters(view& v) {
+void view::events_state::draw_filters(view& v) {
     if (ImGui::Button("actions...")) {
         ImGui::OpenPopup("##actions");
     }
@@ -127,7 +127,7 @@ void view::panels::events_state::draw_filters(view& v) {
     }
 }
 
-void view::panels::events_state::filter(view& v, size_t scan_first, size_t scan_last) {
+void view::events_state::filter(view& v, size_t scan_first, size_t scan_last) {
     const analysis::device_model& m = v.model();
     const auto& streams = v.dev().streams;
     // The filter, as text, to notice when it changes.
@@ -164,8 +164,8 @@ void view::panels::events_state::filter(view& v, size_t scan_first, size_t scan_
     }
 }
 
-void view::panels::events_state::draw_table(view& v, size_t row_count, size_t selected_entry,
-                                            size_t selected_row, bool scroll_to_selection) {
+void view::events_state::draw_table(view& v, size_t row_count, size_t selected_entry,
+                                    size_t selected_row, bool scroll_to_selection) {
     const analysis::device_model& m = v.model();
     const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                   ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable;

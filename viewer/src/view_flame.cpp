@@ -10,11 +10,11 @@
 #include <string>
 #include <string_view>
 
-#include "flame_canvas.hpp"
-#include "format.hpp"
-#include "palette.hpp"
-#include "text_search.hpp"
-#include "view_panels.hpp"
+#include "detail/flame_canvas.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/text_search.hpp"
+#include "detail/view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -63,19 +63,19 @@ std::string_view function_of(std::string_view label) {
 }  // namespace
 
 void view::draw_flame() {
-    panels::flame_state& f = panels_->flame;
+    flame_state& f = panels_->flame;
     int source = static_cast<int>(f.source);
-    ImGui::RadioButton("at the moment", &source, static_cast<int>(panels::flame_source::moment));
+    ImGui::RadioButton("at the moment", &source, static_cast<int>(flame_source::moment));
     ImGui::SameLine();
-    ImGui::RadioButton("at the peak", &source, static_cast<int>(panels::flame_source::peak));
+    ImGui::RadioButton("at the peak", &source, static_cast<int>(flame_source::peak));
     ImGui::SameLine();
     ImGui::RadioButton(range_ ? "worst over the range" : "worst over the trace", &source,
-                       static_cast<int>(panels::flame_source::range));
+                       static_cast<int>(flame_source::range));
     ImGui::SameLine();
     ImGui::RadioButton(range_ ? "allocated in the range, live at its end"
                               : "allocated in the trace, live at its end",
-                       &source, static_cast<int>(panels::flame_source::range_allocated));
-    f.source = static_cast<panels::flame_source>(source);
+                       &source, static_cast<int>(flame_source::range_allocated));
+    f.source = static_cast<flame_source>(source);
     ImGui::SameLine();
     ImGui::Checkbox("include pending frees", &f.active);
     ImGui::SameLine();
@@ -85,11 +85,10 @@ void view::draw_flame() {
         f.zoom = 0;
     }
 
-    panels::flame_state::key want{device_index_, f.source, 0, 0, f.active};
-    if (f.source == panels::flame_source::moment) {
+    flame_state::key want{device_index_, f.source, 0, 0, f.active};
+    if (f.source == flame_source::moment) {
         want.first = moment_;
-    } else if (f.source == panels::flame_source::range ||
-               f.source == panels::flame_source::range_allocated) {
+    } else if (f.source == flame_source::range || f.source == flame_source::range_allocated) {
         want.first = range_ ? range_->first : 0;
         want.last = range_ ? range_->second : model().event_count();
     }
@@ -111,13 +110,13 @@ void view::draw_flame() {
         f.pending_key = want;
         f.pending = std::async(std::launch::async, [m, want, measure] {
             switch (want.source) {
-                case panels::flame_source::moment:
+                case flame_source::moment:
                     return analysis::flame_at(m, want.first, measure);
-                case panels::flame_source::peak:
+                case flame_source::peak:
                     return analysis::flame_at_peak(m, measure);
-                case panels::flame_source::range:
+                case flame_source::range:
                     return analysis::flame_over_range(m, want.first, want.last, measure);
-                case panels::flame_source::range_allocated:
+                case flame_source::range_allocated:
                     return analysis::flame_allocated_in_range(m, want.first, want.last, measure);
             }
             return analysis::flame_graph{};
@@ -130,9 +129,9 @@ void view::draw_flame() {
 
     const auto& nodes = f.graph.nodes;
     ImGui::Text("%s %s in %s blocks", format_bytes(f.graph.total()).c_str(),
-                f.shown_key && f.shown_key->source == panels::flame_source::range_allocated
+                f.shown_key && f.shown_key->source == flame_source::range_allocated
                     ? "allocated in the range and live at its end"
-                : f.shown_key && f.shown_key->source == panels::flame_source::range
+                : f.shown_key && f.shown_key->source == flame_source::range
                     ? "at each stack's worst"
                     : "live",
                 format_count(nodes[0].blocks).c_str());

@@ -6,10 +6,10 @@
 #include <cctype>
 #include <cstdio>
 
-#include "format.hpp"
-#include "palette.hpp"
-#include "table_row.hpp"
-#include "view_panels.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/table_row.hpp"
+#include "detail/view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -204,7 +204,7 @@ void view::draw_oom() {
         ImGui::TextDisabled("No out-of-memory event in this trace.");
         return;
     }
-    panels::oom_state& o = panels_->oom;
+    oom_state& o = panels_->oom;
     o.draw_picker(*this);
     if (!o.valid || o.device_index != device_index_ || o.shown != o.selected) {
         o.report = analysis::analyze_oom(model(), ooms[o.selected]);
@@ -252,7 +252,7 @@ void view::draw_oom() {
     ImGui::EndChild();
 }
 
-void view::panels::oom_state::draw_remedies(view& v) {
+void view::oom_state::draw_remedies(view& v) {
     if (v.doc().path.empty()) {
         ImGui::TextDisabled("Remedies: the what-if replays need the snapshot's file.");
         return;
@@ -262,7 +262,8 @@ void view::panels::oom_state::draw_remedies(view& v) {
     }
     ImGui::PushTextWrapPos(0);
     if (!remedies->done()) {
-        ImGui::TextDisabled("Remedies: checking each by replaying the trace under it (memtrail oom)...");
+        ImGui::TextDisabled(
+            "Remedies: checking each by replaying the trace under it (memtrail oom)...");
     } else if (!remedies->error().empty()) {
         ImGui::TextDisabled("Remedies: not available: %s", remedies->error().c_str());
     } else if (const auto it = remedies->by_entry().find(report.entry);
@@ -272,7 +273,8 @@ void view::panels::oom_state::draw_remedies(view& v) {
         ImGui::TextUnformatted(std::string(analysis::remedies_not_checked_text()).c_str());
     } else {
         std::string heading = analysis::remedies_heading(report);
-        heading.front() = static_cast<char>(std::toupper(static_cast<unsigned char>(heading.front())));
+        heading.front() =
+            static_cast<char>(std::toupper(static_cast<unsigned char>(heading.front())));
         ImGui::TextUnformatted(heading.c_str());
         for (const analysis::remedy_outcome& remedy : it->second.tried) {
             ImGui::Bullet();
@@ -288,7 +290,7 @@ void view::panels::oom_state::draw_remedies(view& v) {
     ImGui::PopTextWrapPos();
 }
 
-void view::panels::oom_state::draw_picker(view& v) {
+void view::oom_state::draw_picker(view& v) {
     const std::vector<size_t>& ooms = v.dev().oom_entries;
     if (followed_moment != v.moment_) {
         // The last OOM at or before the moment; the first when the moment is before them all.
@@ -326,7 +328,7 @@ void view::panels::oom_state::draw_picker(view& v) {
     }
 }
 
-void view::panels::oom_state::draw_blockers_and_holders(view& v) {
+void view::oom_state::draw_blockers_and_holders(view& v) {
     const analysis::oom_report& r = report;
     ImGui::Spacing();
     ImGui::Text("Blockers: live blocks whose release would have made room (%zu)",

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "view_panels.hpp"
+#include "detail/view_panels.hpp"
 
 namespace memtrail::viewer {
 
-const analysis::segment_pools& view::panels::pools_state::of(const view& v) {
+const analysis::segment_pools& view::pools_state::of(const view& v) {
     if (!valid || device_index != v.device_index_) {
         pools = analysis::segment_pools(v.model().source(), v.model().device());
         filter = {};
@@ -20,7 +20,7 @@ const analysis::segment_pools& view::panels::pools_state::of(const view& v) {
     return pools;
 }
 
-bool view::panels::pools_state::draw_filter(const view& v) {
+bool view::pools_state::draw_filter(const view& v) {
     const analysis::segment_pools& known = of(v);
     if (known.private_pools().empty()) {
         return false;

@@ -15,12 +15,12 @@
 #include <cmath>
 #include <cstdio>
 
-#include "format.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/view_panels.hpp"
 #include "memtrail/analysis/peak_comparison.hpp"
 #include "memtrail/analysis/timeline.hpp"
 #include "memtrail/viewer/rank_table.hpp"
-#include "palette.hpp"
-#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -97,8 +97,7 @@ double extent_of(const analysis::device_model& model, bool by_time) {
 // [SECTION] curves
 //-------------------------------------------------------------------------------------------------
 
-void view::panels::ranks_state::rebuild(const std::vector<const device_document*>& devices,
-                                        int width) {
+void view::ranks_state::rebuild(const std::vector<const device_document*>& devices, int width) {
     // The longest trace spans the plot and the others their share of it, so one scale holds
     // for all ranks.
     double longest = 1;
@@ -128,7 +127,7 @@ void view::panels::ranks_state::rebuild(const std::vector<const device_document*
 }
 
 void view::draw_ranks() {
-    panels::ranks_state& r = panels_->ranks;
+    ranks_state& r = panels_->ranks;
     const job_documents job = documents_of_job(doc_, candidates_);
     const std::vector<rank_row> rows = rank_rows(job.ranks);
 
@@ -165,7 +164,7 @@ void view::draw_ranks() {
 // [SECTION] table
 //-------------------------------------------------------------------------------------------------
 
-void view::panels::ranks_state::draw_table(view& v, const std::vector<rank_row>& rows) {
+void view::ranks_state::draw_table(view& v, const std::vector<rank_row>& rows) {
     // Header, ranks and totals; past 40% of the height the table scrolls.
     const float line = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
     const float table_height =
@@ -253,7 +252,7 @@ void view::panels::ranks_state::draw_table(view& v, const std::vector<rank_row>&
 // [SECTION] plot
 //-------------------------------------------------------------------------------------------------
 
-void view::panels::ranks_state::draw_plot(const view& v, const std::vector<rank_row>& rows) {
+void view::ranks_state::draw_plot(const view& v, const std::vector<rank_row>& rows) {
     const float legend_height = ImGui::GetFrameHeightWithSpacing();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const float width = std::max(64.0f, ImGui::GetContentRegionAvail().x);
@@ -361,7 +360,7 @@ void view::panels::ranks_state::draw_plot(const view& v, const std::vector<rank_
     }
 }
 
-void view::panels::ranks_state::draw_legend(view& v, const std::vector<rank_row>& rows) {
+void view::ranks_state::draw_legend(view& v, const std::vector<rank_row>& rows) {
     // The legend doubles as a rank picker.
     for (const rank_row& row : rows) {
         swatch(row.rank);

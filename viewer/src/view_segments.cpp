@@ -3,6 +3,13 @@
 // state (allocated, rounding waste, pending free, free) or by allocation stack.
 // Blocks narrower than a pixel are merged into one pixel column coloured by what fills most of
 // it, so a segment of thousands of small blocks still costs one item per pixel.
+//
+// Index of this file:
+// [SECTION] drawing helpers
+// [SECTION] the changes of the selected range
+// [SECTION] the panel
+// [SECTION] one row
+// [SECTION] blocks and their tooltip
 
 #include <algorithm>
 #include <array>
@@ -11,15 +18,19 @@
 #include <cstdio>
 #include <future>
 
-#include "format.hpp"
-#include "palette.hpp"
-#include "view_panels.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/view_panels.hpp"
 
 namespace memtrail::viewer {
 
 namespace {
 
 constexpr float row_height = 20.0f;
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] drawing helpers
+//-------------------------------------------------------------------------------------------------
 
 // What fills a pixel column made of blocks narrower than a pixel.
 struct column_fill {
@@ -81,15 +92,18 @@ class span_marks {
 
 }  // namespace
 
-bool view::panels::segments_state::range_current(const view& v) const {
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the changes of the selected range
+//-------------------------------------------------------------------------------------------------
+
+bool view::segments_state::range_current(const view& v) const {
     const size_t count = v.model().event_count();
     return v.range_ && range && range->device_index == v.device_index_ &&
            range->changes.first == std::min(v.range_->first, count) &&
            range->changes.last == std::min(v.range_->second, count);
 }
 
-const view::panels::segments_state::range_cache* view::panels::segments_state::changes_of(
-    const view& v) {
+const view::segments_state::range_cache* view::segments_state::changes_of(const view& v) {
     if (range_job.valid() &&
         range_job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
         range = range_job.get();
@@ -112,9 +126,13 @@ const view::panels::segments_state::range_cache* view::panels::segments_state::c
     return range ? &*range : nullptr;
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the panel
+//-------------------------------------------------------------------------------------------------
+
 void view::draw_segments() {
-    panels::segments_state& panel = panels_->segments;
-    const panels::segments_state::range_cache* in_range = panel.changes_of(*this);
+    segments_state& panel = panels_->segments;
+    const segments_state::range_cache* in_range = panel.changes_of(*this);
     const analysis::range_changes* changes = in_range ? &in_range->changes : nullptr;
     const analysis::memory_state& state = changes ? changes->at_end : state_at_moment();
     const analysis::memory_totals& totals = in_range ? in_range->totals : panels_->state.totals;
@@ -189,7 +207,7 @@ void view::draw_segments() {
 
     // Room for the longest label, so that no bar covers the end of one.
     panel.label_width = 0;
-    for (const panels::segments_state::row& r : panel.rows) {
+    for (const segments_state::row& r : panel.rows) {
         panel.label_width = std::max(
             panel.label_width, ImGui::CalcTextSize(panel.row_label(*this, r, changes).c_str()).x);
     }
@@ -208,8 +226,12 @@ void view::draw_segments() {
     ImGui::EndChild();
 }
 
-std::string view::panels::segments_state::row_label(const view& v, const row& r,
-                                                    const analysis::range_changes* changes) {
+//-------------------------------------------------------------------------------------------------
+// [SECTION] one row
+//-------------------------------------------------------------------------------------------------
+
+std::string view::segments_state::row_label(const view& v, const row& r,
+                                            const analysis::range_changes* changes) {
     const snapshot::segment& seg = *r.segment;
     std::string label = format_address(seg.address) + (seg.is_large ? " large  " : " small  ") +
                         format_bytes(seg.total_size) + "  " + v.dev().stream_names.name(seg.stream);
@@ -223,11 +245,9 @@ std::string view::panels::segments_state::row_label(const view& v, const row& r,
     return label;
 }
 
-void view::panels::segments_state::draw_row(view& v, const row& r, uint64_t largest_segment,
-                                            float bar_width,
-                                            const analysis::allocation_lifetime* selected,
-                                            size_t position,
-                                            const analysis::range_changes* changes) {
+void view::segments_state::draw_row(view& v, const row& r, uint64_t largest_segment,
+                                    float bar_width, const analysis::allocation_lifetime* selected,
+                                    size_t position, const analysis::range_changes* changes) {
     const snapshot::segment& seg = *r.segment;
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -262,9 +282,9 @@ void view::panels::segments_state::draw_row(view& v, const row& r, uint64_t larg
     }
 }
 
-void view::panels::segments_state::draw_changes(const snapshot::segment& seg,
-                                                const analysis::range_changes& changes, float bar_x,
-                                                float scale, float y0, float y1) {
+void view::segments_state::draw_changes(const snapshot::segment& seg,
+                                        const analysis::range_changes& changes, float bar_x,
+                                        float scale, float y0, float y1) {
     const float line = std::max(2.0f, (y1 - y0) * 0.2f);
     auto x_of = [&](uint64_t address) {
         return bar_x + static_cast<float>(address - seg.address) * scale;
@@ -287,8 +307,12 @@ void view::panels::segments_state::draw_changes(const snapshot::segment& seg,
     }
 }
 
-void view::panels::segments_state::draw_blocks(view& v, const snapshot::segment& seg, float bar_x,
-                                               float scale, float y0, float y1) {
+//-------------------------------------------------------------------------------------------------
+// [SECTION] blocks and their tooltip
+//-------------------------------------------------------------------------------------------------
+
+void view::segments_state::draw_blocks(view& v, const snapshot::segment& seg, float bar_x,
+                                       float scale, float y0, float y1) {
     ImDrawList* draw = ImGui::GetWindowDrawList();
     auto block_color = [&](const snapshot::block& b) {
         ImU32 c = palette::free_block;
@@ -371,9 +395,8 @@ void view::panels::segments_state::draw_blocks(view& v, const snapshot::segment&
     flush();
 }
 
-void view::panels::segments_state::block_tooltip(view& v, const row& r, float bar_x, float scale,
-                                                 size_t position,
-                                                 const analysis::range_changes* changes) {
+void view::segments_state::block_tooltip(view& v, const row& r, float bar_x, float scale,
+                                         size_t position, const analysis::range_changes* changes) {
     const snapshot::segment& seg = *r.segment;
     const ImGuiIO& io = ImGui::GetIO();
     const uint64_t offset = static_cast<uint64_t>(std::max(0.0f, (io.MousePos.x - bar_x) / scale));

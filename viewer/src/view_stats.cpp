@@ -4,11 +4,11 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "format.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/table_row.hpp"
+#include "detail/view_panels.hpp"
 #include "memtrail/rules/statistics.hpp"
-#include "palette.hpp"
-#include "table_row.hpp"
-#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -22,7 +22,7 @@ std::string bytes_or_unlimited(int64_t bytes) {
 
 void view::draw_stats() {
     const analysis::memory_state& state = state_at_moment();
-    panels::stats_state& summary = panels_->stats;
+    stats_state& summary = panels_->stats;
     if (!summary.valid || summary.device_index != device_index_ || summary.position != moment_) {
         summary.summary = memtrail::format_memory_summary(state.stats, dev().device);
         summary.valid = true;

@@ -20,10 +20,10 @@
 #include <cstdio>
 #include <future>
 
-#include "format.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/view_panels.hpp"
 #include "memtrail/analysis/entry_tags.hpp"
-#include "palette.hpp"
-#include "view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -76,7 +76,7 @@ std::string range_label(const snapshot::snapshot& source, const annotation_range
 //-------------------------------------------------------------------------------------------------
 
 void view::draw_overview(float height) {
-    panels::timeline_state& t = panels_->timeline;
+    timeline_state& t = panels_->timeline;
     if (!t.view_set) {
         t.view_first = 0;
         t.view_last = axis_end();
@@ -172,7 +172,7 @@ void view::draw_overview(float height) {
 // [SECTION] cached geometry
 //-------------------------------------------------------------------------------------------------
 
-void view::panels::timeline_state::rebuild(view& v, int width) {
+void view::timeline_state::rebuild(view& v, int width) {
     columns.clear();
     bands.clear();
     const analysis::device_model m = v.model();  // a copy shares the model; the job keeps one
@@ -291,10 +291,10 @@ void view::panels::timeline_state::rebuild(view& v, int width) {
 //-------------------------------------------------------------------------------------------------
 
 void view::draw_timeline() {
-    panels::timeline_state& t = panels_->timeline;
+    timeline_state& t = panels_->timeline;
     t.draw_controls(*this);
     t.draw_legend(*this);
-    const panels::timeline_state::frame f = t.layout(*this);
+    const timeline_state::frame f = t.layout(*this);
     t.update(*this, static_cast<int>(f.width));
     ImDrawList* draw = ImGui::GetWindowDrawList();
     draw->PushClipRect(f.origin, ImVec2(f.plot_end.x, f.plot_end.y + axis_height()), true);
@@ -302,7 +302,7 @@ void view::draw_timeline() {
     t.draw_lanes(*this, f);
     t.draw_grid(f, false);
     const std::optional<size_t> hovered_band = t.draw_plot(*this, f);
-    const std::optional<panels::timeline_state::layer_hit> hovered_layer =
+    const std::optional<timeline_state::layer_hit> hovered_layer =
         t.layers_usable(*this) ? t.draw_layers(*this, f) : std::nullopt;
     t.draw_marks(*this, f);
     t.draw_grid(f, true);
@@ -310,17 +310,17 @@ void view::draw_timeline() {
     t.handle_input(*this, f, hovered_band, hovered_layer);
 }
 
-float view::panels::timeline_state::x_of(const frame& f, double axis) const {
+float view::timeline_state::x_of(const frame& f, double axis) const {
     return f.origin.x + static_cast<float>((axis - view_first) / f.span * f.width);
 }
 
-float view::panels::timeline_state::y_of(const frame& f, uint64_t bytes) const {
+float view::timeline_state::y_of(const frame& f, uint64_t bytes) const {
     return f.plot_end.y -
            static_cast<float>(static_cast<double>(bytes) / static_cast<double>(y_max)) *
                f.plot_height;
 }
 
-void view::panels::timeline_state::draw_controls(view& v) {
+void view::timeline_state::draw_controls(view& v) {
     if (ImGui::Checkbox("wall clock", &by_time)) {
         view_set = false;
         view_first = 0;
@@ -350,7 +350,7 @@ void view::panels::timeline_state::draw_controls(view& v) {
     draw_mode_controls(v);
 }
 
-view::panels::timeline_state::frame view::panels::timeline_state::layout(const view& v) const {
+view::timeline_state::frame view::timeline_state::layout(const view& v) const {
     frame f;
     f.lane_count = std::min(max_lanes, static_cast<int>(v.dev().annotation_lanes.size()));
     const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -364,7 +364,7 @@ view::panels::timeline_state::frame view::panels::timeline_state::layout(const v
     return f;
 }
 
-void view::panels::timeline_state::update(view& v, int width) {
+void view::timeline_state::update(view& v, int width) {
     // A finished choice of the largest allocations means new bands.
     bool adopted = false;
     if (largest_job.valid() &&
@@ -395,7 +395,7 @@ void view::panels::timeline_state::update(view& v, int width) {
     request_layers(v, width);
 }
 
-void view::panels::timeline_state::draw_lanes(view& v, const frame& f) {
+void view::timeline_state::draw_lanes(view& v, const frame& f) {
     const auto& lanes = v.dev().annotation_lanes;
     ImDrawList* draw = ImGui::GetWindowDrawList();
     // Annotation lanes: within a lane ranges do not overlap, so after drawing up to pixel x the
@@ -437,7 +437,7 @@ void view::panels::timeline_state::draw_lanes(view& v, const frame& f) {
     }
 }
 
-void view::panels::timeline_state::draw_grid(const frame& f, bool labels) const {
+void view::timeline_state::draw_grid(const frame& f, bool labels) const {
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const double y_step = nice_step(static_cast<double>(y_max) / 5, 1024);
     const float line = ImGui::GetTextLineHeight();
@@ -456,7 +456,7 @@ void view::panels::timeline_state::draw_grid(const frame& f, bool labels) const 
     }
 }
 
-std::optional<size_t> view::panels::timeline_state::draw_plot(view& v, const frame& f) {
+std::optional<size_t> view::timeline_state::draw_plot(view& v, const frame& f) {
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImGuiIO& io = ImGui::GetIO();
     // Curves: reserved behind, then active (or allocated), min solid and max lighter; each
@@ -515,7 +515,7 @@ std::optional<size_t> view::panels::timeline_state::draw_plot(view& v, const fra
     return hovered_band;
 }
 
-void view::panels::timeline_state::draw_marks(view& v, const frame& f) {
+void view::timeline_state::draw_marks(view& v, const frame& f) {
     ImDrawList* draw = ImGui::GetWindowDrawList();
     // With pending frees counted, the allocated curve shows as a line below the active one.
     if (include_pending && mode != stacking::segment) {
@@ -572,9 +572,8 @@ void view::panels::timeline_state::draw_marks(view& v, const frame& f) {
     }
 }
 
-void view::panels::timeline_state::handle_input(view& v, const frame& f,
-                                                std::optional<size_t> hovered_band,
-                                                std::optional<layer_hit> hovered_layer) {
+void view::timeline_state::handle_input(view& v, const frame& f, std::optional<size_t> hovered_band,
+                                        std::optional<layer_hit> hovered_layer) {
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImGuiIO& io = ImGui::GetIO();
     // Input: the whole area is one button so drags that leave it keep going.

@@ -16,9 +16,9 @@
 #include <string>
 #include <string_view>
 
-#include "format.hpp"
-#include "palette.hpp"
-#include "view_panels.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
+#include "detail/view_panels.hpp"
 
 namespace memtrail::viewer {
 
@@ -59,7 +59,7 @@ void legend_swatch(ImU32 color) {
 bool view::stack_timeline_by(std::string_view name) {
     for (size_t i = 0; i < std::size(stacking_names); ++i) {
         if (name == stacking_names[i]) {
-            panels_->timeline.mode = static_cast<panels::timeline_state::stacking>(i);
+            panels_->timeline.mode = static_cast<timeline_state::stacking>(i);
             panels_->timeline.mode_chosen = true;
             return true;
         }
@@ -67,7 +67,7 @@ bool view::stack_timeline_by(std::string_view name) {
     return false;
 }
 
-void view::panels::timeline_state::draw_mode_controls(view& v) {
+void view::timeline_state::draw_mode_controls(view& v) {
     const bool known = v.dev().categories && v.dev().categories->any_known();
     if (!mode_chosen) {
         mode = known ? stacking::category : stacking::allocation;
@@ -94,13 +94,13 @@ void view::panels::timeline_state::draw_mode_controls(view& v) {
     }
 }
 
-void view::panels::timeline_state::draw_legend(view& v) {
+void view::timeline_state::draw_legend(view& v) {
     switch (mode) {
         case stacking::category: {
             if (!v.dev().categories) {
                 break;
             }
-            panels::timeline_state::legend_key_type key{v.device_index_, v.moment_, std::nullopt};
+            timeline_state::legend_key_type key{v.device_index_, v.moment_, std::nullopt};
             if (v.range_) {
                 key.position = std::min(v.range_->second, v.model().event_count());
                 key.since = std::min(v.range_->first, v.model().event_count());
@@ -188,14 +188,14 @@ void view::panels::timeline_state::draw_legend(view& v) {
 // [SECTION] background computation
 //-------------------------------------------------------------------------------------------------
 
-bool view::panels::timeline_state::layers_usable(const view& v) const {
+bool view::timeline_state::layers_usable(const view& v) const {
     return mode != stacking::allocation && layers_shown &&
            layers_shown->device_index == v.device_index_ && layers_shown->mode == mode &&
            layers_shown->include_pending == include_pending && layers_shown->by_time == by_time &&
            !layers.axis_spans.empty();
 }
 
-void view::panels::timeline_state::request_layers(view& v, int width) {
+void view::timeline_state::request_layers(view& v, int width) {
     if (mode == stacking::allocation || columns.empty() || !v.dev().categories) {
         return;
     }
@@ -243,8 +243,8 @@ void view::panels::timeline_state::request_layers(view& v, int width) {
 // [SECTION] drawing and tooltips
 //-------------------------------------------------------------------------------------------------
 
-std::optional<view::panels::timeline_state::layer_hit> view::panels::timeline_state::draw_layers(
-    view& v, const frame& f) {
+std::optional<view::timeline_state::layer_hit> view::timeline_state::draw_layers(view& v,
+                                                                                 const frame& f) {
     ImDrawList* draw = ImGui::GetWindowDrawList();
     auto column_x = [&](size_t c) {
         const float x0 = std::round(x_of(f, layers.axis_spans[c].first));
@@ -332,7 +332,7 @@ std::optional<view::panels::timeline_state::layer_hit> view::panels::timeline_st
     return hit_test(f);
 }
 
-std::optional<view::panels::timeline_state::layer_hit> view::panels::timeline_state::hit_test(
+std::optional<view::timeline_state::layer_hit> view::timeline_state::hit_test(
     const frame& f) const {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     if (!ImGui::IsMouseHoveringRect(f.plot_origin, f.plot_end)) {
@@ -367,7 +367,7 @@ std::optional<view::panels::timeline_state::layer_hit> view::panels::timeline_st
     return std::nullopt;
 }
 
-void view::panels::timeline_state::layer_tooltip(view& v, const layer_hit& hit) {
+void view::timeline_state::layer_tooltip(view& v, const layer_hit& hit) {
     if (mode == stacking::segment) {
         const auto& t = layers.segments;
         const auto& cell = t.columns[hit.column][hit.layer];

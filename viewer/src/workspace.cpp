@@ -5,10 +5,10 @@
 
 #include <imgui.h>
 
-#include "file_dialog.hpp"
-#include "format.hpp"
+#include "detail/file_dialog.hpp"
+#include "detail/format.hpp"
+#include "detail/palette.hpp"
 #include "memtrail/analysis/timeline.hpp"
-#include "palette.hpp"
 
 namespace memtrail::viewer {
 

@@ -3,6 +3,7 @@
 // the replay both turn what the allocator did into snapshots, through these and nothing else.
 
 #include <cstdint>
+#include <type_traits>
 
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/snapshot/model.hpp"
@@ -33,6 +34,24 @@ constexpr snapshot::action to_snapshot_action(allocator_action action) {
     }
     return snapshot::action::alloc;
 }
+
+// The allocator's actions are the snapshot's first ones, of the same type, in the same order and
+// with the same values, so an entry's action reads the same in both: an action added to one side
+// must be added to the other at the same place (and to to_snapshot_action), or this fails.
+constexpr bool allocator_actions_match_snapshot_actions() {
+    constexpr auto last = static_cast<uint8_t>(allocator_action::oom);
+    for (uint8_t a = 0; a <= last; ++a) {
+        if (static_cast<uint8_t>(to_snapshot_action(static_cast<allocator_action>(a))) != a) {
+            return false;
+        }
+    }
+    // oom is the allocator's last action and the snapshot's last one before its own annotations.
+    return last + 1 == static_cast<uint8_t>(snapshot::action::annotation_start);
+}
+static_assert(std::is_same_v<std::underlying_type_t<allocator_action>,
+                             std::underlying_type_t<snapshot::action>>);
+static_assert(allocator_actions_match_snapshot_actions(),
+              "allocator_action and snapshot::action must list the same actions in one order");
 
 // A trace entry's requested_size: the size the allocator reports with an alloc or a free is the
 // caller's request; other entries have none.

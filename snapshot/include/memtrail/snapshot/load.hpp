@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <string>
 
+#include "memtrail/snapshot/format_error.hpp"
 #include "memtrail/snapshot/model.hpp"
 
 namespace memtrail::snapshot {
@@ -20,15 +20,8 @@ enum class file_kind : uint8_t { memtrail, torch_pickle, unknown };
 
 file_kind detect_file_kind(std::span<const uint8_t> bytes);
 
-/// @throws format_error for unknown or damaged content.
+/// @throws format_error for unknown or damaged content (format_error.hpp, with load_error).
 snapshot load_snapshot(std::span<const uint8_t> bytes);
-
-/// A file that cannot be opened, is not a regular file, or is not a snapshot; the message starts
-/// with the path ("run.pickle: truncated ...") as the CLI and the viewer print it.
-class load_error : public std::runtime_error {
-  public:
-    using std::runtime_error::runtime_error;
-};
 
 struct loaded_snapshot {
     std::shared_ptr<const memtrail::snapshot::snapshot> snapshot;

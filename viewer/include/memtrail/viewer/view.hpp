@@ -125,7 +125,21 @@ class view {
     bool focus_search_ = false;
 
     // What the features keep between frames (their settings, caches and background jobs), each
-    // feature's part owned by its view_<feature>.cpp; declared in the private view_panels.hpp.
+    // feature's part owned by its view_<feature>.cpp and declared in its own private header
+    // (viewer/src/detail/<feature>_state.hpp), all of them held by panels (detail/view_panels.hpp).
+    struct state_cache;
+    struct search_cache;
+    struct pools_state;
+    struct timeline_state;
+    struct segments_state;
+    enum class flame_source;
+    struct flame_state;
+    struct events_state;
+    struct allocation_state;
+    struct stats_state;
+    struct oom_state;
+    struct compare_state;
+    struct ranks_state;
     struct panels;
     std::unique_ptr<panels> panels_;
 };
