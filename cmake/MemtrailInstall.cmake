@@ -10,7 +10,7 @@ set(MEMTRAIL_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/memtrail)
 # joins the package with no edit here. memtrail_<name> is exported as memtrail::<name>, the name
 # of its in-tree alias (a library that sets EXPORT_NAME keeps its own). In the tree a library's
 # include directories are source or build folders; installed, its headers are under include/.
-set(memtrail_public_modules rules core snapshot bridge replay stacks recorder librecorder analysis)
+set(memtrail_public_modules rules core snapshot bridge replay stacks recorder live librecorder analysis)
 set(memtrail_exported_libraries "")
 foreach(module IN LISTS memtrail_public_modules)
   get_property(module_targets DIRECTORY ${PROJECT_SOURCE_DIR}/${module} PROPERTY BUILDSYSTEM_TARGETS)

@@ -29,13 +29,26 @@ struct rank_top {
 command_spec top_spec() {
     return {"top",
             "FILE... [--at EVENT|peak|end] [-n N] [--depth D] [--pending] [--device N] "
-            "[--all-frames] [--json]",
+            "[--all-frames] [--json]\n"
+            "   or: memtrail top --attach PID... [--once | --updates N] [--interval S] [-n N] "
+            "[--json]",
             "The allocation stacks that hold the most memory at one moment, with their share of "
             "the live bytes. Several files (one per rank) are compared stack by stack.",
-            "",
+            "With --attach, running processes (by pid, recording with memtrail, of the same "
+            "user) are watched live, refreshed every second (docs/live.md): reserved, allocated "
+            "and outside-allocator memory as small curves, memory by meaning, the stacks that "
+            "grew since attaching (-n of them), fragmentation, OOMs so far and the events their "
+            "streams carry; one column per process. It stops when every process has exited "
+            "(showing their last state), after --updates N (--once: 1), or on Ctrl-C. --json "
+            "writes one JSON line per refresh.",
             1,
             SIZE_MAX,
-            {at_option(),
+            {{"--attach", "", "", "the arguments are pids of running processes to watch", false},
+             {"--once", "", "", "with --attach: one refresh, then stop", false},
+             {"--updates", "", "N", "with --attach: N refreshes, then stop", false},
+             {"--interval", "", "SECONDS", "with --attach: time between refreshes (default 1)",
+              false},
+             at_option(),
              device_option(),
              all_frames_option(),
              {"--count", "-n", "N", "how many stacks to list (default 10)", false},
@@ -163,6 +176,14 @@ void print_top_side_by_side(const top_found& found, size_t count) {
 }  // namespace
 
 int run_top(const parsed_arguments& args) {
+    if (args.has("--attach")) {
+        return run_top_attached(args);
+    }
+    for (const char* live_only : {"--once", "--updates", "--interval"}) {
+        if (args.has(live_only)) {
+            throw usage_error(std::string(live_only) + " is for --attach (watching processes)");
+        }
+    }
     const size_t count =
         args.value("--count") ? parse_count_option("--count", *args.value("--count")) : 10;
     const size_t depth = depth_of(args, 8);

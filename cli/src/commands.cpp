@@ -18,6 +18,7 @@ const std::vector<std::pair<std::string, command>>& all_commands() {
         {"replay", {replay_spec, run_replay_command}},
         {"whatif", {whatif_spec, run_whatif}},
         {"run", {run_spec, run_run}},
+        {"snapshot", {snapshot_spec, run_snapshot}},
     };
     return commands;
 }

@@ -35,6 +35,8 @@ void print_categories_line(const analysis::device_model& model, const moment& at
 void write_categories(json_writer& json, const analysis::device_model& model, const moment& at);
 command_spec top_spec();
 int run_top(const parsed_arguments& args);
+// top --attach PID...: running processes watched live (command_top_live.cpp).
+int run_top_attached(const parsed_arguments& args);
 command_spec oom_spec();
 int run_oom(const parsed_arguments& args);
 command_spec diff_spec();
@@ -49,6 +51,8 @@ command_spec replay_spec();
 int run_replay_command(const parsed_arguments& args);
 command_spec run_spec();
 int run_run(const parsed_arguments& args);
+command_spec snapshot_spec();
+int run_snapshot(const parsed_arguments& args);
 command_spec whatif_spec();
 int run_whatif(const parsed_arguments& args);
 

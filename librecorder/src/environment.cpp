@@ -192,6 +192,19 @@ void parse_dump_signal(const environment_option& option, std::string_view value,
     s.dump_signal = number;
 }
 
+// on/1 or off/0.
+bool parse_switch(std::string_view value, bool& out) {
+    if (value == "on" || value == "1") {
+        out = true;
+        return true;
+    }
+    if (value == "off" || value == "0") {
+        out = false;
+        return true;
+    }
+    return false;
+}
+
 // clang-format off
 constexpr std::string_view librecorder = "librecorder";
 constexpr std::string_view interposer = "interposer";
@@ -227,6 +240,8 @@ constexpr auto options = std::to_array<environment_option>({
      "a snapshot written when MEMTRAIL_DUMP_SIGNAL arrives",                                       field<&environment_settings::signal_dump_pattern, read_text>},
     {"MEMTRAIL_DUMP_SIGNAL",   "SIGUSR1",   "SIGUSR1, SIGUSR2 or a real-time signal (SIGRTMIN+N), by name or number",   librecorder,
      "the signal for MEMTRAIL_SIGNAL_DUMP",                                                        parse_dump_signal},
+    {"MEMTRAIL_LIVE",          "on",        "on or off (also 1 or 0)",                                                  librecorder,
+     "the attach endpoint of memtrail snapshot PID and top --attach (same user only; docs/live.md)", field<&environment_settings::live, parse_switch>},
     {"MEMTRAIL_MODE",          "cache",     "cache or observe",                                                         interposer,
      "cache: memtrail's allocator serves device allocations; observe: CUDA does, and memtrail records them", parse_interpose_mode},
     {"MEMTRAIL_EXIT_DUMP",     "",          "a path pattern (%p pid)",                                                  interposer,

@@ -8,6 +8,7 @@
 #include "detail/fork_gate.hpp"
 #include "detail/process_memory.hpp"
 #include "detail/written_snapshots.hpp"
+#include "detail/live_endpoint.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #include "memtrail/recorder/recorder.hpp"
 #ifdef MEMTRAIL_HAVE_CUDA
@@ -105,6 +106,9 @@ runtime::runtime() {
         default_max_oom_dumps,
         [this](const std::string& path) { note_written_snapshot(run_files_, path); });
     set_signal_dump(settings.dump_signal, settings.signal_dump_pattern);
+    if (settings.live) {
+        open_live_endpoint(*recorder_);
+    }
 }
 
 std::atomic<bool> runtime::accounting_{false};

@@ -68,20 +68,75 @@ void record_memory_fraction(caching_allocator& allocator, snapshot::allocator_se
     }
 }
 
-}  // namespace
+// Appends `records`, the ring's entries of device `device`, to its trace in `out`.
+void append_trace(snapshot::snapshot& out, int device, const detail::trace_ring::contents& recorded,
+                  detail::stack_converter& stacks, label_converter& labels) {
+    snapshot::device_trace& trace = out.trace_for(device);
+    trace.dropped = recorded.dropped;
+    trace.entries.reserve(recorded.records.size());
+    for (const detail::trace_record& record : recorded.records) {
+        snapshot::trace_entry& entry = trace.entries.emplace_back();
+        entry.kind = static_cast<snapshot::action>(record.action);
+        entry.device = record.device;
+        entry.address = record.address;
+        entry.size = record.size;
+        entry.requested_size = bridge::requested_size_of(entry.kind, record.size);
+        entry.stream = record.stream;
+        entry.thread = record.thread;
+        entry.time_ns = record.time_ns;
+        entry.stack = stacks.convert(record.stack);
+        entry.user_metadata = labels.convert(record.metadata);
+        entry.name = labels.convert(record.name);
+        if (entry.kind == snapshot::action::annotation_start ||
+            entry.kind == snapshot::action::annotation_end) {
+            out.annotations.push_back({entry.kind == snapshot::action::annotation_start,
+                                       entry.name, entry.device, entry.time_ns});
+        }
+    }
+}
 
-snapshot::snapshot recorder::take_snapshot() {
-    snapshot::snapshot out;
-    detail::stack_converter stacks(stacks_, out);
-    label_converter labels(out);
-
+// Who took the snapshot (which rank of which job), where and when.
+void describe_process(snapshot::snapshot& out, const snapshot::job_identity& job) {
     out.info.producer = "memtrail " MEMTRAIL_VERSION;
     out.info.host = host_name();
     out.info.pid = getpid();
-    out.info.job = job_;
+    out.info.job = job;
     out.info.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
+}
+
+}  // namespace
+
+recorder::trace_events recorder::take_events(int device, uint64_t from, size_t most,
+                                             detail::symbol_cache* symbols) {
+    device_allocator& allocator = allocator_.on(device);
+    trace_events out;
+    detail::stack_converter stacks(stacks_, out.events, symbols);
+    label_converter labels(out.events);
+    describe_process(out.events, job_);
+    const uint64_t cut = most > UINT64_MAX - from ? UINT64_MAX : from + most;
+    const detail::trace_ring::contents recorded = history(device).ring.copy(
+        cut, [&allocator](const std::function<void()>& batch) { allocator.run_under_lock(batch); },
+        from);
+    out.missed = recorded.dropped;
+    out.next = from + recorded.dropped + recorded.records.size();
+    append_trace(out.events, device, recorded, stacks, labels);
+    out.events.trace_for(device).dropped = 0;  // said by `missed`, for the subscriber
+    return out;
+}
+
+snapshot::snapshot recorder::take_snapshot(snapshot_contents contents,
+                                           std::vector<uint64_t>* trace_ends,
+                                           detail::symbol_cache* symbols) {
+    snapshot::snapshot out;
+    detail::stack_converter stacks(stacks_, out, symbols);
+    label_converter labels(out);
+
+    describe_process(out, job_);
+    if (trace_ends != nullptr) {
+        trace_ends->clear();
+    }
     out.settings = bridge::to_snapshot_settings(allocator_.on(0).config());
     record_memory_fraction(allocator_, out.settings);
 
@@ -106,9 +161,16 @@ snapshot::snapshot recorder::take_snapshot() {
                 detail::snapshot_cut_on_this_thread = history(d).ring.end();
             }
         });
-        const detail::trace_ring::contents recorded = history(d).ring.copy(
-            detail::snapshot_cut_on_this_thread,
-            [&allocator](const std::function<void()>& batch) { allocator.run_under_lock(batch); });
+        const uint64_t cut = detail::snapshot_cut_on_this_thread;
+        if (trace_ends != nullptr) {
+            trace_ends->push_back(cut);
+        }
+        detail::trace_ring::contents recorded;
+        if (contents == snapshot_contents::full) {
+            recorded = history(d).ring.copy(cut, [&allocator](const std::function<void()>& batch) {
+                allocator.run_under_lock(batch);
+            });
+        }
         for (const segment_info& info : segments) {
             snapshot::segment& seg =
                 out.segments.emplace_back(bridge::to_snapshot_segment(info, d));
@@ -145,27 +207,8 @@ snapshot::snapshot recorder::take_snapshot() {
         }
         out.stats[d] = allocator.memory_stats();
 
-        snapshot::device_trace& trace = out.trace_for(d);
-        trace.dropped = recorded.dropped;
-        trace.entries.reserve(recorded.records.size());
-        for (const detail::trace_record& record : recorded.records) {
-            snapshot::trace_entry& entry = trace.entries.emplace_back();
-            entry.kind = static_cast<snapshot::action>(record.action);
-            entry.device = record.device;
-            entry.address = record.address;
-            entry.size = record.size;
-            entry.requested_size = bridge::requested_size_of(entry.kind, record.size);
-            entry.stream = record.stream;
-            entry.thread = record.thread;
-            entry.time_ns = record.time_ns;
-            entry.stack = stacks.convert(record.stack);
-            entry.user_metadata = labels.convert(record.metadata);
-            entry.name = labels.convert(record.name);
-            if (entry.kind == snapshot::action::annotation_start ||
-                entry.kind == snapshot::action::annotation_end) {
-                out.annotations.push_back({entry.kind == snapshot::action::annotation_start,
-                                           entry.name, entry.device, entry.time_ns});
-            }
+        if (contents == snapshot_contents::full) {
+            append_trace(out, d, recorded, stacks, labels);
         }
     }
     add_outside_memory(out, [&](uint64_t context) {

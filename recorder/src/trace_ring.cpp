@@ -52,13 +52,14 @@ void trace_ring::clear() {
     cleared_at_ = end_;
 }
 
-trace_ring::contents trace_ring::copy(uint64_t cut, const under_writers_lock& lock) const {
+trace_ring::contents trace_ring::copy(uint64_t cut, const under_writers_lock& lock,
+                                      uint64_t from) const {
     uint64_t first = 0;  // the oldest entry to copy
     uint64_t end = 0;    // one past the newest
     uint64_t cleared_at = 0;
     lock([&] {
         end = std::min(cut, end_);
-        first = std::min(oldest_locked(), end);
+        first = std::min(std::max(oldest_locked(), from), end);
         cleared_at = cleared_at_;
     });
     contents out;
@@ -77,12 +78,12 @@ trace_ring::contents trace_ring::copy(uint64_t cut, const under_writers_lock& lo
                 return;
             }
             const uint64_t low = high - first > copy_batch ? high - copy_batch : first;
-            const uint64_t from = std::max(low, std::min(oldest_locked(), high));
-            for (uint64_t sequence = from; sequence < high; ++sequence) {
+            const uint64_t held_from = std::max(low, std::min(oldest_locked(), high));
+            for (uint64_t sequence = held_from; sequence < high; ++sequence) {
                 out.records[sequence - first] = entry_locked(sequence);
             }
-            if (from > low) {
-                kept_from = from;  // overwritten since the cut
+            if (held_from > low) {
+                kept_from = held_from;  // overwritten since the cut
                 stop = true;
             }
             high = low;
@@ -94,7 +95,9 @@ trace_ring::contents trace_ring::copy(uint64_t cut, const under_writers_lock& lo
     out.records.erase(out.records.begin(),
                       out.records.begin() + static_cast<ptrdiff_t>(kept_from - first));
     // What the cut keeps but the ring no longer holds (nothing when it was cleared after the cut).
-    out.dropped = std::max(kept_from, cleared_at) - cleared_at;
+    // Entries before `from` were not asked for, so they are not counted either.
+    const uint64_t counted_from = std::max(cleared_at, std::min(from, end));
+    out.dropped = std::max(kept_from, counted_from) - counted_from;
     return out;
 }
 

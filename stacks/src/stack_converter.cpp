@@ -24,10 +24,13 @@ bool in_interpreter_loop(const native_frame& frame) {
 
 }  // namespace
 
-stack_converter::stack_converter(const stack_table& stacks, snapshot::snapshot& out)
-    : stacks_(stacks), out_(out) {}
+stack_converter::stack_converter(const stack_table& stacks, snapshot::snapshot& out,
+                                 symbol_cache* symbols)
+    : stacks_(stacks), out_(out), symbols_(symbols != nullptr ? *symbols : own_symbols_.emplace()) {}
 
-stack_converter::~stack_converter() = default;
+stack_converter::~stack_converter() {
+    symbols_.end_batch();
+}
 
 const stack_converter::symbolized_address& stack_converter::symbolize_address(
     uintptr_t return_address) {
@@ -35,10 +38,7 @@ const stack_converter::symbolized_address& stack_converter::symbolize_address(
     if (!inserted) {
         return it->second;
     }
-    if (!symbolizer_) {
-        symbolizer_.emplace();
-    }
-    for (const native_frame& frame : symbolizer_->symbolize(return_address)) {
+    for (const native_frame& frame : symbols_.native(return_address)) {
         it->second.in_interpreter_loop |= in_interpreter_loop(frame);
         // memtrail's own frames and the ctypes and libffi calls into it say nothing of the user's.
         if (snapshot::is_recording_machinery(snapshot::frame_kind::native, frame.function,
@@ -63,10 +63,7 @@ snapshot::frame_id stack_converter::python_frame_at(uintptr_t code, uintptr_t lo
     if (!inserted) {
         return it->second;
     }
-    if (!python_symbolizer_) {
-        python_symbolizer_ = std::make_unique<python_symbolizer>();
-    }
-    const python_frame frame = python_symbolizer_->symbolize(code, location);
+    const python_frame& frame = symbols_.python(code, location);
     if (snapshot::is_recording_machinery(snapshot::frame_kind::python, frame.function,
                                          frame.filename, {})) {
         return snapshot::no_id;  // the memtrail package's own files

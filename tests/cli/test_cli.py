@@ -25,7 +25,7 @@ MEMTRAIL = os.environ.get("MEMTRAIL", "memtrail")
 MAKE_TEST_SNAPSHOT = os.environ.get("MAKE_TEST_SNAPSHOT", "make_test_snapshot")
 ANCHORS = pathlib.Path(os.environ.get("MEMTRAIL_SHARED_DIR", "../shared")) / "anchors" / "pytorch"
 COMMANDS = ["summary", "ranks", "segments", "top", "categories", "oom", "diff", "check", "export",
-            "report", "replay", "whatif"]
+            "report", "replay", "whatif", "snapshot"]
 
 
 def run(*args):

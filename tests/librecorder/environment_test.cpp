@@ -119,6 +119,17 @@ TEST_F(environment, allocator_configuration_errors_name_the_variable) {
               64ull << 20);
 }
 
+// The attach endpoint is on unless MEMTRAIL_LIVE turns it off.
+TEST_F(environment, live_endpoint_switch) {
+    EXPECT_TRUE(read_environment().live);
+    EXPECT_FALSE(read_with({{"MEMTRAIL_LIVE", "off"}}).live);
+    EXPECT_FALSE(read_with({{"MEMTRAIL_LIVE", "0"}}).live);
+    EXPECT_TRUE(read_with({{"MEMTRAIL_LIVE", "1"}}).live);
+    for (const char* bad : {"yes", "", "ON", "2"}) {
+        expect_refused("MEMTRAIL_LIVE", bad);
+    }
+}
+
 // 0 means the default, as max_entries 0 does in memtrail_record_memory_history.
 TEST_F(environment, max_entries_zero_means_the_default) {
     EXPECT_EQ(read_with({{"MEMTRAIL_MAX_ENTRIES", "0"}}).history.max_entries, default_max_entries);

@@ -20,11 +20,15 @@ using memtrail::recorder::detail::trace_ring;
 std::mutex writers;  // the device's lock, in the recorder
 
 trace_ring::contents copied(const trace_ring& ring,
-                            uint64_t cut = std::numeric_limits<uint64_t>::max()) {
-    return ring.copy(cut, [](const std::function<void()>& batch) {
-        std::lock_guard lock(writers);
-        batch();
-    });
+                            uint64_t cut = std::numeric_limits<uint64_t>::max(),
+                            uint64_t from = 0) {
+    return ring.copy(
+        cut,
+        [](const std::function<void()>& batch) {
+            std::lock_guard lock(writers);
+            batch();
+        },
+        from);
 }
 
 // An entry whose fields all derive from its sequence number.
@@ -88,6 +92,29 @@ TEST(trace_ring, a_copy_racing_a_writer_is_one_run_up_to_its_cut) {
     const trace_ring::contents last = copied(ring);
     ASSERT_EQ(last.records.size(), 5'000u);  // nothing racing: the whole capacity
     expect_one_run(last, pushed.load());
+}
+
+// A live subscriber copies from its last end: it gets the entries from there on, and learns of
+// those the ring overwrote before it came back, but not of older ones it had read already.
+TEST(trace_ring, a_copy_from_a_sequence_number_counts_only_what_it_missed) {
+    trace_ring ring;
+    ring.set_capacity(100);
+    for (uint64_t s = 0; s < 80; ++s) {
+        ring.push(entry(s));
+    }
+    const trace_ring::contents since = copied(ring, 70, 50);
+    ASSERT_EQ(since.records.size(), 20u);
+    EXPECT_EQ(since.records.front().address, 50u);
+    EXPECT_EQ(since.dropped, 0u);
+    for (uint64_t s = 80; s < 250; ++s) {
+        ring.push(entry(s));
+    }
+    // The ring holds 150..249: from 70, entries 70..149 are gone.
+    const trace_ring::contents behind = copied(ring, 260, 70);
+    EXPECT_EQ(behind.dropped, 80u);
+    ASSERT_EQ(behind.records.size(), 100u);
+    EXPECT_EQ(behind.records.front().address, 150u);
+    EXPECT_TRUE(copied(ring, 260, 250).records.empty());
 }
 
 TEST(trace_ring, resizing_keeps_the_newest_entries_and_their_numbers) {

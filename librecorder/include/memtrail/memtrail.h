@@ -13,7 +13,9 @@
  * MEMTRAIL_OOM_DUMP (a path pattern:
  * a snapshot is written there on each out-of-memory, the first 16), MEMTRAIL_SIGNAL_DUMP (a
  * path pattern: a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL:
- * SIGUSR1 by default, SIGUSR2 or a real-time signal). Path patterns expand %p (pid), %d
+ * SIGUSR1 by default, SIGUSR2 or a real-time signal), MEMTRAIL_LIVE (on | off: the endpoint
+ * through which `memtrail snapshot PID` and `memtrail top --attach PID` read the process; on by
+ * default, only for the same user; docs/live.md). Path patterns expand %p (pid), %d
  * (device), %t (time, ns since the epoch), %r (RANK), %l (LOCAL_RANK) and %j (the job id:
  * TORCHELASTIC_RUN_ID, else SLURM_JOB_ID). Under `memtrail run`, MEMTRAIL_MODE (cache |
  * observe) and MEMTRAIL_EXIT_DUMP (a path pattern) are the interposer's, and MEMTRAIL_RUN_FILES

@@ -52,6 +52,7 @@ struct environment_settings {
     // MEMTRAIL_RUN_FILES: where every process of a `memtrail run` tree adds the path of each
     // snapshot it writes ("" = nowhere).
     std::string run_files;
+    bool live = true;  // MEMTRAIL_LIVE: the attach endpoint (docs/live.md)
 };
 
 // How `memtrail run`'s dumps are named without --dump ("memtrail-%p.memtrail", and its signal

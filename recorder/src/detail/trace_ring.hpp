@@ -84,10 +84,11 @@ class trace_ring {
     };
     // Runs a function holding the device's lock (the writers' lock).
     using under_writers_lock = std::function<void(const std::function<void()>&)>;
-    // The entries before `cut` still held, oldest first, read in batches under `lock`. Entries
-    // pushed meanwhile overwrite the oldest when the ring is full: those are counted as dropped,
-    // never mixed in.
-    contents copy(uint64_t cut, const under_writers_lock& lock) const;
+    // The entries from `from` to before `cut` still held, oldest first, read in batches under
+    // `lock`. Entries pushed meanwhile overwrite the oldest when the ring is full: those are
+    // counted as dropped, never mixed in. A live subscriber (`from` its last end) learns from
+    // `dropped` that the ring overtook it.
+    contents copy(uint64_t cut, const under_writers_lock& lock, uint64_t from = 0) const;
 
   private:
     // Entries a snapshot copies per hold of the lock (224 KiB).

@@ -59,6 +59,7 @@ inline constexpr int all_devices = -1;
 
 namespace detail {
 class capture_pools;
+class symbol_cache;
 }
 
 class recorder final : public allocator_observer {
@@ -147,8 +148,32 @@ class recorder final : public allocator_observer {
     // Which rank of which job this process is, for every snapshot's header. Set before the
     // first snapshot (librecorder does at start-up, from the launcher's environment).
     void set_job_identity(snapshot::job_identity job) { job_ = std::move(job); }
+    // What take_snapshot copies: the state and the history, or the state alone (segments, blocks
+    // with their stacks, statistics: what a live view reads every second, at a cost that grows
+    // with the live blocks, not with the history).
+    enum class snapshot_contents { full, state };
     // The allocator's state and the recorded history, with every stack symbolized.
-    snapshot::snapshot take_snapshot();
+    // `trace_ends`, when given, receives each device's trace end at the cut: the sequence number
+    // a live subscriber goes on from (take_events). `symbols`: as take_events's, for a live client
+    // that asks again and again (each time's Python frames would otherwise take the GIL anew).
+    snapshot::snapshot take_snapshot(snapshot_contents contents = snapshot_contents::full,
+                                     std::vector<uint64_t>* trace_ends = nullptr,
+                                     detail::symbol_cache* symbols = nullptr);
+
+    // The trace entries of `device` from sequence number `from` on, at most `most`: what a live
+    // subscriber receives (docs/live.md). Copied from the ring in short holds of the device's
+    // lock, as take_snapshot copies it.
+    struct trace_events {
+        // The entries and their stacks, as the trace of `device`; nothing else.
+        snapshot::snapshot events;
+        uint64_t next = 0;    // the sequence number after the last entry copied
+        uint64_t missed = 0;  // entries from `from` on that the ring no longer holds
+    };
+    // `symbols`: what a subscriber keeps across calls (memtrail/stacks/symbol_cache.hpp), so that
+    // each batch symbolizes only what is new to it; nullptr symbolizes afresh.
+    /// @throws std::invalid_argument for a device that does not exist.
+    trace_events take_events(int device, uint64_t from, size_t most,
+                             detail::symbol_cache* symbols = nullptr);
     /// Writes take_snapshot() to `path`: a PyTorch pickle when the name ends in ".pickle", else
     /// memtrail's msgpack format. @throws std::system_error when the file cannot be written.
     void dump_snapshot(const std::filesystem::path& path);

@@ -1,7 +1,8 @@
 #pragma once
 // Recorder stacks (return addresses, then Python frames) into a snapshot's stacks (lists of
-// symbolized frames). Each distinct address and Python frame is symbolized once, each distinct
-// stack converted once.
+// symbolized frames). Each distinct address and Python frame is symbolized once (in a
+// symbol_cache, the converter's own or one a live subscriber keeps across batches), each
+// distinct stack converted once.
 
 #include <cstdint>
 #include <map>
@@ -14,15 +15,17 @@
 
 #include "memtrail/snapshot/model.hpp"
 #include "memtrail/stacks/stack_table.hpp"
+#include "memtrail/stacks/symbol_cache.hpp"
 #include "memtrail/stacks/symbolizer.hpp"
 
 namespace memtrail::recorder::detail {
 
-class python_symbolizer;  // python_stack.hpp, private to stacks/
-
 class stack_converter {
   public:
-    stack_converter(const stack_table& stacks, snapshot::snapshot& out);
+    // `symbols`: a cache that outlives the converter; nullptr for one of its own. The GIL, taken
+    // for the first Python frame, is let go when the converter ends.
+    stack_converter(const stack_table& stacks, snapshot::snapshot& out,
+                    symbol_cache* symbols = nullptr);
     ~stack_converter();
     stack_converter(const stack_converter&) = delete;
     stack_converter& operator=(const stack_converter&) = delete;
@@ -41,9 +44,8 @@ class stack_converter {
 
     const stack_table& stacks_;
     snapshot::snapshot& out_;
-    std::optional<symbolizer> symbolizer_;  // made on the first stack: it reads every module
-    // Made on the first Python frame; holds the GIL until the conversion ends.
-    std::unique_ptr<python_symbolizer> python_symbolizer_;
+    std::optional<symbol_cache> own_symbols_;
+    symbol_cache& symbols_;
     std::unordered_map<uintptr_t, symbolized_address> addresses_;
     std::map<std::pair<uintptr_t, uintptr_t>, snapshot::frame_id> python_frames_;
     std::unordered_map<stack_id, snapshot::stack_id> converted_;
