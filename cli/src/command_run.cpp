@@ -3,6 +3,14 @@
 // and, for Python, sitecustomize.py first on its path (PyTorch allocates from memtrail); the
 // options travel as librecorder's environment variables. This process waits for the program,
 // forwards the signals sent to it, reports the snapshot the program left and exits as it did.
+//
+// Index of this file:
+// [SECTION] signals
+// [SECTION] checking the options
+// [SECTION] the program's environment
+// [SECTION] running the program
+// [SECTION] the snapshots it left
+// [SECTION] the command
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -33,6 +41,10 @@ constexpr const char* default_dump = "memtrail-%p.memtrail";
 
 volatile sig_atomic_t child_pid = 0;
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] signals
+//-------------------------------------------------------------------------------------------------
+
 // Signals another process sends to `memtrail run` go to the program; those from the terminal
 // (Ctrl-C) reached the program's process group already and are not sent twice.
 void forward_signal(int signal, siginfo_t* info, void*) {
@@ -54,6 +66,10 @@ void forward_signals() {
         sigaction(signal, &action, nullptr);
     }
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] checking the options
+//-------------------------------------------------------------------------------------------------
 
 // Installed beside this executable: bin/memtrail, lib/libmemtrail_interpose.so,
 // lib/memtrail/python/sitecustomize.py, bin/memtrail-viewer.
@@ -132,6 +148,10 @@ void prepend_path(const char* variable, const std::string& entry, char separator
     const std::string value = old != nullptr && *old != '\0' ? entry + separator + old : entry;
     setenv(variable, value.c_str(), 1);
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the program's environment
+//-------------------------------------------------------------------------------------------------
 
 // Where every process of the program's tree lists the snapshots it writes (MEMTRAIL_RUN_FILES):
 // a folder of this run's own, removed when the run ends.
@@ -213,6 +233,10 @@ void prepare_environment(const parsed_arguments& args, const fs::path& interpose
     setenv("MEMTRAIL_RUN_FILES", written.file().c_str(), 1);
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] running the program
+//-------------------------------------------------------------------------------------------------
+
 struct finished_program {
     pid_t pid = 0;
     int status = 0;  // as waitpid reports it
@@ -244,6 +268,10 @@ finished_program run_and_wait(const std::vector<std::string>& command) {
     child_pid = 0;
     return {pid, status};
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the snapshots it left
+//-------------------------------------------------------------------------------------------------
 
 // A file at the dump path from an earlier run is moved aside to PATH.previous, so that no old
 // file is ever reported as this run's snapshot. Only for a fixed name: %p names a new file.
@@ -325,6 +353,10 @@ int exit_code_of(int status) {
 }
 
 }  // namespace
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] the command
+//-------------------------------------------------------------------------------------------------
 
 command_spec run_spec() {
     command_spec spec;

@@ -10,10 +10,14 @@
 
 #include "common.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
-#include "json_reader.hpp"
 #include "summary_json.hpp"
+#include "memtrail/snapshot/json_value.hpp"
 
 namespace memtrail::cli {
+
+using snapshot::json_error;
+using snapshot::json_value;
+using snapshot::parse_json;
 
 namespace fs = std::filesystem;
 

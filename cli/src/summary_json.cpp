@@ -2,10 +2,14 @@
 
 #include <cstdio>
 
-#include "json_reader.hpp"
 #include "json_writer.hpp"
+#include "memtrail/snapshot/json_value.hpp"
 
 namespace memtrail::cli {
+
+using snapshot::json_error;
+using snapshot::json_value;
+using snapshot::parse_json;
 
 namespace {
 

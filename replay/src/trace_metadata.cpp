@@ -1,4 +1,4 @@
-// Reads the JSON written next to each recorded parity trace, through snapshot::json_paths.
+// Reads the JSON written next to each recorded parity trace, through snapshot::json_value.
 
 #include "memtrail/replay/trace_metadata.hpp"
 
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "memtrail/snapshot/json_paths.hpp"
+#include "memtrail/snapshot/json_value.hpp"
 
 namespace memtrail::replay {
 
@@ -18,31 +18,35 @@ trace_metadata read_trace_metadata(const std::filesystem::path& path) {
     std::stringstream buffer;
     buffer << in.rdbuf();
     trace_metadata meta;
-    std::map<std::string, int64_t> top_numbers;
-    bool has_stats_object = false;
-    const snapshot::json_paths json(buffer.str(), path.string());
-    for (const auto& [key, value] : json.values()) {
-        if (value.type != snapshot::json_scalar::kind::number &&
-            value.type != snapshot::json_scalar::kind::boolean) {
-            continue;
+    try {
+        const snapshot::json_value json = snapshot::parse_json(buffer.str());
+        if (json.kind != snapshot::json_value::type::object) {
+            throw snapshot::json_error("expected an object");
         }
-        if (key.rfind("stats/", 0) == 0) {
-            has_stats_object = true;
-            meta.stats[key.substr(6)] = value.integer;
-        } else if (key == "fraction") {
-            meta.fraction = value.number;
-        } else if (key == "device_total") {
-            meta.device_total = static_cast<uint64_t>(value.integer);
+        // memory_stats() as an object of its own, or a plain {"name": number, ...} file.
+        const snapshot::json_value* stats = json.find("stats");
+        const auto& counters = stats != nullptr ? stats->members : json.members;
+        for (const auto& [key, value] : counters) {
+            if (value.kind != snapshot::json_value::type::number) {
+                continue;
+            }
+            const bool integral = value.text.find_first_of(".eE") == std::string::npos;
+            meta.stats[key] = integral ? value.as_int("stats/" + key)
+                                       : static_cast<int64_t>(value.as_double("stats/" + key));
         }
-        top_numbers[key] = value.integer;
-    }
-    if (!has_stats_object) {
-        for (const auto& [key, value] : top_numbers) {
-            meta.stats[key] = value;
+        if (const auto* fraction = json.find("fraction")) {
+            meta.fraction = fraction->as_double("fraction");
         }
-    }
-    if (auto conf = json.string_at("conf"); conf && *conf != "default") {
-        meta.conf = *conf;
+        if (const auto* total = json.find("device_total")) {
+            meta.device_total = total->as_uint("device_total");
+        }
+        if (const auto* conf = json.find("conf");
+            conf != nullptr && conf->kind == snapshot::json_value::type::string &&
+            conf->text != "default") {
+            meta.conf = conf->text;
+        }
+    } catch (const snapshot::json_error& error) {
+        throw std::runtime_error(path.string() + ": JSON error " + error.what());
     }
     return meta;
 }

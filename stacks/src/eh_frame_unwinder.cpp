@@ -674,11 +674,7 @@ bool walk_eh_frame(unwind_registers start, stack_range stack, size_t skip, std::
     if (shared + fresh_count + inner_count > kept_walk_frames) {
         return walk_each_frame(start, stack, skip, out, walked);
     }
-    cost::add(cost::counter::loop, stepping.ticks());
-    cost::add(cost::counter::walks, 1);
-    cost::add(cost::counter::fresh, fresh_count);
-    cost::add(cost::counter::shared, shared);
-    cost::add(cost::counter::walk_whole, fresh_count == 0 ? 1 : 0);
+    cost::add_stepped_walk(stepping.ticks(), fresh_count, shared);
     const cost::zone keeping(cost::counter::keep);
     if (fresh_count == 0) {
         return memory.give(*compared, start, true, skip, out.size(), walked);

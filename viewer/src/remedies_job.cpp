@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "memtrail/snapshot/json_paths.hpp"
+#include "memtrail/snapshot/json_value.hpp"
 
 extern char** environ;
 
@@ -66,35 +66,30 @@ void read_both(int out_fd, int err_fd, std::string& out, std::string& err) {
 }  // namespace
 
 std::map<size_t, entry_remedies> parse_oom_remedies(const std::string& json) {
-    const snapshot::json_paths report(json, "memtrail oom --json");
-    std::map<size_t, entry_remedies> out;
-    const size_t ooms = report.array_size("ooms");
-    for (size_t i = 0; i < ooms; ++i) {
-        const std::string oom = "ooms/" + std::to_string(i);
-        const auto entry = report.integer_at(oom + "/entry");
-        const auto checked = report.boolean_at(oom + "/remedies/checked");
-        if (!entry || *entry < 0 || !checked) {
-            throw std::runtime_error("memtrail oom --json: " + oom +
-                                     " has no entry or no remedies/checked");
-        }
-        entry_remedies& remedies = out[static_cast<size_t>(*entry)];
-        remedies.checked = *checked;
-        const std::string tried = oom + "/remedies/tried";
-        for (size_t t = 0, n = report.array_size(tried); t < n; ++t) {
-            const std::string at = tried + "/" + std::to_string(t) + "/";
-            const auto setting = report.string_at(at + "setting");
-            const auto kind =
-                analysis::remedy_kind_from_key(report.string_at(at + "kind").value_or(""));
-            const auto avoids = report.boolean_at(at + "avoids");
-            const auto peak = report.integer_at(at + "peak_reserved");
-            if (!setting || !kind || !avoids || !peak || *peak < 0) {
-                throw std::runtime_error("memtrail oom --json: " + at +
-                                         " lacks setting, kind, avoids or peak_reserved");
+    try {
+        const snapshot::json_value report = snapshot::parse_json(json);
+        std::map<size_t, entry_remedies> out;
+        for (const snapshot::json_value& oom : report.at("ooms", "the report").as_array("ooms")) {
+            const snapshot::json_value& found = oom.at("remedies", "an OOM");
+            entry_remedies& remedies = out[oom.at("entry", "an OOM").as_uint("entry")];
+            remedies.checked = found.at("checked", "remedies").as_bool("remedies.checked");
+            for (const snapshot::json_value& tried :
+                 found.at("tried", "remedies").as_array("remedies.tried")) {
+                const std::string& key = tried.at("kind", "a remedy").as_string("kind");
+                const auto kind = analysis::remedy_kind_from_key(key);
+                if (!kind) {
+                    throw snapshot::json_error("a remedy's kind: unknown '" + key + "'");
+                }
+                remedies.tried.push_back(
+                    {tried.at("setting", "a remedy").as_string("setting"), *kind,
+                     tried.at("avoids", "a remedy").as_bool("avoids"),
+                     tried.at("peak_reserved", "a remedy").as_uint("peak_reserved")});
             }
-            remedies.tried.push_back({*setting, *kind, *avoids, static_cast<uint64_t>(*peak)});
         }
+        return out;
+    } catch (const snapshot::json_error& error) {
+        throw std::runtime_error(std::string("memtrail oom --json: ") + error.what());
     }
-    return out;
 }
 
 remedies_job::remedies_job(std::string path, int device) : path_(std::move(path)), device_(device) {

@@ -9,7 +9,7 @@
  * MEMTRAIL_MAX_ENTRIES (0: the default), MEMTRAIL_UNWINDER (eh_frame | libunwind | frame_pointer),
  * MEMTRAIL_PYTHON_FRAMES (direct | api | verify), MEMTRAIL_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF
  * syntax; when unset, PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF, as PyTorch reads them),
- * MEMTRAIL_DEVICE_LOCK (combining | spinning), MEMTRAIL_DEVICE_LOCK_BIAS (on | off),
+ * MEMTRAIL_DEVICE_LOCK_BIAS (on | off),
  * MEMTRAIL_OOM_DUMP (a path pattern:
  * a snapshot is written there on each out-of-memory, the first 16), MEMTRAIL_SIGNAL_DUMP (a
  * path pattern: a snapshot is written there when the process receives MEMTRAIL_DUMP_SIGNAL:

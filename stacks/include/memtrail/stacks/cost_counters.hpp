@@ -193,6 +193,15 @@ static_assert(std::is_empty_v<zone> && std::is_trivially_destructible_v<zone>,
 
 #endif
 
+// What the eh_frame walker counts of a walk that stepped (nothing when the counters are off).
+inline void add_stepped_walk(uint64_t ticks, uint64_t fresh, uint64_t shared) {
+    add(counter::loop, ticks);
+    add(counter::walks, 1);
+    add(counter::fresh, fresh);
+    add(counter::shared, shared);
+    add(counter::walk_whole, fresh == 0 ? 1 : 0);
+}
+
 // What `f` returns, its ticks added to `c`: for a zone around one expression. Not around a stack
 // walk whose frames are counted (`f` may be a frame of its own).
 template <typename F>

@@ -1,10 +1,10 @@
-#include "json_reader.hpp"
+#include "memtrail/snapshot/json_value.hpp"
 
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
 
-namespace memtrail::cli {
+namespace memtrail::snapshot {
 
 namespace {
 
@@ -105,18 +105,42 @@ class parser {
         } else {
             v.kind = json_value::type::number;
             const size_t begin = at_;
-            while (at_ < text_.size() && (std::isdigit(static_cast<unsigned char>(text_[at_])) ||
-                                          text_[at_] == '-' || text_[at_] == '+' ||
-                                          text_[at_] == '.' || text_[at_] == 'e' ||
-                                          text_[at_] == 'E')) {
-                ++at_;
-            }
-            if (begin == at_) {
-                fail(std::string("expected a value, found '") + c + "'");
-            }
+            number_text(c);
             v.text = std::string(text_.substr(begin, at_ - begin));
         }
         return v;
+    }
+
+    // Steps over a number as JSON writes it: -?digits(.digits)?([eE][+-]?digits)?.
+    void number_text(char first) {
+        const auto digits = [this] {
+            const size_t from = at_;
+            while (at_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[at_]))) {
+                ++at_;
+            }
+            return at_ > from;
+        };
+        if (at_ < text_.size() && text_[at_] == '-') {
+            ++at_;
+        }
+        if (!digits()) {
+            fail(std::string("expected a value, found '") + first + "'");
+        }
+        if (at_ < text_.size() && text_[at_] == '.') {
+            ++at_;
+            if (!digits()) {
+                fail("expected digits after a number's '.'");
+            }
+        }
+        if (at_ < text_.size() && (text_[at_] == 'e' || text_[at_] == 'E')) {
+            ++at_;
+            if (at_ < text_.size() && (text_[at_] == '+' || text_[at_] == '-')) {
+                ++at_;
+            }
+            if (!digits()) {
+                fail("expected digits in a number's exponent");
+            }
+        }
     }
 
     void append_utf8(std::string& out, uint32_t code) {
@@ -160,6 +184,9 @@ class parser {
             if (c == '"') {
                 return out;
             }
+            if (static_cast<unsigned char>(c) < 0x20) {
+                fail("a control character inside a string");
+            }
             if (c != '\\') {
                 out += c;
                 continue;
@@ -169,22 +196,35 @@ class parser {
             }
             const char e = text_[at_++];
             switch (e) {
+                case '"': case '\\': case '/': out += e; break;
                 case 'n': out += '\n'; break;
                 case 't': out += '\t'; break;
                 case 'r': out += '\r'; break;
                 case 'b': out += '\b'; break;
                 case 'f': out += '\f'; break;
-                case 'u': {
-                    uint32_t code = hex4();
-                    if (code >= 0xd800 && code < 0xdc00 && word("\\u")) {
-                        code = 0x10000 + ((code - 0xd800) << 10) + (hex4() - 0xdc00);
-                    }
-                    append_utf8(out, code);
-                    break;
-                }
-                default: out += e; break;
+                case 'u': append_utf8(out, escaped_code_point()); break;
+                default: fail(std::string("an unknown escape '\\") + e + "'");
             }
         }
+    }
+
+    // After "\u": one code point, a surrogate pair joined; a half alone is an error.
+    uint32_t escaped_code_point() {
+        const uint32_t code = hex4();
+        if (code >= 0xdc00 && code < 0xe000) {
+            fail("a low surrogate without its high half");
+        }
+        if (code < 0xd800 || code >= 0xdc00) {
+            return code;
+        }
+        if (!word("\\u")) {
+            fail("a high surrogate without its low half");
+        }
+        const uint32_t low = hex4();
+        if (low < 0xdc00 || low >= 0xe000) {
+            fail("a high surrogate without its low half");
+        }
+        return 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
     }
 
     std::string_view text_;
@@ -280,4 +320,4 @@ json_value parse_json(std::string_view text) {
     return parser(text).document();
 }
 
-}  // namespace memtrail::cli
+}  // namespace memtrail::snapshot

@@ -1,6 +1,7 @@
 #pragma once
-// A small JSON reader for the files memtrail writes itself (rank summaries): a tree of values,
-// numbers kept as their text so 64-bit integers stay exact. Errors name the byte offset and
+// memtrail's one JSON reader, for the JSON it reads back (rank summaries, `memtrail oom --json`
+// for the viewer, trace metadata): a tree of values, numbers kept as their text so 64-bit
+// integers stay exact, nesting bounded so that a hostile file cannot exhaust the stack. Errors name the byte offset and
 // what was expected there.
 
 #include <cstddef>
@@ -11,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memtrail::cli {
+namespace memtrail::snapshot {
 
 class json_error : public std::runtime_error {
   public:
@@ -41,4 +42,4 @@ struct json_value {
 // expected ':' after an object key").
 json_value parse_json(std::string_view text);
 
-}  // namespace memtrail::cli
+}  // namespace memtrail::snapshot
