@@ -334,6 +334,7 @@ void rank_summaries_view::draw_rows(const heatmap_section& section, float height
                 for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
                     draw_row(section, first + static_cast<size_t>(i), width, row);
                 }
+                flush_block();
             }
         };
         draw_range(0, outliers, line);
@@ -345,6 +346,13 @@ void rank_summaries_view::draw_rows(const heatmap_section& section, float height
             ImGui::Dummy(ImVec2(label_width + width, 4));
         }
         draw_range(outliers, section.rows.size(), row_height);
+        if (outline_) {
+            ImGui::GetWindowDrawList()->AddRect(
+                ImVec2(outline_->first.first, outline_->first.second),
+                ImVec2(outline_->second.first, outline_->second.second),
+                IM_COL32(255, 255, 255, 160));
+            outline_.reset();
+        }
     }
     ImGui::EndChild();
     ImGui::PopStyleVar();
@@ -367,12 +375,7 @@ void rank_summaries_view::draw_row(const heatmap_section& section, size_t index,
         std::snprintf(text, sizeof text, "%d", row.rank);
         draw->AddText(ImVec2(at.x + 8, at.y), row.outlier ? outlier_mark : palette::text_dim, text);
     }
-    // One rectangle per run of equal colour.
-    for (const heatmap_run& run : runs_of(row.summary, static_cast<size_t>(width))) {
-        draw->AddRectFilled(ImVec2(x0 + static_cast<float>(run.first_column), at.y),
-                            ImVec2(x0 + static_cast<float>(run.end_column), at.y + row_height),
-                            level_colour(run.level));
-    }
+    queue_block(runs_of(row.summary, static_cast<size_t>(width)), x0, at.y, at.y + row_height);
     drawn_.push_back({section.job, row.rank, x0 + width / 2, at.y + row_height / 2});
     ImGui::PushID(static_cast<int>(index));
     ImGui::InvisibleButton("##row", ImVec2(label_width + width, row_height));
@@ -381,11 +384,34 @@ void rank_summaries_view::draw_row(const heatmap_section& section, size_t index,
         pick(row.summary);
     }
     if (ImGui::IsItemHovered()) {
-        draw->AddRect(ImVec2(at.x, at.y), ImVec2(x0 + width, at.y + row_height),
-                      IM_COL32(255, 255, 255, 160));
+        outline_ = {{at.x, at.y}, {x0 + width, at.y + row_height}};
         const float x = std::max(0.0f, ImGui::GetIO().MousePos.x - x0) / width;
         row_tooltip(row, static_cast<size_t>(x * static_cast<float>(heatmap_.longest)));
     }
+}
+
+void rank_summaries_view::queue_block(const std::vector<heatmap_run>& runs, float x0, float y0,
+                                      float y1) {
+    if (block_.runs != nullptr && block_.x0 == x0 && block_.y1 == y0 && *block_.runs == runs) {
+        block_.y1 = y1;
+        return;
+    }
+    flush_block();
+    block_ = {&runs, x0, y0, y1};
+}
+
+void rank_summaries_view::flush_block() {
+    if (block_.runs == nullptr) {
+        return;
+    }
+    // One rectangle per run of equal colour, as tall as the rows alike.
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    for (const heatmap_run& run : *block_.runs) {
+        draw->AddRectFilled(ImVec2(block_.x0 + static_cast<float>(run.first_column), block_.y0),
+                            ImVec2(block_.x0 + static_cast<float>(run.end_column), block_.y1),
+                            level_colour(run.level));
+    }
+    block_ = {};
 }
 
 void rank_summaries_view::row_tooltip(const heatmap_row& row, size_t position) const {

@@ -44,6 +44,7 @@ struct heatmap_run {
     uint32_t first_column = 0;
     uint32_t end_column = 0;  // one past the last
     int level = 0;
+    bool operator==(const heatmap_run&) const = default;
 };
 
 // A rank's row at `columns` pixel columns spanning positions 0 to `longest`: each column the

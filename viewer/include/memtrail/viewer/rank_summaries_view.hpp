@@ -48,6 +48,10 @@ class rank_summaries_view {
     void draw_rows(const heatmap_section& section, float height);
     void draw_row(const heatmap_section& section, size_t index, float width, float row_height);
     void row_tooltip(const heatmap_row& row, size_t position) const;
+    // Rows of equal cells one under another are drawn as one block: what ranks that did the same
+    // cost. Draws the block waiting when the next row differs, and at the end of the rows.
+    void queue_block(const std::vector<heatmap_run>& runs, float x0, float y0, float y1);
+    void flush_block();
     void draw_legend();
     void pick(size_t summary);
     // Each row's runs of equal colour for a heatmap `columns` pixels wide, made once per width.
@@ -59,6 +63,12 @@ class rank_summaries_view {
     std::vector<bool> runs_made_;                 // made lazily: only rows drawn cost
     size_t runs_columns_ = 0;
     std::vector<drawn_row> drawn_;
+    struct block {
+        const std::vector<heatmap_run>* runs = nullptr;
+        float x0 = 0, y0 = 0, y1 = 0;
+    } block_;
+    // The hovered row's outline, drawn over the blocks.
+    std::optional<std::pair<std::pair<float, float>, std::pair<float, float>>> outline_;
     std::string requested_;
     std::string missing_;
 };
