@@ -328,11 +328,14 @@ void rank_summaries_view::draw_rows(const heatmap_section& section, float height
     if (ImGui::BeginChild("##heatmap", ImVec2(0, height), false)) {
         const float width = std::max(32.0f, ImGui::GetContentRegionAvail().x - label_width);
         const auto draw_range = [&](size_t first, size_t end, float row) {
+            // Thin rows are named every few rows, as an axis is ticked.
+            const auto every = static_cast<int>(std::ceil(line * 1.5f / row));
             ImGuiListClipper clipper;
             clipper.Begin(static_cast<int>(end - first), row);
             while (clipper.Step()) {
                 for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
-                    draw_row(section, first + static_cast<size_t>(i), width, row);
+                    draw_row(section, first + static_cast<size_t>(i), width, row,
+                             row >= line || i % every == 0);
                 }
                 flush_block();
             }
@@ -359,7 +362,7 @@ void rank_summaries_view::draw_rows(const heatmap_section& section, float height
 }
 
 void rank_summaries_view::draw_row(const heatmap_section& section, size_t index, float width,
-                                   float row_height) {
+                                   float row_height, bool named) {
     const heatmap_row& row = section.rows[index];
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImVec2 at = ImGui::GetCursorScreenPos();
@@ -367,10 +370,7 @@ void rank_summaries_view::draw_row(const heatmap_section& section, size_t index,
     if (row.outlier) {
         draw->AddRectFilled(ImVec2(at.x, at.y), ImVec2(at.x + 4, at.y + row_height), outlier_mark);
     }
-    // Thin rows are named every few rows, as an axis is ticked.
-    const float line = ImGui::GetTextLineHeight();
-    const auto every = static_cast<size_t>(std::ceil(line * 1.5f / row_height));
-    if (row_height >= line || index % every == 0) {
+    if (named) {
         char text[32];
         std::snprintf(text, sizeof text, "%d", row.rank);
         draw->AddText(ImVec2(at.x + 8, at.y), row.outlier ? outlier_mark : palette::text_dim, text);

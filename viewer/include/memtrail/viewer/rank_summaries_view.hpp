@@ -46,7 +46,9 @@ class rank_summaries_view {
     void draw_section(const heatmap_section& section, float height);
     void draw_outliers(const heatmap_section& section);
     void draw_rows(const heatmap_section& section, float height);
-    void draw_row(const heatmap_section& section, size_t index, float width, float row_height);
+    // `named`: the rank's number is written in the label column.
+    void draw_row(const heatmap_section& section, size_t index, float width, float row_height,
+                  bool named);
     void row_tooltip(const heatmap_row& row, size_t position) const;
     // Rows of equal cells one under another are drawn as one block: what ranks that did the same
     // cost. Draws the block waiting when the next row differs, and at the end of the rows.
