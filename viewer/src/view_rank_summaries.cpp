@@ -147,10 +147,10 @@ std::optional<std::pair<float, float>> rank_summaries_view::row_on_screen(size_t
     return std::nullopt;
 }
 
-void rank_summaries_view::pick(size_t summary) {
+void rank_summaries_view::pick(size_t summary, int rank) {
     const std::string path = snapshot_of(*set_, summary);
     if (path.empty()) {
-        missing_ = "rank " + std::to_string(set_->summaries[summary].identity.rank) +
+        missing_ = "rank " + std::to_string(rank) +
                    "'s snapshot is not there: " + set_->summaries[summary].path +
                    " (as its summary " + set_->files[summary] +
                    " records it); open it with File > Open where it is now";
@@ -262,7 +262,7 @@ void rank_summaries_view::draw_outliers(const heatmap_section& section) {
             char label[32];
             std::snprintf(label, sizeof label, "%d##outlier%d", job.job.ranks[e.member], i);
             if (ImGui::Selectable(label, false, ImGuiSelectableFlags_SpanAllColumns)) {
-                pick(job.job.members[e.member]);
+                pick(job.job.members[e.member], job.job.ranks[e.member]);
             }
             if (ImGui::IsItemHovered()) {
                 ImGui::BeginTooltip();
@@ -381,7 +381,7 @@ void rank_summaries_view::draw_row(const heatmap_section& section, size_t index,
     ImGui::InvisibleButton("##row", ImVec2(label_width + width, row_height));
     ImGui::PopID();
     if (ImGui::IsItemClicked()) {
-        pick(row.summary);
+        pick(row.summary, row.rank);
     }
     if (ImGui::IsItemHovered()) {
         outline_ = {{at.x, at.y}, {x0 + width, at.y + row_height}};

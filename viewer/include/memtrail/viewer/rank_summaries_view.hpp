@@ -55,7 +55,8 @@ class rank_summaries_view {
     void queue_block(const std::vector<heatmap_run>& runs, float x0, float y0, float y1);
     void flush_block();
     void draw_legend();
-    void pick(size_t summary);
+    // Asks for the snapshot of `summary`, rank `rank` of its job, or says it is missing.
+    void pick(size_t summary, int rank);
     // Each row's runs of equal colour for a heatmap `columns` pixels wide, made once per width.
     const std::vector<heatmap_run>& runs_of(size_t summary, size_t columns);
 
