@@ -1,16 +1,19 @@
 // A thread that allocates the way autograd's worker does in PyTorch training, for
 // bench/stacks/production_bench.py: a native thread with a Python thread state (made with the GIL,
 // then released, as PyTorch's PythonEngine::thread_init does) but no Python frames, calling
-// librecorder's memtrail_malloc and memtrail_free without the GIL until it is told to stop.
+// librecorder's memtrail_malloc and memtrail_free without the GIL until it is told to stop, each
+// call timed.
 // Python is found in the process at run time (dlsym), as librecorder finds it.
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -46,8 +49,25 @@ constexpr size_t burst = std::size(sizes);
 std::thread worker;
 std::atomic<bool> stop{false};
 std::atomic<bool> ready{false};
-uint64_t allocations = 0;
-double nanoseconds = 0;
+// Each call's time, malloc and free apart (reserved ahead: a growing vector would be timed).
+constexpr size_t most_timed_calls = size_t{1} << 22;
+std::vector<uint32_t> malloc_ns;
+std::vector<uint32_t> free_ns;
+
+uint32_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
+    return static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now() - start)
+                                     .count());
+}
+
+double median(std::vector<uint32_t>& values) {
+    if (values.empty()) {
+        return 0;
+    }
+    const auto middle = values.begin() + static_cast<ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    return *middle;
+}
 
 void run(malloc_function allocate, free_function release, bool with_thread_state) {
     const python_thread_api python = find_python_thread_api();
@@ -59,21 +79,19 @@ void run(malloc_function allocate, free_function release, bool with_thread_state
         saved = python.save_thread();
     }
     ready.store(true, std::memory_order_release);
-    const auto start = std::chrono::steady_clock::now();
-    uint64_t count = 0;
     void* held[burst];
-    while (!stop.load(std::memory_order_relaxed)) {
+    while (!stop.load(std::memory_order_relaxed) && malloc_ns.size() + burst <= most_timed_calls) {
         for (size_t i = 0; i < burst; ++i) {
+            const auto start = std::chrono::steady_clock::now();
             held[i] = allocate(sizes[i], 0, nullptr);
+            malloc_ns.push_back(nanoseconds_since(start));
         }
         for (size_t i = burst; i-- > 0;) {
+            const auto start = std::chrono::steady_clock::now();
             release(held[i], sizes[i], 0, nullptr);
+            free_ns.push_back(nanoseconds_since(start));
         }
-        count += burst;
     }
-    nanoseconds = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
-                      .count();
-    allocations = count;
     if (python_state) {
         python.restore_thread(saved);
         python.gil_release(gil_state);
@@ -90,6 +108,10 @@ extern "C" int memtrail_bench_worker_start(void* allocate, void* release, int wi
     }
     stop.store(false);
     ready.store(false);
+    malloc_ns.clear();
+    free_ns.clear();
+    malloc_ns.reserve(most_timed_calls);
+    free_ns.reserve(most_timed_calls);
     worker = std::thread(run, reinterpret_cast<malloc_function>(allocate),
                          reinterpret_cast<free_function>(release), with_thread_state != 0);
     while (!ready.load(std::memory_order_acquire)) {
@@ -98,12 +120,13 @@ extern "C" int memtrail_bench_worker_start(void* allocate, void* release, int wi
     return 0;
 }
 
-// Stops the worker; its nanoseconds per allocation (its free included), or -1 when none runs.
+// Stops the worker; its median malloc call plus its median free call in nanoseconds, or -1 when
+// none runs.
 extern "C" double memtrail_bench_worker_stop() {
     if (!worker.joinable()) {
         return -1;
     }
     stop.store(true);
     worker.join();
-    return allocations != 0 ? nanoseconds / static_cast<double>(allocations) : -1;
+    return median(malloc_ns) + median(free_ns);
 }

@@ -5,13 +5,16 @@ several call sites (a framework's outer frames, then a model's layers and operat
 native thread that has a Python thread state but no Python frames and never holds the GIL
 (autograd's worker: bench/stacks/native_worker.cpp).
 
-Each process records in one mode: off, production (context alloc, stacks all: every allocation's
-Python and native stack, frees without) or all (context all, stacks all), and measures ns per
-allocation (its free included) on the main thread alone, on the worker alone, on both at once,
-and on the main thread with its caches evicted between operators (the calls into librecorder
-timed alone), as PyTorch's own work between allocations does. Processes alternate, ROUNDS of each; the medians are printed, with the cost counters'
-summary of the last process of each mode when LIBRECORDER was built with
--DMEMTRAIL_COST_COUNTERS=ON (COSTS_PREFIX: its MEMTRAIL_COST_COUNTERS_FILE).
+Each process records in one mode: off, production (context alloc, stacks all: every
+allocation's Python and native stack, frees without) or all (context all, stacks all), and
+measures ns per allocation and its free (the median malloc call plus the median free call, each
+timed alone: robust on a loaded machine) on the main thread alone, on the worker alone, on both
+at once, and on the main thread with its caches evicted before each operator, as PyTorch's own
+work between allocations does. LIBRECORDER may be
+several libraries, comma-separated (builds before and after a change): processes of every
+library and mode alternate, ROUNDS of each, and the medians are printed, with the cost counters'
+summary of the last process of each when a library was built with -DMEMTRAIL_COST_COUNTERS=ON
+(COSTS_PREFIX: its MEMTRAIL_COST_COUNTERS_FILE).
 
 Usage: python3 production_bench.py LIBRECORDER WORKER_LIBRARY [ROUNDS] [STEPS] [COSTS_PREFIX]
        (bench/stacks/production_bench.sh BUILD builds both and runs it)"""
@@ -27,6 +30,7 @@ MODES = {"off": None, "production": b"alloc", "all": b"all"}  # mode: memtrail's
 OUTER_FRAMES = 22  # runpy, the script, a trainer, hooks, Module.__call__ and the like
 LAYERS = 6
 WORKER_SECONDS = 0.3
+EVICTED_BYTES = 2 << 20  # an H200 host's L2 a core
 
 
 def outer_frames(count):
@@ -40,19 +44,29 @@ def outer_frames(count):
 
 class model:
     """A transformer's forward pass: per layer, attention and MLP operators, each allocating its
-    output at its own line; activations kept to the step's end, temporaries freed at once."""
+    output at its own line; activations kept to the step's end, temporaries freed at once. Each
+    call into librecorder is timed by itself: the median call, not the mean, so that a process
+    descheduled on a loaded machine does not weigh (Python's clock costs the same in every mode).
+    `evict`, if given, runs before each operator."""
 
-    def __init__(self, malloc, free):
-        self.malloc, self.free = malloc, free
+    def __init__(self, malloc, free, evict=None):
+        self.malloc, self.free, self.evict = malloc, free, evict
         self.kept = []
-        self.allocations = 0
+        self.malloc_ns = []
+        self.free_ns = []
 
     def tensor(self, size):
-        self.allocations += 1
-        return (self.malloc(size, 0, None), size)
+        if self.evict is not None:
+            self.evict()
+        start = time.perf_counter_ns()
+        pointer = self.malloc(size, 0, None)
+        self.malloc_ns.append(time.perf_counter_ns() - start)
+        return (pointer, size)
 
     def release(self, tensor):
+        start = time.perf_counter_ns()
         self.free(tensor[0], tensor[1], 0, None)
+        self.free_ns.append(time.perf_counter_ns() - start)
 
     def linear(self, size):
         output = self.tensor(size)
@@ -94,56 +108,26 @@ class model:
         self.kept.clear()
 
 
-class cold_model(model):
-    """The same model with other work before each operator that evicts a core's cache (2 MiB:
-    an H200 host's L2), as PyTorch's dispatch and kernel launches do between allocations; only
-    the calls into librecorder are timed (Python's clock costs the same in every mode)."""
-
-    EVICTED_BYTES = 2 << 20
-
-    def __init__(self, malloc, free):
-        super().__init__(malloc, free)
-        self.source = ctypes.create_string_buffer(self.EVICTED_BYTES)
-        self.target = ctypes.create_string_buffer(self.EVICTED_BYTES)
-        self.inside_ns = 0
-
-    def tensor(self, size):
-        ctypes.memmove(self.target, self.source, self.EVICTED_BYTES)
-        start = time.perf_counter_ns()
-        tensor = super().tensor(size)
-        self.inside_ns += time.perf_counter_ns() - start
-        return tensor
-
-    def release(self, tensor):
-        start = time.perf_counter_ns()
-        super().release(tensor)
-        self.inside_ns += time.perf_counter_ns() - start
-
-
-def run_cold_steps(network, steps):
-    """ns inside librecorder per allocation (its free included) with caches evicted between
-    operators, over `steps` training steps under the framework's outer frames."""
-
-    def body():
-        allocations, inside_ns = network.allocations, network.inside_ns
-        for _ in range(steps):
-            network.step()
-        return (network.inside_ns - inside_ns) / (network.allocations - allocations)
-
-    return outer_frames(OUTER_FRAMES)(body)
-
-
 def run_steps(network, steps):
-    """ns per allocation over `steps` training steps, run under the framework's outer frames."""
+    """The median malloc call plus the median free call (ns) over `steps` training steps, run
+    under the framework's outer frames."""
 
     def body():
-        allocations = network.allocations
-        start = time.perf_counter_ns()
+        network.malloc_ns.clear()
+        network.free_ns.clear()
         for _ in range(steps):
             network.step()
-        return (time.perf_counter_ns() - start) / (network.allocations - allocations)
+        return statistics.median(network.malloc_ns) + statistics.median(network.free_ns)
 
     return outer_frames(OUTER_FRAMES)(body)
+
+
+def cache_evictor(evicted_bytes):
+    """Other work that evicts a core's cache, as PyTorch's dispatch and kernel launches do
+    between two allocations."""
+    source = ctypes.create_string_buffer(evicted_bytes)
+    target = ctypes.create_string_buffer(evicted_bytes)
+    return lambda: ctypes.memmove(target, source, evicted_bytes)
 
 
 def measure(library_path, worker_path, context, steps):
@@ -171,9 +155,8 @@ def measure(library_path, worker_path, context, steps):
     assert worker.memtrail_bench_worker_start(malloc_address, free_address, 1) == 0
     main_beside = run_steps(network, steps)
     worker_beside = worker.memtrail_bench_worker_stop()
-    cold = cold_model(library.memtrail_malloc, library.memtrail_free)
-    run_cold_steps(cold, 1)
-    main_cold = run_cold_steps(cold, max(1, steps // 10))
+    network.evict = cache_evictor(EVICTED_BYTES)
+    main_cold = run_steps(network, max(1, steps // 10))
     return [main_alone, worker_alone, main_beside, worker_beside, main_cold]
 
 
@@ -192,32 +175,40 @@ def cost_summary(prefix, pid):
     return text
 
 
-def main(library_path, worker_path, rounds, steps, costs_prefix):
-    results = {mode: [] for mode in MODES}
+def main(libraries, worker_path, rounds, steps, costs_prefix):
+    """Every library in every mode, ROUNDS times, alternating (each round starting one later)."""
+    configurations = [(library, mode) for library in libraries for mode in MODES]
+    results = {configuration: [] for configuration in configurations}
     costs = {}
     environment = dict(os.environ, MEMTRAIL_DEVICE="sim:8GiB")
     for index in range(rounds):
-        order = list(MODES)
-        for mode in order[index % len(order):] + order[:index % len(order)]:
-            child = subprocess.Popen([sys.executable, __file__, "--child", library_path,
-                                      worker_path, mode, str(steps)], env=environment,
+        shift = index % len(configurations)
+        for library, mode in configurations[shift:] + configurations[:shift]:
+            child = subprocess.Popen([sys.executable, __file__, "--child", library, worker_path,
+                                      mode, str(steps)], env=environment,
                                      stdout=subprocess.PIPE, text=True)
             output, _ = child.communicate()
             if child.returncode != 0:
-                sys.exit(f"production_bench: the {mode} process failed ({child.returncode})")
-            results[mode].append([float(value) for value in output.split()])
-            costs[mode] = cost_summary(costs_prefix, child.pid) or costs.get(mode)
-    print(f"ns per allocation (its free included), medians of {rounds} processes (min-max):")
-    print(f"{'mode':11}" + "".join(f"{column:>22}" for column in COLUMNS))
-    for mode, runs in results.items():
-        cells = []
-        for column in range(len(COLUMNS)):
-            values = [run[column] for run in runs]
-            cells.append(f"{statistics.median(values):7.0f} ({min(values):.0f}-{max(values):.0f})")
-        print(f"{mode:11}" + "".join(f"{cell:>22}" for cell in cells))
-    for mode, text in costs.items():
+                sys.exit(f"production_bench: the {mode} process of {library} failed "
+                         f"({child.returncode})")
+            results[(library, mode)].append([float(value) for value in output.split()])
+            costs[(library, mode)] = (cost_summary(costs_prefix, child.pid)
+                                      or costs.get((library, mode)))
+    print("ns per allocation and its free (the median calls of each process), medians of "
+          f"{rounds} processes (min-max):")
+    for library in libraries:
+        print(library)
+        print(f"{'mode':11}" + "".join(f"{column:>22}" for column in COLUMNS))
+        for mode in MODES:
+            runs = results[(library, mode)]
+            cells = []
+            for column in range(len(COLUMNS)):
+                values = [run[column] for run in runs]
+                cells.append(f"{statistics.median(values):7.0f} ({min(values):.0f}-{max(values):.0f})")
+            print(f"{mode:11}" + "".join(f"{cell:>22}" for cell in cells))
+    for (library, mode), text in costs.items():
         if text:
-            print(f"cost counters, {mode}: {text}")
+            print(f"cost counters, {library}, {mode}: {text}")
 
 
 if __name__ == "__main__":
@@ -227,6 +218,6 @@ if __name__ == "__main__":
     elif len(sys.argv) < 3:
         sys.exit(__doc__)
     else:
-        main(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 5,
+        main(sys.argv[1].split(","), sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 5,
              int(sys.argv[4]) if len(sys.argv) > 4 else 400,
              sys.argv[5] if len(sys.argv) > 5 else "")
