@@ -144,7 +144,7 @@ std::optional<size_t> python_capture::frames_unchecked(std::span<uintptr_t> out)
     if (out.size() < 2 || thread_ == nullptr || reader_ == nullptr || reader_->verifies()) {
         return std::nullopt;
     }
-    return reader_->read(thread_, out);
+    return reader_->read_for_lookup(thread_, out);
 }
 
 size_t python_capture::frames_read_directly(std::span<uintptr_t> out) {
