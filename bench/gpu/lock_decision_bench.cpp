@@ -3,9 +3,11 @@
 // threads, with recording off and on (enabled "all", context "all", stacks as the default), and
 // PyTorch's CUDACachingAllocator on the same device in the same process, off and recording C++
 // stacks (libmemtrail_torch_allocator.so, see torch_allocator_loader.hpp; without it the PyTorch
-// rows are left out). tests/gpu/lock_decision.sh runs it and writes the table; issue 35 chose
-// the device lock with it (docs/configuration.md).
-//   MEMTRAIL_DEVICE=sim build/bin/bench_lock_decision --repetitions 5 --seconds 0.2
+// rows are left out). The "bare" rows are core's caching allocator alone, without librecorder,
+// on the same kind of device (CUDA device 0 where one is visible, else a simulated one): what
+// the C API's path costs is the gap between them and the memtrail rows. tests/gpu/lock_decision.sh
+// runs it and writes the table; issue 35 chose the device lock with it (docs/configuration.md).
+//   MEMTRAIL_DEVICE=sim build/bin/bench_lock_decision --repetitions 5 --seconds 0.2 --threads 1,2
 // Prints one JSON object: for each row, the aggregate rate (pairs a second over all threads) of
 // every repetition and their median.
 
@@ -14,13 +16,19 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "memtrail/core/caching_allocator.hpp"
+#include "memtrail/core/simulated_device.hpp"
 #include "memtrail/memtrail.h"
 #include "torch_allocator_loader.hpp"
+#ifdef MEMTRAIL_HAVE_CUDA
+#include "memtrail/core/cuda_device.hpp"
+#endif
 
 namespace {
 
@@ -61,6 +69,41 @@ void* torch_allocate() {
 }
 void torch_release(void* pointer) {
     torch()->free(pointer);
+}
+
+// Core's allocator without librecorder, made on first use, on the device the memtrail rows use
+// when they run on a GPU (librecorder's default), else on a simulated one.
+struct bare_allocator {
+    std::unique_ptr<memtrail::device> device;
+    std::unique_ptr<memtrail::device_allocator> allocator;
+    const char* device_kind = "sim";
+};
+
+bare_allocator make_bare() {
+    bare_allocator bare;
+#ifdef MEMTRAIL_HAVE_CUDA
+    if (memtrail::cuda_device::count() > 0) {
+        bare.device = std::make_unique<memtrail::cuda_device>(0);
+        bare.device_kind = "cuda";
+    }
+#endif
+    if (bare.device == nullptr) {
+        bare.device = std::make_unique<memtrail::simulated_device>(
+            memtrail::simulated_device_options{});
+    }
+    bare.allocator = std::make_unique<memtrail::device_allocator>(*bare.device);
+    return bare;
+}
+
+bare_allocator& bare() {
+    static bare_allocator made = make_bare();
+    return made;
+}
+void* bare_allocate() {
+    return reinterpret_cast<void*>(bare().allocator->allocate(pair_size, 0));
+}
+void bare_release(void* pointer) {
+    bare().allocator->free(reinterpret_cast<memtrail::device_address>(pointer));
 }
 
 using clock_type = std::chrono::steady_clock;
@@ -120,6 +163,25 @@ struct options {
     std::vector<int> threads = {1, 2, 4, 8};
 };
 
+// "1,2,8": thread counts from 1 to 256, in the order given.
+std::vector<int> parse_thread_counts(const char* text) {
+    std::vector<int> counts;
+    const char* at = text;
+    for (;;) {
+        char* end = nullptr;
+        const long count = std::strtol(at, &end, 10);
+        if (end == at || count < 1 || count > 256 || (*end != ',' && *end != '\0')) {
+            fail(std::string("--threads ") + text +
+                 " is not a comma-separated list of thread counts from 1 to 256 (e.g. 1,2,4,8)");
+        }
+        counts.push_back(static_cast<int>(count));
+        if (*end == '\0') {
+            return counts;
+        }
+        at = end + 1;
+    }
+}
+
 options parse_options(int argc, char** argv) {
     options parsed;
     for (int i = 1; i < argc; ++i) {
@@ -140,9 +202,11 @@ options parse_options(int argc, char** argv) {
             if (*end != '\0' || !(parsed.seconds > 0.0)) {
                 fail(std::string("--seconds ") + value + " is not a positive number");
             }
+        } else if (flag == "--threads") {
+            parsed.threads = parse_thread_counts(value);
         } else {
             fail("unknown option " + std::string(flag) +
-                 "; accepted: --repetitions N, --seconds S");
+                 "; accepted: --repetitions N, --seconds S, --threads N[,N...]");
         }
     }
     return parsed;
@@ -188,18 +252,21 @@ int main(int argc, char** argv) {
     const options o = parse_options(argc, argv);
     const allocator_calls memtrail{memtrail_allocate, memtrail_release};
     const allocator_calls pytorch{torch_allocate, torch_release};
+    const allocator_calls bare_calls{bare_allocate, bare_release};
     // Every allocator serves its first calls before any is timed (device start, cache warm).
     for (int i = 0; i < 100000; ++i) {
         memtrail.release(memtrail.allocate());
+        bare_calls.release(bare_calls.allocate());
         if (torch() != nullptr) {
             pytorch.release(pytorch.allocate());
         }
     }
     std::printf(
         "{\"benchmark\": \"lock_decision\", \"pair_size\": %zu, \"seconds\": %g, "
-        "\"repetitions\": %d, \"rows\": [",
-        pair_size, o.seconds, o.repetitions);
+        "\"repetitions\": %d, \"bare_device\": \"%s\", \"rows\": [",
+        pair_size, o.seconds, o.repetitions, bare().device_kind);
     bool first_row = true;
+    measure_row("bare", "off", bare_calls, o, first_row);
     record_memtrail(false);
     measure_row("memtrail", "off", memtrail, o, first_row);
     record_memtrail(true);
