@@ -54,10 +54,13 @@ std::vector<std::unique_ptr<device>> make_devices(const environment_settings& se
 
 }  // namespace
 
-runtime& runtime::get() {
+std::atomic<runtime*> runtime::made_{nullptr};
+
+runtime& runtime::make() {
     // Never destroyed: a host program may free memory from its own static destructors, after
-    // ours would have run.
+    // ours would have run. A constructor that throws leaves it to the next call to try again.
     static runtime* instance = new runtime();
+    made_.store(instance, std::memory_order_release);
     return *instance;
 }
 

@@ -22,7 +22,13 @@ class runtime {
     /// The runtime, made on first use from the environment.
     /// @throws std::exception when the environment is invalid or the device cannot start; the
     ///         next call tries again.
-    static runtime& get();
+    static runtime& get() {
+        // Inline, one load once made: every C API call asks.
+        if (runtime* const made = made_.load(std::memory_order_acquire)) [[likely]] {
+            return *made;
+        }
+        return make();
+    }
 
     caching_allocator& allocator() { return *allocator_; }
     // The recorder in front of the allocator: every allocation, free and pool call goes through it.
@@ -75,6 +81,8 @@ class runtime {
     job_identity job_;
     std::string run_files_;  // MEMTRAIL_RUN_FILES
 
+    static runtime& make();
+    static std::atomic<runtime*> made_;
     static std::atomic<bool> accounting_;
     std::unique_ptr<std::atomic<bool>[]> in_use_;  // per device: note_device_in_use has run
     std::mutex outside_mutex_;                      // guards the one below
