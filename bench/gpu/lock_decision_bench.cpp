@@ -9,13 +9,15 @@
 // runs it and writes the table; issue 35 chose the device lock with it (docs/configuration.md).
 //   MEMTRAIL_DEVICE=sim build/bin/bench_lock_decision --repetitions 5 --seconds 0.2 --threads 1,2
 // Prints one JSON object: for each row, the aggregate rate (pairs a second over all threads) of
-// every repetition and their median.
+// every repetition and their median, and the median CPU time a pair (all threads' CPU time over
+// all their pairs: on a machine shared with other work, the steadier of the two).
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -112,10 +114,24 @@ using clock_type = std::chrono::steady_clock;
 struct alignas(64) thread_count {
     uint64_t pairs = 0;
     clock_type::time_point end;
+    double cpu_seconds = 0.0;  // the thread's CPU time in the timed part
 };
 
-// Pairs a second over `threads` threads running pairs together for about `seconds`.
-double aggregate_rate(const allocator_calls& calls, int threads, double seconds) {
+double thread_cpu_seconds() {
+    timespec now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// One run's measurement: pairs a second over all threads (wall time), and CPU time a pair over
+// all threads, which other programs on a shared machine inflate less than the wall time.
+struct run_result {
+    double pairs_per_second = 0.0;
+    double cpu_ns_per_pair = 0.0;
+};
+
+// `threads` threads running pairs together for about `seconds`.
+run_result measure_run(const allocator_calls& calls, int threads, double seconds) {
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
     std::atomic<bool> stop{false};
@@ -128,6 +144,7 @@ double aggregate_rate(const allocator_calls& calls, int threads, double seconds)
             while (!go.load(std::memory_order_acquire)) {
             }
             thread_count& mine = counts[static_cast<size_t>(t)];
+            const double cpu_start = thread_cpu_seconds();
             while (!stop.load(std::memory_order_relaxed)) {
                 for (int i = 0; i < 64; ++i) {
                     void* volatile pointer = calls.allocate();
@@ -136,6 +153,7 @@ double aggregate_rate(const allocator_calls& calls, int threads, double seconds)
                 mine.pairs += 64;
             }
             mine.end = clock_type::now();
+            mine.cpu_seconds = thread_cpu_seconds() - cpu_start;
         });
     }
     while (ready.load() != threads) {
@@ -149,12 +167,15 @@ double aggregate_rate(const allocator_calls& calls, int threads, double seconds)
         worker.join();
     }
     uint64_t pairs = 0;
+    double cpu_seconds = 0.0;
     clock_type::time_point end = start;
     for (const thread_count& count : counts) {
         pairs += count.pairs;
+        cpu_seconds += count.cpu_seconds;
         end = std::max(end, count.end);
     }
-    return static_cast<double>(pairs) / std::chrono::duration<double>(end - start).count();
+    const double wall = std::chrono::duration<double>(end - start).count();
+    return {static_cast<double>(pairs) / wall, cpu_seconds * 1e9 / static_cast<double>(pairs)};
 }
 
 struct options {
@@ -212,28 +233,37 @@ options parse_options(int argc, char** argv) {
     return parsed;
 }
 
-// Prints one row of the JSON object's "rows": every repetition's rate and their median.
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+// Prints one row of the JSON object's "rows": every repetition's rate and their median, and the
+// median CPU time a pair.
 void measure_row(const char* allocator, const char* recording, const allocator_calls& calls,
                  const options& o, bool& first_row) {
     for (int threads : o.threads) {
         std::vector<double> rates;
+        std::vector<double> cpu_ns;
         for (int r = 0; r < o.repetitions; ++r) {
-            rates.push_back(aggregate_rate(calls, threads, o.seconds));
+            const run_result run = measure_run(calls, threads, o.seconds);
+            rates.push_back(run.pairs_per_second);
+            cpu_ns.push_back(run.cpu_ns_per_pair);
         }
-        std::vector<double> sorted = rates;
-        std::sort(sorted.begin(), sorted.end());
-        const double median = sorted[sorted.size() / 2];
+        const double rate = median(rates);
+        const double cpu = median(cpu_ns);
         std::printf(
             "%s\n    {\"allocator\": \"%s\", \"recording\": \"%s\", \"threads\": %d, "
-            "\"median_pairs_per_second\": %.0f, \"pairs_per_second\": [",
-            first_row ? "" : ",", allocator, recording, threads, median);
+            "\"median_pairs_per_second\": %.0f, \"median_cpu_ns_per_pair\": %.1f, "
+            "\"pairs_per_second\": [",
+            first_row ? "" : ",", allocator, recording, threads, rate, cpu);
         for (size_t i = 0; i < rates.size(); ++i) {
             std::printf("%s%.0f", i == 0 ? "" : ", ", rates[i]);
         }
         std::printf("]}");
         std::fflush(stdout);
-        std::fprintf(stderr, "%s: %-8s recording %-3s %d threads: %8.3f M pairs/s\n", program,
-                     allocator, recording, threads, median / 1e6);
+        std::fprintf(stderr, "%s: %-8s recording %-3s %d threads: %8.3f M pairs/s, CPU %6.1f ns a pair\n",
+                     program, allocator, recording, threads, rate / 1e6, cpu);
         first_row = false;
     }
 }
