@@ -64,7 +64,7 @@ void caching_allocator::free(device_address address, int expected_device, contex
         return;
     }
     try {
-        checked(expected_device).free(address, context);
+        on(expected_device).free(address, context);
     } catch (const usage_error&) {
         // Only on the error path: is it another device's block?
         const int actual = device_of(address);

@@ -120,8 +120,8 @@ void runtime::account_outside_memory() {
     accounting_.store(true, std::memory_order_release);
 }
 
-void runtime::note_device_in_use(int device) {
-    if (!accounting_.load(std::memory_order_acquire) || device < 0 ||
+void runtime::note_device_in_use_accounting(int device) {
+    if (device < 0 ||
         static_cast<size_t>(device) >= devices_.size() ||
         in_use_[static_cast<size_t>(device)].load(std::memory_order_acquire) ||
         in_use_[static_cast<size_t>(device)].exchange(true)) {

@@ -66,8 +66,8 @@ void leave_shared();
 class fork_gate_scope {
   public:
     // @throws forked_child_error in a child forked while another thread was inside memtrail.
-    [[gnu::always_inline]] fork_gate_scope() : gate_(fork_gate_detail::this_thread_gate) {
-        fork_gate_detail::thread_gate& gate = gate_;
+    [[gnu::always_inline]] fork_gate_scope() : gate_(this_thread_gate()) {
+        fork_gate_detail::thread_gate& gate = *gate_;
         if (gate.depth++ > 0) {
             return;  // nested: counted once, by the outermost scope
         }
@@ -86,7 +86,7 @@ class fork_gate_scope {
         fork_gate_detail::enter_rarely();
     }
     [[gnu::always_inline]] ~fork_gate_scope() {
-        fork_gate_detail::thread_gate& gate = gate_;
+        fork_gate_detail::thread_gate& gate = *gate_;
         if (--gate.depth == 0) {
             if (!gate.inside_shared) [[likely]] {
                 gate.own->inside.store(0, std::memory_order_release);
@@ -99,8 +99,15 @@ class fork_gate_scope {
     fork_gate_scope& operator=(const fork_gate_scope&) = delete;
 
   private:
-    // Looked up once for both ends (each lookup is a call to __tls_get_addr).
-    fork_gate_detail::thread_gate& gate_;
+    // Looked up once for both ends: each lookup is a call to __tls_get_addr, which the compiler
+    // would rather make again than keep the address across the call between them, unless the
+    // address is hidden from it.
+    [[gnu::always_inline]] static fork_gate_detail::thread_gate* this_thread_gate() {
+        fork_gate_detail::thread_gate* gate = &fork_gate_detail::this_thread_gate;
+        asm("" : "+r"(gate));
+        return gate;
+    }
+    fork_gate_detail::thread_gate* const gate_;
 };
 
 }  // namespace memtrail::recorder::librecorder

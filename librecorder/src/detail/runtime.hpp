@@ -61,7 +61,11 @@ class runtime {
     static void account_outside_memory();
     // Before the first allocation of `device`, of either kind, while accounting: its "start" row
     // (the CUDA context and other processes, before this process allocated anything).
-    void note_device_in_use(int device);
+    void note_device_in_use(int device) {
+        if (accounting_.load(std::memory_order_acquire)) [[unlikely]] {
+            note_device_in_use_accounting(device);
+        }
+    }
     // The device's memory now, for accounting; nullopt when not accounting, or for a device this
     // process has not used (asking would start a CUDA context on it).
     std::optional<device_usage> usage(int device);
@@ -82,6 +86,7 @@ class runtime {
     std::string run_files_;  // MEMTRAIL_RUN_FILES
 
     static runtime& make();
+    void note_device_in_use_accounting(int device);
     static std::atomic<runtime*> made_;
     static std::atomic<bool> accounting_;
     std::unique_ptr<std::atomic<bool>[]> in_use_;  // per device: note_device_in_use has run
