@@ -1,7 +1,8 @@
 // The fork gate (librecorder/src/detail/fork_gate.hpp): fork() waits until no other thread is
 // inside memtrail, whether the thread entered through a presence of its own (plain stores,
 // ordered by prepare's barrier on every thread) or shares the counter (the threads past the
-// 256 presences); and a child forked while a thread stayed inside past the wait refuses calls.
+// 256 presences); a thread's presence goes back when it ends; and a child forked while a thread
+// stayed inside past the wait refuses calls.
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -122,6 +123,20 @@ TEST(ForkGate, AForkWaitsForAThreadInsideThatSharesTheCounter) {
     sharing.join_releaser();
     EXPECT_GE(took, 250ms) << "fork() went on while a thread sharing the counter was inside";
     EXPECT_EQ(child_status, 0);
+}
+
+TEST(ForkGate, PresencesGoBackWhenThreadsEnd) {
+    // Far more threads than presences, one after another: each finds one free, so none pays the
+    // shared counter's read-modify-writes.
+    for (int t = 0; t < 600; ++t) {
+        bool had_its_own = false;
+        std::thread([&] {
+            const fork_gate_scope gate;
+            had_its_own = fork_gate_detail::this_thread_gate.own != nullptr &&
+                          !fork_gate_detail::this_thread_gate.inside_shared;
+        }).join();
+        ASSERT_TRUE(had_its_own) << "thread " << t << " found no presence free";
+    }
 }
 
 TEST(ForkGate, AChildForkedPastTheWaitRefuses) {
