@@ -90,8 +90,8 @@ bare_allocator make_bare() {
     }
 #endif
     if (bare.device == nullptr) {
-        bare.device = std::make_unique<memtrail::simulated_device>(
-            memtrail::simulated_device_options{});
+        bare.device =
+            std::make_unique<memtrail::simulated_device>(memtrail::simulated_device_options{});
     }
     bare.allocator = std::make_unique<memtrail::device_allocator>(*bare.device);
     return bare;
@@ -262,7 +262,8 @@ void measure_row(const char* allocator, const char* recording, const allocator_c
         }
         std::printf("]}");
         std::fflush(stdout);
-        std::fprintf(stderr, "%s: %-8s recording %-3s %d threads: %8.3f M pairs/s, CPU %6.1f ns a pair\n",
+        std::fprintf(stderr,
+                     "%s: %-8s recording %-3s %d threads: %8.3f M pairs/s, CPU %6.1f ns a pair\n",
                      program, allocator, recording, threads, rate / 1e6, cpu);
         first_row = false;
     }

@@ -121,8 +121,7 @@ void runtime::account_outside_memory() {
 }
 
 void runtime::note_device_in_use_accounting(int device) {
-    if (device < 0 ||
-        static_cast<size_t>(device) >= devices_.size() ||
+    if (device < 0 || static_cast<size_t>(device) >= devices_.size() ||
         in_use_[static_cast<size_t>(device)].load(std::memory_order_acquire) ||
         in_use_[static_cast<size_t>(device)].exchange(true)) {
         return;

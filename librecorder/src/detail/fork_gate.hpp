@@ -44,7 +44,7 @@ struct alignas(64) presence {
 // always get.)
 struct thread_gate {
     presence* own = nullptr;
-    uint32_t depth = 0;  // nesting of gate scopes
+    uint32_t depth = 0;   // nesting of gate scopes
     bool shares = false;  // it found no presence free, or its own went back as it ended
     bool inside_shared = false;
 };

@@ -90,8 +90,8 @@ class runtime {
     static std::atomic<runtime*> made_;
     static std::atomic<bool> accounting_;
     std::unique_ptr<std::atomic<bool>[]> in_use_;  // per device: note_device_in_use has run
-    std::mutex outside_mutex_;                      // guards the one below
-    std::vector<uint64_t> outside_on_simulated_;    // per device
+    std::mutex outside_mutex_;                     // guards the one below
+    std::vector<uint64_t> outside_on_simulated_;   // per device
 
     std::mutex triggers_mutex_;  // guards the three below
     std::string oom_dump_pattern_;
