@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "memtrail/rules/size_rules.hpp"
-#include "oom_verdict.hpp"
+#include "detail/oom_verdict.hpp"
 
 namespace memtrail::analysis {
 namespace {

@@ -1,4 +1,4 @@
-#include "oom_verdict.hpp"
+#include "detail/oom_verdict.hpp"
 
 #include <algorithm>
 

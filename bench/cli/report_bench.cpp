@@ -24,7 +24,7 @@
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
-#include "report_pictures.hpp"
+#include "detail/report_pictures.hpp"
 
 namespace {
 

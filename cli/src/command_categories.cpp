@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <iostream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/size_text.hpp"
-#include "report_json.hpp"
-#include "text_table.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 
 namespace memtrail::cli {
 namespace {

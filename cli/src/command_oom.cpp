@@ -8,16 +8,16 @@
 
 #include <iostream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/oom_remedy_text.hpp"
 #include "memtrail/analysis/oom_report.hpp"
 #include "memtrail/analysis/outside_accounting.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stream_names.hpp"
 #include "memtrail/replay/oom_remedies.hpp"
-#include "report_json.hpp"
-#include "text_table.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 
 namespace memtrail::cli {
 namespace {

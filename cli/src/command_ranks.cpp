@@ -6,11 +6,11 @@
 
 #include <iostream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/rank_outliers.hpp"
-#include "rank_inputs.hpp"
-#include "ranks_output.hpp"
+#include "detail/rank_inputs.hpp"
+#include "detail/ranks_output.hpp"
 
 namespace memtrail::cli {
 

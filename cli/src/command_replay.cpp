@@ -15,8 +15,8 @@
 #include <memory>
 #include <optional>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/baselines.hpp"
 #include "memtrail/analysis/oom_report.hpp"
 #include "memtrail/analysis/size_text.hpp"
@@ -25,9 +25,9 @@
 #include "memtrail/replay/trace_metadata.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
-#include "progress.hpp"
-#include "report_json.hpp"
-#include "text_table.hpp"
+#include "detail/progress.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 
 namespace memtrail::cli {
 namespace {

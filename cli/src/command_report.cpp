@@ -6,14 +6,14 @@
 
 #include <sstream>
 
-#include "command_capture.hpp"
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/command_capture.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/oom_report.hpp"
-#include "report_page.hpp"
-#include "report_pictures.hpp"
+#include "detail/report_page.hpp"
+#include "detail/report_pictures.hpp"
 
 namespace memtrail::cli {
 namespace {

@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/core/allocator_config.hpp"
-#include "run_dumps.hpp"
+#include "detail/run_dumps.hpp"
 
 namespace memtrail::cli {
 namespace {

@@ -6,11 +6,11 @@
 #include <span>
 #include <sstream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
 #include "memtrail/snapshot/output_file.hpp"
-#include "rank_inputs.hpp"
-#include "summary_json.hpp"
+#include "detail/rank_inputs.hpp"
+#include "detail/summary_json.hpp"
 
 namespace memtrail::cli {
 

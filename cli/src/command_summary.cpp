@@ -3,15 +3,15 @@
 #include <algorithm>
 #include <iostream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/entry_tags.hpp"
 #include "memtrail/analysis/outside_accounting.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/rules/statistics.hpp"
-#include "report_json.hpp"
-#include "text_table.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 
 namespace memtrail::cli {
 namespace {

@@ -20,14 +20,14 @@
 #include <sstream>
 #include <thread>
 
-#include "attach_target.hpp"
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/attach_target.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stack_comparison.hpp"
-#include "report_json.hpp"
-#include "text_table.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 
 namespace memtrail::cli {
 

@@ -1,4 +1,4 @@
-#include "common.hpp"
+#include "detail/common.hpp"
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/snapshot/output_file.hpp"
-#include "progress.hpp"
+#include "detail/progress.hpp"
 
 namespace memtrail::cli {
 

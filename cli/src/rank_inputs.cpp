@@ -1,4 +1,4 @@
-#include "rank_inputs.hpp"
+#include "detail/rank_inputs.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -8,9 +8,9 @@
 #include <sstream>
 #include <thread>
 
-#include "common.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
-#include "summary_json.hpp"
+#include "detail/summary_json.hpp"
 #include "memtrail/snapshot/json_value.hpp"
 
 namespace memtrail::cli {

@@ -3,10 +3,10 @@
 
 #include <cstdio>
 
-#include "common.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
-#include "json_writer.hpp"
-#include "ranks_output.hpp"
+#include "detail/json_writer.hpp"
+#include "detail/ranks_output.hpp"
 
 namespace memtrail::cli {
 

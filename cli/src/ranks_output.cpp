@@ -1,16 +1,16 @@
 // The table `memtrail ranks` prints: per job, the ranks (farthest from the median first past
 // listed_ranks), the highest peaks, which ranks did the same, and each outlier explained.
 
-#include "ranks_output.hpp"
+#include "detail/ranks_output.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "common.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/analysis/size_text.hpp"
-#include "peak_report.hpp"
-#include "text_table.hpp"
+#include "detail/peak_report.hpp"
+#include "detail/text_table.hpp"
 
 namespace memtrail::cli {
 
