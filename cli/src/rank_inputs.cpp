@@ -151,6 +151,11 @@ analysis::rank_summary summarize_snapshot(const std::string& path, const parsed_
                                     file_kind_name(loaded.kind), args.has("--all-frames"));
 }
 
+analysis::rank_summary summarize_opened(const opened_file& file, const parsed_arguments& args) {
+    return analysis::summarize_rank(file.recorded, model_with_every_frame(file), file.path,
+                                    file_kind_name(file.kind), args.has("--all-frames"));
+}
+
 analysis::rank_summary read_summary_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {

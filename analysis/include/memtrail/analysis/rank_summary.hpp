@@ -138,5 +138,10 @@ uint64_t fnv1a(std::string_view text, uint64_t seed = 0xcbf29ce484222325ull);
 rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source, int device,
                             const std::string& path, std::string file_kind,
                             bool all_frames = false);
+// The same from `model`, a model of one device built over `source` as summarize_rank would
+// build it, for a caller that holds one already (`memtrail report`, which indexes a file once).
+rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source,
+                            const device_model& model, const std::string& path,
+                            std::string file_kind, bool all_frames = false);
 
 }  // namespace memtrail::analysis
