@@ -288,12 +288,13 @@ uint64_t fnv1a(std::string_view text, uint64_t seed) {
 rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source, int device,
                             const std::string& path, std::string file_kind, bool all_frames) {
     const device_model model = device_model::build(source, device);
-    return summarize_rank(std::move(source), model, path, std::move(file_kind), all_frames);
+    return summarize_rank(std::move(source), model, category_map::build(model), path,
+                          std::move(file_kind), all_frames);
 }
 
 rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source,
-                            const device_model& model, const std::string& path,
-                            std::string file_kind, bool all_frames) {
+                            const device_model& model, const category_map& map,
+                            const std::string& path, std::string file_kind, bool all_frames) {
     if (&model.source() != source.get()) {
         throw std::invalid_argument("summarize_rank: the model is not built over the snapshot given");
     }
@@ -304,7 +305,6 @@ rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source,
     out.all_frames = all_frames;
     const folded_stack_table folded = fold_stack_table(
         source, all_frames ? frame_visibility::all_frames : frame_visibility::user_frames);
-    const category_map map = category_map::build(model);
     const rank_overview overview = overview_of(model);
     out.entries = model.event_count();
     if (const auto* trace = source->find_trace(model.device())) {

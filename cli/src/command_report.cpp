@@ -93,19 +93,18 @@ void write_pictures(json_writer& json, const opened_file& file) {
     json.key("facts");
     write_facts(json, file);
     const analysis::device_model every_frame = model_with_every_frame(file);
-    const analysis::category_map categories = analysis::category_map::build(every_frame);
     json.key("timeline");
-    write_timeline(json, every_frame, categories, peak.position);
+    write_timeline(json, every_frame, *categories_of(every_frame), peak.position);
     json.key("segment_map");
     write_segment_map(json, model.state_after(peak.position));
     json.key("flame");
     write_flame(json, analysis::flame_at(model, peak.position, analysis::live_measure::allocated));
 }
 
-// One file's part of the data: the pictures, then the commands' JSON, and the file's rank
-// summary added to `ranks`. The file is loaded and indexed once: the commands open it as they
-// would alone, and find it kept. It is released before the next file, so at most one large
-// trace is in memory at a time.
+// One file's part of the data: the pictures, then the commands' JSON, and, when the report has
+// several files, the file's rank summary added to `ranks`. The file is loaded and indexed once:
+// the commands open it as they would alone, and find it kept. It is released before the next
+// file, so at most one large trace is in memory at a time.
 void write_file(json_writer& json, const std::string& path, const parsed_arguments& args,
                 std::vector<analysis::rank_summary>& ranks) {
     const kept_loads kept;
@@ -124,7 +123,9 @@ void write_file(json_writer& json, const std::string& path, const parsed_argumen
         json.key("oom").null().key("oom_text").null();
     }
     json.end_object();
-    ranks.push_back(summarize_opened(file, args));
+    if (args.positional.size() > 1) {
+        ranks.push_back(summarize_opened(file, args));
+    }
 }
 
 }  // namespace

@@ -92,7 +92,7 @@ std::shared_ptr<const snapshot::snapshot> frames_view(
     }
     auto view = analysis::with_frame_visibility(recorded, frames);
     if (kept != nullptr) {
-        kept->keep_view(*recorded, frames, view);
+        kept->keep_view(recorded, frames, view);
     }
     return view;
 }
@@ -208,6 +208,21 @@ analysis::device_model model_with_every_frame(const opened_file& file) {
     return file.recorded.get() == &file.model.source()
                ? file.model
                : indexed_model(file.recorded, file.model.device(), file.path);
+}
+
+std::shared_ptr<const analysis::category_map> categories_of(const analysis::device_model& model) {
+    kept_loads* kept = kept_loads::current();
+    if (kept != nullptr) {
+        if (auto categories = kept->categories_of(model)) {
+            return categories;
+        }
+    }
+    auto categories =
+        std::make_shared<const analysis::category_map>(analysis::category_map::build(model));
+    if (kept != nullptr) {
+        kept->keep_categories(model, categories);
+    }
+    return categories;
 }
 
 std::string position_label(size_t position) {

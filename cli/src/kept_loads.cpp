@@ -32,12 +32,14 @@ void kept_loads::keep_snapshot(const std::string& path, const snapshot::loaded_s
 std::shared_ptr<const snapshot::snapshot> kept_loads::view_of(
     const snapshot::snapshot& recorded, analysis::frame_visibility frames) const {
     const auto found = views_.find({&recorded, frames});
-    return found == views_.end() ? nullptr : found->second;
+    return found == views_.end() ? nullptr : found->second.view;
 }
 
-void kept_loads::keep_view(const snapshot::snapshot& recorded, analysis::frame_visibility frames,
+void kept_loads::keep_view(std::shared_ptr<const snapshot::snapshot> recorded,
+                           analysis::frame_visibility frames,
                            std::shared_ptr<const snapshot::snapshot> view) {
-    views_.insert_or_assign({&recorded, frames}, std::move(view));
+    const snapshot::snapshot* key = recorded.get();
+    views_.insert_or_assign({key, frames}, kept_view{std::move(recorded), std::move(view)});
 }
 
 const analysis::device_model* kept_loads::model_of(const snapshot::snapshot& source,
@@ -48,6 +50,18 @@ const analysis::device_model* kept_loads::model_of(const snapshot::snapshot& sou
 
 void kept_loads::keep_model(const analysis::device_model& model) {
     models_.insert_or_assign({&model.source(), model.device()}, model);
+}
+
+std::shared_ptr<const analysis::category_map> kept_loads::categories_of(
+    const analysis::device_model& model) const {
+    const auto found = categories_.find({&model.source(), model.device()});
+    return found == categories_.end() ? nullptr : found->second.categories;
+}
+
+void kept_loads::keep_categories(const analysis::device_model& model,
+                                 std::shared_ptr<const analysis::category_map> categories) {
+    categories_.insert_or_assign({&model.source(), model.device()},
+                                 kept_categories{model, std::move(categories)});
 }
 
 }  // namespace memtrail::cli

@@ -152,8 +152,9 @@ analysis::rank_summary summarize_snapshot(const std::string& path, const parsed_
 }
 
 analysis::rank_summary summarize_opened(const opened_file& file, const parsed_arguments& args) {
-    return analysis::summarize_rank(file.recorded, model_with_every_frame(file), file.path,
-                                    file_kind_name(file.kind), args.has("--all-frames"));
+    const analysis::device_model every_frame = model_with_every_frame(file);
+    return analysis::summarize_rank(file.recorded, every_frame, *categories_of(every_frame),
+                                    file.path, file_kind_name(file.kind), args.has("--all-frames"));
 }
 
 analysis::rank_summary read_summary_file(const std::string& path) {

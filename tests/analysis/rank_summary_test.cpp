@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/rank_summary.hpp"
@@ -58,7 +59,8 @@ TEST(summarize_rank, from_a_model_built_once_is_the_summary_of_the_snapshot) {
         const device_model model = device_model::build(source, device);
         ASSERT_GT(model.event_count(), 0u);
         for (const bool all_frames : {false, true}) {
-            expect_same(summarize_rank(source, model, name, "torch-pickle", all_frames),
+            expect_same(summarize_rank(source, model, category_map::build(model), name,
+                                       "torch-pickle", all_frames),
                         summarize_rank(source, device, name, "torch-pickle", all_frames));
         }
     }
@@ -69,7 +71,8 @@ TEST(summarize_rank, refuses_a_model_of_another_snapshot) {
     const auto folded = with_frame_visibility(source, frame_visibility::user_frames);
     ASSERT_NE(folded.get(), source.get());
     const device_model model = device_model::build(folded, devices_of(*source).front());
-    EXPECT_THROW(summarize_rank(source, model, "x", "torch-pickle"), std::invalid_argument);
+    EXPECT_THROW(summarize_rank(source, model, category_map::build(model), "x", "torch-pickle"),
+                 std::invalid_argument);
 }
 
 }  // namespace

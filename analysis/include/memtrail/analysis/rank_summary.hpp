@@ -139,9 +139,12 @@ rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source, in
                             const std::string& path, std::string file_kind,
                             bool all_frames = false);
 // The same from `model`, a model of one device built over `source` as summarize_rank would
-// build it, for a caller that holds one already (`memtrail report`, which indexes a file once).
+// build it, and its `categories` (category_map::build(model)), for a caller that holds them
+// already (`memtrail report`, which indexes a file once). Throws std::invalid_argument when
+// `model` is not built over `source`.
 rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source,
-                            const device_model& model, const std::string& path,
-                            std::string file_kind, bool all_frames = false);
+                            const device_model& model, const category_map& categories,
+                            const std::string& path, std::string file_kind,
+                            bool all_frames = false);
 
 }  // namespace memtrail::analysis
