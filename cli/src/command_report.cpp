@@ -22,13 +22,16 @@ namespace {
 
 constexpr const char* top_stacks_shown = "20";
 
-// The options every embedded command gets: the file's device, and the frames the user chose.
-std::vector<std::string> shared_arguments(const parsed_arguments& args, int device) {
-    std::vector<std::string> shared = {"--device", std::to_string(device)};
-    if (args.has("--all-frames")) {
-        shared.emplace_back("--all-frames");
-    }
-    return shared;
+// The options every embedded command gets: the file's device.
+std::vector<std::string> shared_arguments(int device) {
+    return {"--device", std::to_string(device)};
+}
+
+// The frames the user chose, for the embedded commands that print stacks (top, oom); summary
+// and categories take no --all-frames.
+std::vector<std::string> frames_arguments(const parsed_arguments& args) {
+    return args.has("--all-frames") ? std::vector<std::string>{"--all-frames"}
+                                    : std::vector<std::string>{};
 }
 
 std::string output_of(std::string_view command, const std::string& path,
@@ -42,7 +45,7 @@ std::string output_of(std::string_view command, const std::string& path,
 // The JSON carries the remedies with their words; the text (for the blockers and holders) skips
 // the what-if replays, which would only be made again.
 std::vector<std::string> oom_options(const parsed_arguments& args, bool json) {
-    std::vector<std::string> options;
+    std::vector<std::string> options = frames_arguments(args);
     if (args.has("--no-remedies") || !json) {
         options.emplace_back("--no-remedies");
     }
@@ -111,11 +114,13 @@ void write_file(json_writer& json, const std::string& path, const parsed_argumen
     const opened_file file = open_file(path, args, frames_shown(args));
     json.begin_object();
     write_pictures(json, file);
-    const std::vector<std::string> shared = shared_arguments(args, file.model.device());
+    const std::vector<std::string> shared = shared_arguments(file.model.device());
     embed(json, "summary", output_of("summary", path, shared, {"--at", "peak", "--json"}));
     embed(json, "categories", output_of("categories", path, shared, {"--at", "peak", "--json"}));
-    embed(json, "top",
-          output_of("top", path, shared, {"--at", "peak", "-n", top_stacks_shown, "--json"}));
+    std::vector<std::string> top_options = {"--at", "peak", "-n", top_stacks_shown, "--json"};
+    const std::vector<std::string> frames = frames_arguments(args);
+    top_options.insert(top_options.end(), frames.begin(), frames.end());
+    embed(json, "top", output_of("top", path, shared, top_options));
     if (!analysis::oom_entries(file.model).empty()) {
         embed(json, "oom", output_of("oom", path, shared, oom_options(args, true)));
         json.field("oom_text", output_of("oom", path, shared, oom_options(args, false)));

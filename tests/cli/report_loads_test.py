@@ -2,7 +2,8 @@
 """`memtrail report` reads each file once: the embedded commands (summary, categories, top, oom)
 and the ranks table share one load of each file. Counted with inotify (every open of a file is
 one event, whatever the timing): a report opens a file as often as `memtrail summary` alone
-does. The page still embeds what the commands print, the ranks table included.
+does. The page still embeds what the commands print, the ranks table included, and with
+--all-frames the stacks of top and oom keep every frame.
 
 Environment: MEMTRAIL, TRACE_DIR.
 """
@@ -114,6 +115,18 @@ class ReportLoads(unittest.TestCase):
                          "the report loaded a rank's file more than once")
         self.assertEqual(page_data(self.page)["ranks"],
                          json.loads(run("ranks", *self.ranks, "--json")))
+
+    def test_all_frames_reaches_the_commands_that_print_stacks(self):
+        # An OOM in a CUDA graph's pool: its stacks hold PyTorch frames that fold by default.
+        path = TRACES / "oom_graph_pool.pickle"
+        run("report", path, "--all-frames", "-o", self.page)
+        data = page_data(self.page)["files"][0]
+        top = ["top", path, "--device", "0", "--at", "peak", "-n", "20", "--json"]
+        self.assertEqual(data["top"], json.loads(run(*top, "--all-frames")))
+        self.assertNotEqual(data["top"], json.loads(run(*top)),
+                            "this trace's stacks do not fold: the test needs one whose do")
+        self.assertEqual(data["oom"],
+                         json.loads(run("oom", path, "--device", "0", "--all-frames", "--json")))
 
 
 if __name__ == "__main__":
