@@ -57,18 +57,6 @@ void print_rows(std::ostream& out, const job_ranking& job,
     } else {
         shown.assign(job.by_distance.begin(), job.by_distance.begin() + listed_ranks);
     }
-    uint64_t totals[4] = {};
-    int64_t counts[3] = {};
-    for (size_t i = 0; i < count; ++i) {
-        const rank_summary& s = member(summaries, job, i);
-        totals[0] += s.peak_allocated.bytes;
-        totals[1] += s.peak_reserved.bytes;
-        totals[2] += s.end_allocated;
-        totals[3] += s.end_reserved;
-        counts[0] += s.allocations;
-        counts[1] += s.device_allocations;
-        counts[2] += s.oom_count;
-    }
     for (const size_t i : shown) {
         const rank_summary& s = member(summaries, job, i);
         table.add_row({std::to_string(job.job.ranks[i]), name_of(s),
@@ -80,10 +68,12 @@ void print_rows(std::ostream& out, const job_ranking& job,
                        distance_text(job.standings[i].distance)});
     }
     if (count > 1) {
-        table.add_row({"total", std::to_string(count) + " ranks", "", format_bytes(totals[0]), "",
-                       format_bytes(totals[1]), "", format_bytes(totals[2]),
-                       format_bytes(totals[3]), std::to_string(counts[0]),
-                       std::to_string(counts[1]), std::to_string(counts[2]), ""});
+        const job_totals total = job_totals_of(job, summaries);
+        table.add_row({"total", std::to_string(count) + " ranks", "",
+                       format_bytes(total.peak_allocated), "", format_bytes(total.peak_reserved),
+                       "", format_bytes(total.end_allocated), format_bytes(total.end_reserved),
+                       std::to_string(total.allocations), std::to_string(total.device_allocations),
+                       std::to_string(total.ooms), ""});
     }
     table.print(out);
     if (count > shown.size()) {
@@ -96,13 +86,9 @@ void print_rows(std::ostream& out, const job_ranking& job,
 void print_peaks(std::ostream& out, const job_ranking& job,
                  const std::vector<rank_summary>& summaries) {
     const size_t count = job.job.members.size();
-    size_t highest = 0;
+    const size_t highest = job_totals_of(job, summaries).highest_reserved;
     size_t most = 0;
     for (size_t i = 1; i < count; ++i) {
-        if (member(summaries, job, i).peak_reserved.bytes >
-            member(summaries, job, highest).peak_reserved.bytes) {
-            highest = i;
-        }
         if (member(summaries, job, i).peak_allocated.bytes >
             member(summaries, job, most).peak_allocated.bytes) {
             most = i;
@@ -271,6 +257,24 @@ std::string file_names(const job_ranking& job, const std::vector<rank_summary>& 
 }
 
 }  // namespace
+
+job_totals job_totals_of(const job_ranking& job, const std::vector<rank_summary>& summaries) {
+    job_totals total;
+    for (size_t i = 0; i < job.job.members.size(); ++i) {
+        const rank_summary& s = member(summaries, job, i);
+        total.peak_allocated += s.peak_allocated.bytes;
+        total.peak_reserved += s.peak_reserved.bytes;
+        total.end_allocated += s.end_allocated;
+        total.end_reserved += s.end_reserved;
+        total.allocations += s.allocations;
+        total.device_allocations += s.device_allocations;
+        total.ooms += s.oom_count;
+        if (s.peak_reserved.bytes > member(summaries, job, total.highest_reserved).peak_reserved.bytes) {
+            total.highest_reserved = i;
+        }
+    }
+    return total;
+}
 
 std::string peak_when(const rank_summary& s, const analysis::summary_peak& peak) {
     std::string text = position_label(peak.position);
