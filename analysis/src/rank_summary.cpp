@@ -285,6 +285,16 @@ uint64_t fnv1a(std::string_view text, uint64_t seed) {
     return hash;
 }
 
+void add_to(rank_totals& totals, const rank_summary& rank) {
+    totals.peak_allocated += rank.peak_allocated.bytes;
+    totals.peak_reserved += rank.peak_reserved.bytes;
+    totals.end_allocated += rank.end_allocated;
+    totals.end_reserved += rank.end_reserved;
+    totals.allocations += rank.allocations;
+    totals.device_allocations += rank.device_allocations;
+    totals.ooms += rank.oom_count;
+}
+
 rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source, int device,
                             const std::string& path, std::string file_kind, bool all_frames) {
     const device_model model = device_model::build(source, device);

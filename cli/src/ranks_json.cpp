@@ -137,7 +137,7 @@ void write_job(json_writer& json, const job_ranking& job,
     for (size_t i = 0; i < job.job.members.size(); ++i) {
         write_row(json, job, summaries[job.job.members[i]], i);
     }
-    const job_totals total = job_totals_of(job, summaries);
+    const analysis::rank_totals total = job_totals_of(job, summaries);
     json.end_array()
         .key("total")
         .begin_object()
@@ -149,7 +149,7 @@ void write_job(json_writer& json, const job_ranking& job,
         .field("device_allocations", total.device_allocations)
         .field("ooms", total.ooms)
         .end_object();
-    const size_t highest = total.highest_reserved;
+    const size_t highest = highest_reserved_member(job, summaries);
     const rank_summary& best = summaries[job.job.members[highest]];
     json.key("highest_peak")
         .begin_object()

@@ -68,7 +68,7 @@ void print_rows(std::ostream& out, const job_ranking& job,
                        distance_text(job.standings[i].distance)});
     }
     if (count > 1) {
-        const job_totals total = job_totals_of(job, summaries);
+        const analysis::rank_totals total = job_totals_of(job, summaries);
         table.add_row({"total", std::to_string(count) + " ranks", "",
                        format_bytes(total.peak_allocated), "", format_bytes(total.peak_reserved),
                        "", format_bytes(total.end_allocated), format_bytes(total.end_reserved),
@@ -86,7 +86,7 @@ void print_rows(std::ostream& out, const job_ranking& job,
 void print_peaks(std::ostream& out, const job_ranking& job,
                  const std::vector<rank_summary>& summaries) {
     const size_t count = job.job.members.size();
-    const size_t highest = job_totals_of(job, summaries).highest_reserved;
+    const size_t highest = highest_reserved_member(job, summaries);
     size_t most = 0;
     for (size_t i = 1; i < count; ++i) {
         if (member(summaries, job, i).peak_allocated.bytes >
@@ -258,22 +258,24 @@ std::string file_names(const job_ranking& job, const std::vector<rank_summary>& 
 
 }  // namespace
 
-job_totals job_totals_of(const job_ranking& job, const std::vector<rank_summary>& summaries) {
-    job_totals total;
+analysis::rank_totals job_totals_of(const job_ranking& job,
+                                    const std::vector<rank_summary>& summaries) {
+    analysis::rank_totals total;
     for (size_t i = 0; i < job.job.members.size(); ++i) {
-        const rank_summary& s = member(summaries, job, i);
-        total.peak_allocated += s.peak_allocated.bytes;
-        total.peak_reserved += s.peak_reserved.bytes;
-        total.end_allocated += s.end_allocated;
-        total.end_reserved += s.end_reserved;
-        total.allocations += s.allocations;
-        total.device_allocations += s.device_allocations;
-        total.ooms += s.oom_count;
-        if (s.peak_reserved.bytes > member(summaries, job, total.highest_reserved).peak_reserved.bytes) {
-            total.highest_reserved = i;
-        }
+        analysis::add_to(total, member(summaries, job, i));
     }
     return total;
+}
+
+size_t highest_reserved_member(const job_ranking& job, const std::vector<rank_summary>& summaries) {
+    size_t highest = 0;
+    for (size_t i = 1; i < job.job.members.size(); ++i) {
+        if (member(summaries, job, i).peak_reserved.bytes >
+            member(summaries, job, highest).peak_reserved.bytes) {
+            highest = i;
+        }
+    }
+    return highest;
 }
 
 std::string peak_when(const rank_summary& s, const analysis::summary_peak& peak) {

@@ -1,5 +1,6 @@
 // summarize_rank from a model the caller built (as `memtrail report` does, indexing a file once)
-// is the summary summarize_rank makes from the snapshot alone, on real traces.
+// is the summary summarize_rank makes from the snapshot alone, and summaries add up as the
+// overviews of the same traces do, on real traces.
 
 #include <gtest/gtest.h>
 
@@ -64,6 +65,26 @@ TEST(summarize_rank, from_a_model_built_once_is_the_summary_of_the_snapshot) {
                         summarize_rank(source, device, name, "torch-pickle", all_frames));
         }
     }
+}
+
+TEST(rank_totals, add_a_summary_as_they_add_its_overview) {
+    rank_totals from_summaries;
+    rank_totals from_overviews;
+    for (const char* name : {"ddp__rank0.pickle", "ddp__rank1.pickle"}) {
+        const auto source = trace(name);
+        const device_model model = device_model::build(source, devices_of(*source).front());
+        add_to(from_summaries, summarize_rank(source, model.device(), name, "torch-pickle"));
+        add_to(from_overviews, overview_of(model));
+    }
+    EXPECT_GT(from_summaries.peak_reserved, 0u);
+    EXPECT_GT(from_summaries.allocations, 0);
+    EXPECT_EQ(from_summaries.peak_allocated, from_overviews.peak_allocated);
+    EXPECT_EQ(from_summaries.peak_reserved, from_overviews.peak_reserved);
+    EXPECT_EQ(from_summaries.end_allocated, from_overviews.end_allocated);
+    EXPECT_EQ(from_summaries.end_reserved, from_overviews.end_reserved);
+    EXPECT_EQ(from_summaries.allocations, from_overviews.allocations);
+    EXPECT_EQ(from_summaries.device_allocations, from_overviews.device_allocations);
+    EXPECT_EQ(from_summaries.ooms, from_overviews.ooms);
 }
 
 TEST(summarize_rank, refuses_a_model_of_another_snapshot) {

@@ -3,7 +3,6 @@
 // analysis::ranks_analysis and the summaries it ranked.
 
 #include <cstddef>
-#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,20 +27,13 @@ void print_ranks_json(std::ostream& out, const analysis::ranks_analysis& ranks,
                       const std::vector<analysis::rank_summary>& summaries,
                       const std::vector<std::string>& warnings);
 
-// A job's ranks added up (the table's total row, the JSON's "total"), and which member peaks
-// highest in reserved memory (the first on a tie), as an index in the job's members.
-struct job_totals {
-    uint64_t peak_allocated = 0;
-    uint64_t peak_reserved = 0;
-    uint64_t end_allocated = 0;
-    uint64_t end_reserved = 0;
-    int64_t allocations = 0;
-    int64_t device_allocations = 0;
-    int64_t ooms = 0;
-    size_t highest_reserved = 0;
-};
-job_totals job_totals_of(const analysis::job_ranking& job,
-                         const std::vector<analysis::rank_summary>& summaries);
+// A job's ranks added up: the table's total row, the JSON's "total".
+analysis::rank_totals job_totals_of(const analysis::job_ranking& job,
+                                    const std::vector<analysis::rank_summary>& summaries);
+// The member of `job` (an index in its members) whose reserved memory peaks highest, the first
+// on a tie.
+size_t highest_reserved_member(const analysis::job_ranking& job,
+                               const std::vector<analysis::rank_summary>& summaries);
 
 // "entry 102, +1.250s" (the time from the rank's first entry, left out without times).
 std::string peak_when(const analysis::rank_summary& s, const analysis::summary_peak& peak);

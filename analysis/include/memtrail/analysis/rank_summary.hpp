@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "memtrail/analysis/categories.hpp"
+#include "memtrail/analysis/rank_overview.hpp"
 #include "memtrail/snapshot/model.hpp"
 
 namespace memtrail::analysis {
@@ -127,6 +128,9 @@ struct rank_summary {
     std::vector<sequence_chunk> sequence;
     std::vector<curve_point> curve;
 };
+
+// Adds `rank`'s peaks, end and counts to `totals`, as add_to adds a rank_overview's.
+void add_to(rank_totals& totals, const rank_summary& rank);
 
 // FNV-1a over `text`: the stable hash of stack texts and sequences.
 uint64_t fnv1a(std::string_view text, uint64_t seed = 0xcbf29ce484222325ull);
