@@ -5,8 +5,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "memtrail/rules/size_rules.hpp"
 #include "detail/oom_verdict.hpp"
+#include "memtrail/rules/size_rules.hpp"
 
 namespace memtrail::analysis {
 namespace {

@@ -75,8 +75,8 @@ summary_identity identity_of(const snapshot::snapshot& s, int device, const std:
     for (const auto& trace : s.traces) {
         for (const auto& e : trace.entries) {
             if (e.time_ns != 0) {
-                id.first_time_ns = id.first_time_ns == 0 ? e.time_ns
-                                                         : std::min(id.first_time_ns, e.time_ns);
+                id.first_time_ns =
+                    id.first_time_ns == 0 ? e.time_ns : std::min(id.first_time_ns, e.time_ns);
                 break;
             }
         }
@@ -267,8 +267,8 @@ std::string_view identity_source_name(identity_source s) {
 }
 
 bool parse_identity_source(std::string_view name, identity_source& out) {
-    for (const auto s : {identity_source::snapshot, identity_source::file_name,
-                         identity_source::none}) {
+    for (const auto s :
+         {identity_source::snapshot, identity_source::file_name, identity_source::none}) {
         if (identity_source_name(s) == name) {
             out = s;
             return true;
@@ -306,7 +306,8 @@ rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source,
                             const device_model& model, const category_map& map,
                             const std::string& path, std::string file_kind, bool all_frames) {
     if (&model.source() != source.get()) {
-        throw std::invalid_argument("summarize_rank: the model is not built over the snapshot given");
+        throw std::invalid_argument(
+            "summarize_rank: the model is not built over the snapshot given");
     }
     rank_summary out;
     out.path = path;

@@ -3,8 +3,8 @@
 #include <charconv>
 #include <sstream>
 
-#include "memtrail/analysis/size_text.hpp"
 #include "detail/text_table.hpp"
+#include "memtrail/analysis/size_text.hpp"
 
 namespace memtrail::cli {
 namespace {

@@ -7,10 +7,10 @@
 
 #include "detail/commands.hpp"
 #include "detail/common.hpp"
-#include "memtrail/analysis/categories.hpp"
-#include "memtrail/analysis/size_text.hpp"
 #include "detail/report_json.hpp"
 #include "detail/text_table.hpp"
+#include "memtrail/analysis/categories.hpp"
+#include "memtrail/analysis/size_text.hpp"
 
 namespace memtrail::cli {
 namespace {

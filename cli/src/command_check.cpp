@@ -6,10 +6,10 @@
 
 #include "detail/commands.hpp"
 #include "detail/common.hpp"
+#include "detail/report_json.hpp"
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/oom_report.hpp"
 #include "memtrail/analysis/size_text.hpp"
-#include "detail/report_json.hpp"
 
 namespace memtrail::cli {
 namespace {

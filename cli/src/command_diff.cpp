@@ -6,13 +6,13 @@
 
 #include "detail/commands.hpp"
 #include "detail/common.hpp"
+#include "detail/peak_report.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/peak_comparison.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stack_comparison.hpp"
-#include "detail/peak_report.hpp"
-#include "detail/report_json.hpp"
-#include "detail/text_table.hpp"
 
 namespace memtrail::cli {
 namespace {

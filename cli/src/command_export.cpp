@@ -5,13 +5,13 @@
 
 #include "detail/commands.hpp"
 #include "detail/common.hpp"
+#include "detail/perfetto_trace.hpp"
+#include "detail/progress.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
-#include "detail/perfetto_trace.hpp"
-#include "detail/progress.hpp"
 
 namespace memtrail::cli {
 namespace {

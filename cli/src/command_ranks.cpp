@@ -8,9 +8,9 @@
 
 #include "detail/commands.hpp"
 #include "detail/common.hpp"
-#include "memtrail/analysis/rank_outliers.hpp"
 #include "detail/rank_inputs.hpp"
 #include "detail/ranks_output.hpp"
+#include "memtrail/analysis/rank_outliers.hpp"
 
 namespace memtrail::cli {
 

@@ -8,14 +8,14 @@
 
 #include "detail/command_capture.hpp"
 #include "detail/commands.hpp"
+#include "detail/common.hpp"
 #include "detail/kept_loads.hpp"
 #include "detail/rank_inputs.hpp"
-#include "detail/common.hpp"
+#include "detail/report_page.hpp"
+#include "detail/report_pictures.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/oom_report.hpp"
-#include "detail/report_page.hpp"
-#include "detail/report_pictures.hpp"
 
 namespace memtrail::cli {
 namespace {

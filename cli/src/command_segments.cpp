@@ -5,12 +5,12 @@
 
 #include "detail/commands.hpp"
 #include "detail/common.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/segment_pools.hpp"
 #include "memtrail/analysis/segment_summary.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stream_names.hpp"
-#include "detail/report_json.hpp"
-#include "detail/text_table.hpp"
 
 namespace memtrail::cli {
 namespace {

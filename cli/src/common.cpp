@@ -9,11 +9,11 @@
 #include <span>
 #include <sstream>
 
+#include "detail/kept_loads.hpp"
+#include "detail/progress.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/snapshot/output_file.hpp"
-#include "detail/kept_loads.hpp"
-#include "detail/progress.hpp"
 
 namespace memtrail::cli {
 
@@ -37,8 +37,8 @@ option_spec all_frames_option() {
 
 option_spec depth_option(size_t default_depth) {
     return {"--depth", "", "D",
-            "frames to print per stack, innermost first (default " +
-                std::to_string(default_depth) + ")",
+            "frames to print per stack, innermost first (default " + std::to_string(default_depth) +
+                ")",
             false};
 }
 
@@ -183,7 +183,7 @@ opened_file open_file(const std::string& path, const parsed_arguments& args,
 }
 
 std::vector<opened_file> open_every_device(const std::string& path, const parsed_arguments& args,
-                                          analysis::frame_visibility frames) {
+                                           analysis::frame_visibility frames) {
     if (args.has("--device")) {
         std::vector<opened_file> one;
         one.push_back(open_file(path, args, frames));
@@ -198,8 +198,7 @@ std::vector<opened_file> open_every_device(const std::string& path, const parsed
     std::vector<opened_file> out;
     for (const int device : devices) {
         out.push_back(opened_file{input_name(path), loaded.kind,
-                                  indexed_model(shown, device, input_name(path)),
-                                  loaded.snapshot});
+                                  indexed_model(shown, device, input_name(path)), loaded.snapshot});
     }
     return out;
 }

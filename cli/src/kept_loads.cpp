@@ -16,9 +16,13 @@ kept_loads::kept_loads() {
     alive = this;
 }
 
-kept_loads::~kept_loads() { alive = nullptr; }
+kept_loads::~kept_loads() {
+    alive = nullptr;
+}
 
-kept_loads* kept_loads::current() { return alive; }
+kept_loads* kept_loads::current() {
+    return alive;
+}
 
 const snapshot::loaded_snapshot* kept_loads::snapshot_at(const std::string& path) const {
     const auto found = snapshots_.find(path);

@@ -4,9 +4,9 @@
 #include <cstdlib>
 
 #include "detail/common.hpp"
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/size_text.hpp"
-#include "detail/text_table.hpp"
 
 namespace memtrail::cli {
 

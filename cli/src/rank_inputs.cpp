@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "detail/common.hpp"
-#include "memtrail/analysis/rank_jobs.hpp"
 #include "detail/summary_json.hpp"
+#include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/snapshot/json_value.hpp"
 
 namespace memtrail::cli {
@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool ends_with(const std::string& text, std::string_view end) {
-    return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+    return text.size() >= end.size() &&
+           text.compare(text.size() - end.size(), end.size(), end) == 0;
 }
 
 bool is_summary_path(const std::string& path) {
@@ -140,7 +141,8 @@ std::vector<std::string> rank_input_paths(const std::vector<std::string>& argume
 std::string summary_path_for(const std::string& snapshot_path,
                              const std::optional<std::string>& folder) {
     const std::string name = analysis::file_name_of(snapshot_path) + std::string(summary_extension);
-    return folder ? (fs::path(*folder) / name).string() : snapshot_path + std::string(summary_extension);
+    return folder ? (fs::path(*folder) / name).string()
+                  : snapshot_path + std::string(summary_extension);
 }
 
 analysis::rank_summary summarize_snapshot(const std::string& path, const parsed_arguments& args) {

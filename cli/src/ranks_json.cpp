@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "detail/common.hpp"
-#include "memtrail/analysis/rank_jobs.hpp"
 #include "detail/json_writer.hpp"
 #include "detail/ranks_output.hpp"
+#include "memtrail/analysis/rank_jobs.hpp"
 
 namespace memtrail::cli {
 
@@ -102,8 +102,8 @@ void write_explanation(json_writer& json, const job_ranking& job,
         .field("bytes_median", median.unstacked_at_peak)
         .field("bytes_rank", rank.unstacked_at_peak)
         .end_object()
-        .field("summary", "rank " + std::to_string(job.job.ranks[e.member]) + ": " +
-                              e.categories_text)
+        .field("summary",
+               "rank " + std::to_string(job.job.ranks[e.member]) + ": " + e.categories_text)
         .end_object();
 }
 

@@ -7,10 +7,10 @@
 #include <cstdio>
 
 #include "detail/common.hpp"
-#include "memtrail/analysis/rank_jobs.hpp"
-#include "memtrail/analysis/size_text.hpp"
 #include "detail/peak_report.hpp"
 #include "detail/text_table.hpp"
+#include "memtrail/analysis/rank_jobs.hpp"
+#include "memtrail/analysis/size_text.hpp"
 
 namespace memtrail::cli {
 
@@ -46,8 +46,8 @@ std::string step_text(const rank_summary& s, const analysis::summary_peak& peak)
 void print_rows(std::ostream& out, const job_ranking& job,
                 const std::vector<rank_summary>& summaries) {
     text_table table({"rank", "<file", "<device", "peak allocated", "<when", "peak reserved",
-                      "<when", "end allocated", "end reserved", "allocs", "segment allocs",
-                      "OOMs", "distance"});
+                      "<when", "end allocated", "end reserved", "allocs", "segment allocs", "OOMs",
+                      "distance"});
     std::vector<size_t> shown;
     const size_t count = job.job.members.size();
     if (count <= listed_ranks) {

@@ -2,8 +2,8 @@
 // The snapshots, their views of the frames, their models and the models' categories that
 // `memtrail report` keeps while it runs the commands it embeds: each command opens the file as it
 // would alone (open_file), and what it loads, folds or indexes is taken from here when an earlier
-// command made it, so each file is read once and each model and category map built once. With no kept_loads alive nothing is kept: a lone
-// command loads afresh and holds nothing after it.
+// command made it, so each file is read once and each model and category map built once. With no
+// kept_loads alive nothing is kept: a lone command loads afresh and holds nothing after it.
 
 #include <map>
 #include <memory>
