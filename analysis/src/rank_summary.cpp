@@ -286,13 +286,9 @@ uint64_t fnv1a(std::string_view text, uint64_t seed) {
 }
 
 void add_to(rank_totals& totals, const rank_summary& rank) {
-    totals.peak_allocated += rank.peak_allocated.bytes;
-    totals.peak_reserved += rank.peak_reserved.bytes;
-    totals.end_allocated += rank.end_allocated;
-    totals.end_reserved += rank.end_reserved;
-    totals.allocations += rank.allocations;
-    totals.device_allocations += rank.device_allocations;
-    totals.ooms += rank.oom_count;
+    totals +=
+        rank_totals(rank.peak_allocated.bytes, rank.peak_reserved.bytes, rank.end_allocated,
+                    rank.end_reserved, rank.allocations, rank.device_allocations, rank.oom_count);
 }
 
 rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source, int device,
