@@ -1,5 +1,6 @@
 #include "memtrail/viewer/live_session.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <system_error>
 
@@ -49,6 +50,10 @@ std::string live_status_line(const live_status& s) {
             return "attached to " + process + ": " + received + behind;
         case live_status::phase::exited:
             return process + " exited: showing the last state received (" + received + behind +
+                   (s.events_after_shown != 0
+                        ? "; the last " + with_commas(s.events_after_shown) +
+                              " came after it, before the process ended"
+                        : std::string()) +
                    ")";
         case live_status::phase::detached:
             return "detached from " + process + ": showing the last state received (" + received +
@@ -81,6 +86,12 @@ live_status live_session::status() const {
     const std::lock_guard lock(mutex_);
     live_status copy = status_;
     copy.events_received = trace_.events_received();
+    const std::vector<uint64_t>& received = trace_.received_ends();
+    if (received.size() == shown_ends_.size()) {
+        for (size_t d = 0; d < received.size(); ++d) {
+            copy.events_after_shown += received[d] - std::min(received[d], shown_ends_[d]);
+        }
+    }
     return copy;
 }
 
@@ -131,13 +142,14 @@ void live_session::finish_locked(live_status::phase phase, std::string error) {
     changed_.notify_all();
 }
 
-void live_session::publish(snapshot::snapshot recording) {
+void live_session::publish(snapshot::snapshot recording, std::vector<uint64_t> ends) {
     auto recorded = std::make_shared<const snapshot::snapshot>(std::move(recording));
     load_progress progress;
     std::shared_ptr<const document> doc = make_document(recorded, name_, progress, how_.frames);
     const std::lock_guard lock(mutex_);
     document_ = std::move(doc);
     recording_ = std::move(recorded);
+    shown_ends_ = std::move(ends);
     ++generation_;
     ++status_.states_shown;
 }
@@ -195,7 +207,7 @@ void live_session::follow() {
             event_connection_ = std::move(events);
         }
         events_thread_ = std::thread([this] { receive_events(); });
-        publish(std::move(start));
+        publish(std::move(start), first_ends);
     } catch (const std::exception& error) {
         finish(live_status::phase::failed, error.what());
         return;
@@ -224,8 +236,9 @@ void live_session::follow() {
             return;
         }
         std::optional<snapshot::snapshot> cut;
+        std::vector<uint64_t> ends;
         try {
-            const std::vector<uint64_t> ends = taken.numbers("ends");
+            ends = taken.numbers("ends");
             const snapshot::snapshot state = read_payload(taken, pid_);
             lock.lock();
             changed_.wait(lock,
@@ -238,7 +251,7 @@ void live_session::follow() {
             return;
         }
         if (cut) {
-            publish(std::move(*cut));
+            publish(std::move(*cut), std::move(ends));
         }
     }
     finish(live_status::phase::exited);

@@ -5,6 +5,7 @@
 
 #include <imgui.h>
 
+#include "detail/attach_dialog.hpp"
 #include "detail/file_dialog.hpp"
 #include "detail/format.hpp"
 #include "detail/palette.hpp"
@@ -65,7 +66,10 @@ void draw_load_preview(const load_preview& preview, float height) {
 
 }  // namespace
 
-workspace::workspace() : dialog_(std::make_unique<file_dialog>()) {}
+workspace::workspace()
+    : dialog_(std::make_unique<file_dialog>()),
+      attach_dialog_(std::make_unique<attach_dialog>()),
+      save_dialog_(std::make_unique<save_dialog>()) {}
 
 workspace::~workspace() = default;
 
@@ -166,6 +170,7 @@ void workspace::draw_menu() {
         if (ImGui::MenuItem("Open...", "Ctrl+O")) {
             dialog_->open();
         }
+        draw_live_menu_items();
         if (ImGui::MenuItem("Quit", "Ctrl+Q")) {
             quit_requested_ = true;
         }
@@ -189,6 +194,7 @@ void workspace::draw_menu() {
     if (ImGui::BeginMenu("Help")) {
         ImGui::TextUnformatted(
             "Open: File > Open, the path box, drag and drop, or the command line.\n"
+            "Attach: File > Attach follows a running process (memtrail-viewer --attach PID).\n"
             "Timeline: wheel zooms, drag pans, shift-drag or right-drag selects a range,\n"
             "click selects a moment and an allocation.\n"
             "Left/Right: step one event (Shift: 100). Home/End: first/last event.\n"
@@ -209,6 +215,7 @@ void workspace::draw_menu() {
 
 void workspace::draw() {
     collect_finished_loads();
+    follow_attachments();
     const ImGuiIO& io = ImGui::GetIO();
     ImGui::SetNextWindowPos(ImVec2(0, 0));
     ImGui::SetNextWindowSize(io.DisplaySize);
@@ -221,6 +228,7 @@ void workspace::draw() {
     if (dialog_->draw(chosen)) {
         open(chosen);
     }
+    draw_live_dialogs();
 
     for (size_t i = 0; i < errors_.size();) {
         ImGui::PushID(static_cast<int>(i));
@@ -245,8 +253,10 @@ void workspace::draw() {
         }
     }
 
+    draw_attaching();
+
     if (tabs_.empty()) {
-        if (loads_.empty()) {
+        if (loads_.empty() && attachments_.empty()) {
             const char* hint =
                 "Drop a memtrail snapshot or a PyTorch snapshot pickle here, or use File > Open.";
             const ImVec2 size = ImGui::CalcTextSize(hint);
@@ -275,6 +285,7 @@ void workspace::draw() {
                     select_ = nullptr;
                 }
                 active_ = &v;
+                draw_live_status(it->id);
                 v.set_candidates(documents);
                 v.draw();
                 ImGui::EndTabItem();

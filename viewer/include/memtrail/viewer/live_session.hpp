@@ -35,6 +35,8 @@ struct live_status {
     uint64_t events_missed = 0;    // entries the stream said it missed (it fell behind)
     uint64_t restarts = 0;         // times it fell behind and sent a full snapshot instead
     uint64_t states_shown = 0;     // documents made so far
+    // Entries received after the latest document's cut (it shows the state before them).
+    uint64_t events_after_shown = 0;
     std::string error;             // failed: why (cannot attach, a broken stream)
 };
 
@@ -73,7 +75,7 @@ class live_session {
   private:
     void follow();          // the session thread: attach, then a state and a document per refresh
     void receive_events();  // the events thread
-    void publish(snapshot::snapshot recording);
+    void publish(snapshot::snapshot recording, std::vector<uint64_t> ends);
     // Ends following: `phase` (detached when detach() was called), the events thread told.
     void finish(live_status::phase phase, std::string error = {});
     void finish_locked(live_status::phase phase, std::string error);
@@ -93,6 +95,7 @@ class live_session {
     std::shared_ptr<const document> document_;
     std::shared_ptr<const snapshot::snapshot> recording_;
     uint64_t generation_ = 0;
+    std::vector<uint64_t> shown_ends_;  // the latest document's cut, by device
     std::thread events_thread_;
     std::thread session_thread_;
 };

@@ -43,6 +43,8 @@ class live_trace {
                                           const std::vector<uint64_t>& ends) const;
 
     bool started() const { return !ends_.empty(); }
+    // By device: the sequence number after the last entry received.
+    const std::vector<uint64_t>& received_ends() const { return ends_; }
     // Entries received on the stream since the first start (not counting the snapshots').
     uint64_t events_received() const { return events_received_; }
 
