@@ -4,14 +4,22 @@
 // The recorder runs here, on a simulated device, as librecorder runs it in a process.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "detail/attach_dialog.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/core/caching_allocator.hpp"
 #include "memtrail/core/simulated_device.hpp"
+#include "memtrail/live/endpoint_folder.hpp"
 #include "memtrail/recorder/recorder.hpp"
+#include "memtrail/viewer/attachable_processes.hpp"
 #include "memtrail/viewer/live_session.hpp"
 #include "memtrail/viewer/live_trace.hpp"
 #include "view_test_support.hpp"
@@ -223,7 +231,9 @@ TEST(LiveView, TheViewsOfTheGrownDocumentShowWhatTheSnapshotsShow) {
         taken.show(kind);
         EXPECT_EQ(grown.moment(), docs.later->main_device().model.event_count());
         EXPECT_EQ(grown.shown(), kind);
-        EXPECT_EQ(settled_text(frame, grown), settled_text(frame, taken)) << view_kind_name(kind);
+        const std::string shown = settled_text(frame, grown);
+        EXPECT_NE(shown.find("MiB"), std::string::npos) << view_kind_name(kind) << ": " << shown;
+        EXPECT_EQ(shown, settled_text(frame, taken)) << view_kind_name(kind);
     }
 }
 
@@ -243,6 +253,87 @@ TEST(LiveView, AnEarlierMomentStaysWhileTheDocumentGrows) {
     const auto& after = docs.later->main_device().model.lifetimes()[*grown.allocation()];
     EXPECT_EQ(before.address, after.address);
     EXPECT_EQ(before.begin, after.begin);
+}
+
+// A pid no process has: a child's, once it has exited and been waited for.
+pid_t finished_pid() {
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::_exit(0);
+    }
+    ::waitpid(child, nullptr, 0);
+    return child;
+}
+
+TEST(AttachableProcesses, TheSocketsOfRunningProcessesOthersLeftOut) {
+    const std::filesystem::path folder =
+        std::filesystem::temp_directory_path() / ("viewer-attach-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(folder);
+    EXPECT_TRUE(attachable_processes(folder).empty()) << "no folder: no process yet";
+    ASSERT_TRUE(std::filesystem::create_directory(folder));
+    ::chmod(folder.c_str(), 0700);
+    const pid_t parent = ::getppid();  // runs, and is not this process
+    for (const std::string& name : std::vector<std::string>{
+             std::to_string(parent) + ".sock", std::to_string(::getpid()) + ".sock",
+             std::to_string(finished_pid()) + ".sock", "notes.txt", "12x.sock"}) {
+        std::ofstream(folder / name).put('\n');
+    }
+    const std::vector<attachable_process> found = attachable_processes(folder);
+    ASSERT_EQ(found.size(), 1u);
+    EXPECT_EQ(found[0].pid, parent);
+    EXPECT_EQ(found[0].command, command_line_of(parent));
+    EXPECT_FALSE(found[0].command.empty());
+    ::chmod(folder.c_str(), 0755);
+    EXPECT_THROW(attachable_processes(folder), live::endpoint_error) << "open to other users";
+    std::filesystem::remove_all(folder);
+}
+
+// Draws frames of `draw` until the popup `title` is open (it opens on the frame after it is
+// asked for); returns whether it was drawn with something in it.
+template <class Draw>
+bool popup_drawn(headless_frame& frame, const char* title, Draw&& draw) {
+    for (int i = 0; i < 3; ++i) {
+        frame.begin();
+        ImGui::SetNextWindowPos(ImVec2(0, 0));
+        ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
+        ImGui::Begin("workspace", nullptr, ImGuiWindowFlags_NoDecoration);
+        draw();
+        ImGui::End();
+        frame.end();
+    }
+    const ImGuiWindow* popup = ImGui::FindWindowByName(title);
+    return popup != nullptr && popup->WasActive && popup->DrawList->VtxBuffer.Size > 100;
+}
+
+TEST(AttachDialog, ListsTheProcessesWithTheirCommandLines) {
+    const std::filesystem::path folder =
+        std::filesystem::temp_directory_path() / ("viewer-dialog-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(folder);
+    ASSERT_TRUE(std::filesystem::create_directory(folder));
+    ::chmod(folder.c_str(), 0700);
+    const pid_t parent = ::getppid();
+    std::ofstream(folder / (std::to_string(parent) + ".sock")).put('\n');
+    headless_frame frame(width, height);
+    attach_dialog dialog;
+    dialog.open(folder);
+    pid_t chosen = 0;
+    EXPECT_TRUE(
+        popup_drawn(frame, "Attach to a process", [&] { EXPECT_FALSE(dialog.draw(chosen)); }));
+    ASSERT_EQ(dialog.listed().size(), 1u);
+    EXPECT_EQ(dialog.listed()[0].pid, parent);
+    EXPECT_EQ(dialog.listed()[0].command, command_line_of(parent));
+    ::chmod(folder.c_str(), 0750);
+    dialog.open(folder);
+    EXPECT_TRUE(dialog.listed().empty());
+    EXPECT_NE(dialog.error().find(folder.string()), std::string::npos) << dialog.error();
+    std::filesystem::remove_all(folder);
+}
+
+TEST(AttachableProcesses, ACommandLineHasSpacesBetweenItsArguments) {
+    const std::string own = command_line_of(::getpid());
+    EXPECT_NE(own.find("viewer_live_test"), std::string::npos) << own;
+    EXPECT_EQ(own.find('\0'), std::string::npos);
+    EXPECT_EQ(command_line_of(finished_pid()), "");
 }
 
 TEST(LiveStatus, TheLineSaysWhatIsShown) {

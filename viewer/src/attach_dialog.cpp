@@ -51,11 +51,12 @@ bool attach_dialog::draw(pid_t& chosen) {
             "No process to attach to: start one linked with librecorder, under memtrail run\n"
             "or with the Python package (MEMTRAIL_LIVE=off opens no endpoint).");
     }
-    const float list_height = ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() * 2;
-    if (ImGui::BeginTable("##processes", 2,
-                          ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
-                              ImGuiTableFlags_BordersInnerV,
-                          ImVec2(0, list_height))) {
+    const float list_height =
+        ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() * 2;
+    if (ImGui::BeginTable(
+            "##processes", 2,
+            ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV,
+            ImVec2(0, list_height))) {
         ImGui::TableSetupColumn("pid", ImGuiTableColumnFlags_WidthFixed, 80);
         ImGui::TableSetupColumn("command line");
         ImGui::TableSetupScrollFreeze(0, 1);
@@ -66,9 +67,9 @@ bool attach_dialog::draw(pid_t& chosen) {
             ImGui::TableNextColumn();
             char label[32];
             std::snprintf(label, sizeof label, "%d", static_cast<int>(p.pid));
-            if (ImGui::Selectable(label, selected_ == static_cast<int>(i),
-                                  ImGuiSelectableFlags_SpanAllColumns |
-                                      ImGuiSelectableFlags_AllowDoubleClick)) {
+            if (ImGui::Selectable(
+                    label, selected_ == static_cast<int>(i),
+                    ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowDoubleClick)) {
                 selected_ = static_cast<int>(i);
                 std::snprintf(pid_box_, sizeof pid_box_, "%d", static_cast<int>(p.pid));
                 picked = ImGui::IsMouseDoubleClicked(0);
@@ -79,9 +80,9 @@ bool attach_dialog::draw(pid_t& chosen) {
         ImGui::EndTable();
     }
     ImGui::SetNextItemWidth(120);
-    const bool entered = ImGui::InputTextWithHint("##pid", "pid", pid_box_, sizeof pid_box_,
-                                                  ImGuiInputTextFlags_CharsDecimal |
-                                                      ImGuiInputTextFlags_EnterReturnsTrue);
+    const bool entered = ImGui::InputTextWithHint(
+        "##pid", "pid", pid_box_, sizeof pid_box_,
+        ImGuiInputTextFlags_CharsDecimal | ImGuiInputTextFlags_EnterReturnsTrue);
     ImGui::SameLine();
     picked = ImGui::Button("Attach") || entered || picked;
     ImGui::SameLine();

@@ -54,8 +54,9 @@ std::vector<attachable_process> attachable_processes(const std::filesystem::path
         }
         found.push_back({pid, command_line_of(pid)});
     }
-    std::sort(found.begin(), found.end(),
-              [](const attachable_process& a, const attachable_process& b) { return a.pid < b.pid; });
+    std::sort(
+        found.begin(), found.end(),
+        [](const attachable_process& a, const attachable_process& b) { return a.pid < b.pid; });
     return found;
 }
 

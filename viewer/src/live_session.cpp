@@ -50,10 +50,9 @@ std::string live_status_line(const live_status& s) {
             return "attached to " + process + ": " + received + behind;
         case live_status::phase::exited:
             return process + " exited: showing the last state received (" + received + behind +
-                   (s.events_after_shown != 0
-                        ? "; the last " + with_commas(s.events_after_shown) +
-                              " came after it, before the process ended"
-                        : std::string()) +
+                   (s.events_after_shown != 0 ? "; the last " + with_commas(s.events_after_shown) +
+                                                    " came after it, before the process ended"
+                                              : std::string()) +
                    ")";
         case live_status::phase::detached:
             return "detached from " + process + ": showing the last state received (" + received +
@@ -64,13 +63,12 @@ std::string live_status_line(const live_status& s) {
     return {};
 }
 
-live_session::live_session(pid_t pid, options how)
-    : pid_(pid), how_(std::move(how)) {
+live_session::live_session(pid_t pid, options how) : pid_(pid), how_(std::move(how)) {
     status_.pid = pid;
     const std::string command = command_line_of(pid);
     const std::string program = command.substr(0, command.find(' '));
-    name_ = std::filesystem::path(program).filename().string() + " (pid " + std::to_string(pid) +
-            ")";
+    name_ =
+        std::filesystem::path(program).filename().string() + " (pid " + std::to_string(pid) + ")";
     session_thread_ = std::thread([this] { follow(); });
 }
 

@@ -167,7 +167,8 @@ void workspace::draw_live_status(int tab_id) {
                               ? ImVec4(0.45f, 0.85f, 0.45f, 1.0f)
                               : ImVec4(1.0f, 0.7f, 0.3f, 1.0f);
     ImGui::TextColored(colour, "%s", live_status_line(status).c_str());
-    if (active_ != nullptr && active_->moment() < active_->doc().main_device().model.event_count()) {
+    if (active_ != nullptr &&
+        active_->moment() < active_->doc().main_device().model.event_count()) {
         ImGui::SameLine();
         ImGui::TextDisabled("| showing an earlier moment; End shows the present");
     }

@@ -99,7 +99,8 @@ int run_attach_screenshots(const options& opts) {
         settled = ws.attachments_shown() && !ws.busy() ? settled + 1 : 0;
         const bool due = opts.every == 0 || ended || clock_type::now() >= next_shot;
         if (settled >= 3 && due) {
-            const std::filesystem::path png = numbered(opts.screenshot, opts.every > 0 ? ++shots : 0);
+            const std::filesystem::path png =
+                numbered(opts.screenshot, opts.every > 0 ? ++shots : 0);
             int width = 0;
             int height = 0;
             const std::vector<uint8_t> pixels = window.read_back_buffer(width, height);

@@ -142,8 +142,7 @@ options parse_command_line(int argc, char** argv) {
     }
     if ((result.every > 0 || !result.save.empty()) &&
         (result.attach == 0 || result.screenshot.empty())) {
-        throw std::invalid_argument(
-            "--every and --save go with --attach PID --screenshot OUT.png");
+        throw std::invalid_argument("--every and --save go with --attach PID --screenshot OUT.png");
     }
     return result;
 }

@@ -19,6 +19,9 @@ class attach_dialog {
     void open(const std::filesystem::path& folder);
     // Draws the popup when open; returns true and sets `chosen` when the user picked a process.
     bool draw(pid_t& chosen);
+    // The processes listed, and why none could be (a folder not safe to use).
+    const std::vector<attachable_process>& listed() const { return processes_; }
+    const std::string& error() const { return error_; }
 
   private:
     void list();

@@ -37,7 +37,7 @@ struct live_status {
     uint64_t states_shown = 0;     // documents made so far
     // Entries received after the latest document's cut (it shows the state before them).
     uint64_t events_after_shown = 0;
-    std::string error;             // failed: why (cannot attach, a broken stream)
+    std::string error;  // failed: why (cannot attach, a broken stream)
 };
 
 // One line for the user: "attached to process 42: 1,234 events received", with what was

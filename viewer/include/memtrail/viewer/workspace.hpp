@@ -77,15 +77,15 @@ class workspace {
     // [SECTION] following running processes (workspace_live.cpp)
     struct attachment {
         std::unique_ptr<live_session> session;
-        int tab_id = 0;          // 0 until the first document has a tab
-        uint64_t shown = 0;      // the number of the document its tab shows
+        int tab_id = 0;      // 0 until the first document has a tab
+        uint64_t shown = 0;  // the number of the document its tab shows
         bool failure_told = false;
     };
     void follow_attachments();  // new documents into their tabs, closed tabs detached
     void draw_live_menu_items();
     void draw_live_dialogs();
-    void draw_attaching();                // the sessions still waiting for their first state
-    void draw_live_status(int tab_id);    // above a following tab's view
+    void draw_attaching();              // the sessions still waiting for their first state
+    void draw_live_status(int tab_id);  // above a following tab's view
     attachment* attachment_of_tab(int tab_id);
     void collect_finished_loads();
     // Makes the tab of `doc` the selected one (a rank picked in a Ranks view).
