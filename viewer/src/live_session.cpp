@@ -99,14 +99,9 @@ bool live_session::following() const {
            status_.now == live_status::phase::attached;
 }
 
-std::pair<std::shared_ptr<const document>, uint64_t> live_session::latest() const {
+live_session::latest_state live_session::latest() const {
     const std::lock_guard lock(mutex_);
-    return {document_, generation_};
-}
-
-std::shared_ptr<const snapshot::snapshot> live_session::latest_recording() const {
-    const std::lock_guard lock(mutex_);
-    return recording_;
+    return {document_, recording_, generation_};
 }
 
 void live_session::detach() {

@@ -16,7 +16,9 @@ namespace memtrail::viewer {
 
 void workspace::attach(pid_t pid, live_session::options how) {
     how.frames = frames_;
-    attachments_.push_back({std::make_unique<live_session>(pid, std::move(how))});
+    attachment following;
+    following.session = std::make_unique<live_session>(pid, std::move(how));
+    attachments_.push_back(std::move(following));
 }
 
 const live_session* workspace::session_of(const view& v) const {
@@ -33,6 +35,20 @@ const live_session* workspace::session_of(const view& v) const {
     return nullptr;
 }
 
+std::shared_ptr<const snapshot::snapshot> workspace::received_by(const view& v) const {
+    for (const tab& t : tabs_) {
+        if (t.content.get() != &v) {
+            continue;
+        }
+        for (const attachment& a : attachments_) {
+            if (a.tab_id == t.id) {
+                return a.recording;
+            }
+        }
+    }
+    return nullptr;
+}
+
 bool workspace::following() const {
     return std::any_of(attachments_.begin(), attachments_.end(),
                        [](const attachment& a) { return a.session->following(); });
@@ -40,7 +56,7 @@ bool workspace::following() const {
 
 bool workspace::attachments_shown() const {
     return std::all_of(attachments_.begin(), attachments_.end(), [](const attachment& a) {
-        const uint64_t latest = a.session->latest().second;
+        const uint64_t latest = a.session->latest().number;
         return a.tab_id != 0 ? a.shown == latest : !a.session->following();
     });
 }
@@ -57,12 +73,13 @@ workspace::attachment* workspace::attachment_of_tab(int tab_id) {
 void workspace::follow_attachments() {
     for (auto it = attachments_.begin(); it != attachments_.end();) {
         attachment& a = *it;
-        auto [doc, number] = a.session->latest();
+        live_session::latest_state latest = a.session->latest();
         if (a.tab_id == 0) {
-            if (doc) {
-                add(doc).select_moment("end");  // the present
+            if (latest.doc) {
+                add(latest.doc).select_moment("end");  // the present
                 a.tab_id = tabs_.back().id;
-                a.shown = number;
+                a.shown = latest.number;
+                a.recording = std::move(latest.recording);
             } else if (!a.session->following()) {
                 // Attaching failed: said once, like a file that cannot be read.
                 errors_.push_back(live_status_line(a.session->status()));
@@ -78,8 +95,8 @@ void workspace::follow_attachments() {
             it = attachments_.erase(it);  // its tab was closed: detached by the session's end
             continue;
         }
-        if (number != a.shown) {
-            auto next = std::make_unique<view>(std::move(doc));
+        if (latest.number != a.shown) {
+            auto next = std::make_unique<view>(std::move(latest.doc));
             next->carry_over(*shown->content);
             if (select_ == shown->content.get()) {
                 select_ = next.get();
@@ -88,7 +105,8 @@ void workspace::follow_attachments() {
                 active_ = next.get();
             }
             shown->content = std::move(next);
-            a.shown = number;
+            a.shown = latest.number;
+            a.recording = std::move(latest.recording);
         }
         ++it;
     }
@@ -105,7 +123,7 @@ void workspace::draw_live_menu_items() {
         }
     }
     if (ImGui::MenuItem("Save received...", nullptr, false,
-                        current != nullptr && current->session->latest_recording() != nullptr)) {
+                        current != nullptr && current->recording != nullptr)) {
         save_tab_ = current->tab_id;
         save_dialog_->open("process-" + std::to_string(current->session->pid()) + ".memtrail");
     }
@@ -131,7 +149,7 @@ void workspace::draw_live_dialogs() {
         return;
     }
     const attachment* a = attachment_of_tab(save_tab_);
-    const auto recording = a != nullptr ? a->session->latest_recording() : nullptr;
+    const auto recording = a != nullptr ? a->recording : nullptr;
     if (recording == nullptr) {
         save_dialog_->set_message("That tab is closed: nothing to save.");
         return;

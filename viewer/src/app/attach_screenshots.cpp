@@ -114,9 +114,8 @@ int run_attach_screenshots(const options& opts) {
         }
         window.present();
     }
-    if (!opts.save.empty()) {
-        const live_session& session = *ws.session_of(*ws.views().front());
-        save_received(*session.latest_recording(), opts.save);
+    if (!opts.save.empty()) {  // what the last picture shows
+        save_received(*ws.received_by(*ws.views().front()), opts.save);
     }
     return 0;
 }

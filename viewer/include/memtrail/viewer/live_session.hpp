@@ -64,11 +64,14 @@ class live_session {
     live_status status() const;
     // Attaching or attached: more documents may come.
     bool following() const;
-    // The latest document (nullptr before the first) and its number (0 before the first; each
-    // new one has a higher number).
-    std::pair<std::shared_ptr<const document>, uint64_t> latest() const;
-    // What the latest document was made from, every frame kept (what File > Save writes).
-    std::shared_ptr<const snapshot::snapshot> latest_recording() const;
+    // The latest document and what it was made from, every frame kept (what File > Save
+    // received writes); nullptr and number 0 before the first, each new one numbered higher.
+    struct latest_state {
+        std::shared_ptr<const document> doc;
+        std::shared_ptr<const snapshot::snapshot> recording;
+        uint64_t number = 0;
+    };
+    latest_state latest() const;
     // Closes both connections; the latest document stays.
     void detach();
 

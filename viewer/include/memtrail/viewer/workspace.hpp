@@ -41,6 +41,9 @@ class workspace {
     void attach(pid_t pid, live_session::options how = {});
     // The session a tab's view follows; nullptr for a file's view.
     const live_session* session_of(const view& v) const;
+    // What the document a following tab shows was made from (File > Save received writes it);
+    // nullptr for a file's view.
+    std::shared_ptr<const snapshot::snapshot> received_by(const view& v) const;
     // Any session still attaching or attached.
     bool following() const;
     // Whether every session has a tab showing its latest document, or has ended without one.
@@ -79,6 +82,7 @@ class workspace {
         std::unique_ptr<live_session> session;
         int tab_id = 0;      // 0 until the first document has a tab
         uint64_t shown = 0;  // the number of the document its tab shows
+        std::shared_ptr<const snapshot::snapshot> recording;  // what that document was made from
         bool failure_told = false;
     };
     void follow_attachments();  // new documents into their tabs, closed tabs detached
