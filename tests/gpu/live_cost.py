@@ -32,9 +32,13 @@ import subprocess
 import sys
 import time
 
+from block_statistics import describe, pooled
+
 STEPS_WARMUP = 20
-BLOCK = 24          # steps a block: at ~60-100 ms a step, a few of top's refreshes each
-BLOCKS = 12         # alternating blocks after the warm-up, the first attached
+# Steps a block (at ~50 ms a step, a block of 24 sees a few of top's refreshes) and alternating
+# blocks after the warm-up, the first attached; LIVE_BLOCK and LIVE_BLOCKS change them.
+BLOCK = int(os.environ.get("LIVE_BLOCK", "24"))
+BLOCKS = int(os.environ.get("LIVE_BLOCKS", "12"))
 PROCESS_STEPS = 160
 # Events a second the producer is asked for; 0: as fast as it can.
 STREAM_RATES = [50_000, 200_000, 500_000, 1_000_000, 2_000_000, 4_000_000, 0]
@@ -211,7 +215,8 @@ def main():
                   flush=True)
         overheads = [r["overhead_pct"] for r in results]
         summary["in_process"] = {"runs": results, "median_pct": statistics.median(overheads),
-                                 "min_pct": min(overheads), "max_pct": max(overheads)}
+                                 "min_pct": min(overheads), "max_pct": max(overheads),
+                                 "pooled": pooled([r["ratios"] for r in results])}
     if "processes" in parts:
         times = {True: [], False: []}
         for index in range(runs):
@@ -232,7 +237,8 @@ def main():
     if "in_process" in summary:
         s = summary["in_process"]
         print(f"in one process: attached {s['median_pct']:+.2f}% (median of {runs} processes, "
-              f"spread {s['min_pct']:+.2f}% to {s['max_pct']:+.2f}%)")
+              f"spread {s['min_pct']:+.2f}% to {s['max_pct']:+.2f}%); every process's blocks "
+              f"pooled: {describe(s['pooled'])}")
     if "processes" in summary:
         print(f"alternating processes: attached {summary['processes']['overhead_pct']:+.2f}% "
               f"(medians of {runs} each)")

@@ -27,6 +27,8 @@ import statistics
 import subprocess
 import sys
 
+from block_statistics import describe, pooled
+
 library, outdir = sys.argv[1], sys.argv[2]
 runs = int(sys.argv[3]) if len(sys.argv) > 3 else 6
 unwinder = sys.argv[4] if len(sys.argv) > 4 else "eh_frame"
@@ -52,12 +54,14 @@ def step_ms(mode, index):
         json.dump(result, f)  # every step's time, to see drifts inside a process
     if "alternate" in result:
         alternate[mode].append(result["alternate"]["overhead_pct"])
+        block_ratios[mode].append(result["alternate"]["block_ratios"])
         alternate_cpu[mode].append(result["alternate_process_cpu"]["overhead_pct"])
     return result["step_ms_median"], result["process_cpu_ms_median"]
 
 
 times = {mode: [] for mode in ["torch", *modes]}
 alternate = {mode: [] for mode in times}  # memtrail_alternate: recording's cost in each process
+block_ratios = {mode: [] for mode in times}  # every process's blocks, pooled
 alternate_cpu = {mode: [] for mode in times}  # the same in the CPU time of the process's threads
 cpu = {mode: [] for mode in times}
 order = list(times)
@@ -80,6 +84,7 @@ for mode, values in times.items():
         summary[mode]["recording_in_process_pct"] = {
             "median": statistics.median(alternate[mode]), "min": min(alternate[mode]),
             "max": max(alternate[mode]), "runs": alternate[mode]}
+        summary[mode]["recording_in_process_pooled"] = pooled(block_ratios[mode])
         summary[mode]["recording_in_process_cpu_pct"] = {
             "median": statistics.median(alternate_cpu[mode]), "min": min(alternate_cpu[mode]),
             "max": max(alternate_cpu[mode]), "runs": alternate_cpu[mode]}
@@ -100,6 +105,8 @@ for mode in times:
         print(f"{mode:17s} recording on against off in the same process (blocks of steps): "
               f"median {r['median']:+.2f}% over {len(r['runs'])} processes "
               f"(spread {r['min']:+.2f}% to {r['max']:+.2f}%)")
+        print(f"{mode:17s} every process's blocks pooled: "
+              f"{describe(s['recording_in_process_pooled'])}")
         r = s["recording_in_process_cpu_pct"]
         print(f"{mode:17s} the same in the CPU time of the process's threads a step: "
               f"median {r['median']:+.2f}% (spread {r['min']:+.2f}% to {r['max']:+.2f}%)")

@@ -505,6 +505,7 @@ sys.exit(max(child.wait() for child in children))
 # One rank: (rank + 1) * 2 MiB, or, with OOM set, more than the device holds.
 RANK_SCRIPT = '''
 import os
+import sys
 import torch
 
 rank = int(os.environ["RANK"])
@@ -512,7 +513,10 @@ allocator = torch.cuda.memory.current
 kept = allocator.malloc((rank + 1) * (2 << 20), 0, None)
 if os.environ.get("OOM"):
     failed = allocator.malloc(4 << 30, 0, None)
-    print("rank", rank, "out of memory:", failed is None)
+    # One write of the whole line: the ranks share one stdout, and print's pieces (unbuffered,
+    # as under PYTHONUNBUFFERED) would interleave with the other ranks' lines.
+    sys.stdout.write(f"rank {rank} out of memory: {failed is None}\\n")
+    sys.stdout.flush()
 '''
 
 

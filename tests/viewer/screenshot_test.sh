@@ -1,7 +1,8 @@
 #!/bin/sh
 # Renders one view of a snapshot with memtrail-viewer under Xvfb and checks the PNG shows it.
 #   screenshot_test.sh VIEWER PNG_CHECK MIN_CONTENT OUT.png VIEWER_ARGS...
-# PNG_MIN_COLOURS in the environment lowers png_check's 24 distinct colours (the loading screen).
+# PNG_MIN_COLOURS in the environment lowers png_check's 24 distinct colours (the loading screen);
+# PNG_MARK="RRGGBB FRACTION" asks for that colour, only in the top FRACTION of the image.
 set -eu
 viewer=$1
 png_check=$2
@@ -21,4 +22,5 @@ else
     set -- "$viewer" --screenshot "$out" "$@"
 fi
 xvfb-run -a -s "-screen 0 1920x1080x24" "$@"
-"$png_check" "$out" "$min_content" "${PNG_MIN_COLOURS:-24}"
+# shellcheck disable=SC2086 # PNG_MARK is two arguments
+"$png_check" "$out" "$min_content" "${PNG_MIN_COLOURS:-24}" ${PNG_MARK:-}

@@ -30,7 +30,8 @@ bool ends_with_ignoring_case(std::string_view text, std::string_view suffix) {
 }  // namespace
 
 bool is_snapshot_file_name(std::string_view file_name) {
-    for (const std::string_view suffix : {".memtrail", ".memtrail.zst", ".pickle", ".pkl"}) {
+    for (const std::string_view suffix :
+         {".memtrail", ".memtrail.zst", ".pickle", ".pkl", ".summary.json"}) {
         if (ends_with_ignoring_case(file_name, suffix)) {
             return true;
         }
@@ -110,7 +111,8 @@ bool file_dialog::draw(std::string& chosen) {
     ImGui::TextDisabled("%s", !error_.empty()   ? error_.c_str()
                               : show_all_files_ ? "double-click to open"
                                                 : "snapshots (.memtrail, .memtrail.zst, .pickle, "
-                                                  ".pkl); double-click to open");
+                                                  ".pkl) and rank summaries (.summary.json); "
+                                                  "double-click to open");
 
     // Acted on after the listing: choosing a directory replaces entries_ under the clipper.
     std::filesystem::path activated;
@@ -143,6 +145,12 @@ bool file_dialog::draw(std::string& chosen) {
     }
     if (ImGui::Button("Open")) {
         choose(path_box_);
+    }
+    ImGui::SameLine();
+    // A folder opens as ranks: its summaries and snapshots, searched recursively.
+    if (ImGui::Button("Open this folder as ranks")) {
+        chosen = directory_.string();
+        picked = true;
     }
     ImGui::SameLine();
     if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {

@@ -8,6 +8,8 @@ headless_frame::headless_frame(int width, int height) : context_(ImGui::CreateCo
     io.IniFilename = nullptr;
     io.DisplaySize = ImVec2(static_cast<float>(width), static_cast<float>(height));
     io.DeltaTime = 1.0f / 60.0f;
+    // As the OpenGL 3 renderer does: draw lists past 64K vertices are split, not refused.
+    io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;
     // The font atlas must be built before the first frame; a renderer would upload it here.
     unsigned char* pixels = nullptr;
     int atlas_width = 0;

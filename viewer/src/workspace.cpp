@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include <imgui.h>
 
@@ -74,7 +75,36 @@ workspace::workspace()
 workspace::~workspace() = default;
 
 void workspace::open(const std::string& path) {
+    if (opens_as_rank_summaries(path)) {
+        open_rank_summaries({path});
+        return;
+    }
     loads_.push_back(std::make_unique<load_job>(path, frames_, hold_));
+}
+
+void workspace::open(const std::vector<std::string>& paths) {
+    std::vector<std::string> ranks;
+    for (const std::string& path : paths) {
+        if (opens_as_rank_summaries(path)) {
+            ranks.push_back(path);
+        } else {
+            open(path);
+        }
+    }
+    if (!ranks.empty()) {
+        open_rank_summaries(std::move(ranks));
+    }
+}
+
+void workspace::open_rank_summaries(std::vector<std::string> paths) {
+    // Snapshots without a summary are summarized on every core, as `memtrail ranks` does.
+    summary_loads_.push_back(std::make_unique<rank_summaries_job>(
+        std::move(paths), std::max(1u, std::thread::hardware_concurrency())));
+}
+
+bool workspace::show_rank_summaries() {
+    select_summaries_ = summaries_ != nullptr;
+    return select_summaries_;
 }
 
 bool workspace::previews_ready() const {
@@ -154,6 +184,46 @@ void workspace::collect_finished_loads() {
     }
 }
 
+void workspace::collect_finished_summaries() {
+    while (!summary_loads_.empty() && summary_loads_.front()->done()) {
+        const rank_summaries_job& job = *summary_loads_.front();
+        if (const auto set = job.result()) {
+            errors_.insert(errors_.end(), set->errors.begin(), set->errors.end());
+            if (!set->summaries.empty()) {
+                // Every set opened joins the one ranks tab, ranked again together.
+                summaries_ = std::make_unique<rank_summaries_view>(
+                    summaries_ ? std::make_shared<const rank_summary_set>(
+                                     merged(summaries_->set(), *set))
+                               : set);
+                select_summaries_ = true;
+            }
+        } else {
+            errors_.push_back(job.error());
+        }
+        summary_loads_.erase(summary_loads_.begin());
+    }
+}
+
+void workspace::draw_rank_summaries() {
+    summaries_->draw();
+    const std::string wanted = summaries_->take_requested_snapshot();
+    if (wanted.empty()) {
+        return;
+    }
+    // The rank's snapshot becomes the active tab: the one open already, else opened now (a
+    // loaded file's tab is selected when it arrives).
+    for (const tab& t : tabs_) {
+        if (t.content->doc().path == wanted) {
+            select_ = t.content.get();
+            return;
+        }
+    }
+    if (std::none_of(loads_.begin(), loads_.end(),
+                     [&](const auto& load) { return load->path() == wanted; })) {
+        open(wanted);
+    }
+}
+
 void workspace::draw_menu() {
     const ImGuiIO& io = ImGui::GetIO();
     // GLFW key codes are ASCII for letters (see view::handle_keys).
@@ -200,7 +270,9 @@ void workspace::draw_menu() {
             "Left/Right: step one event (Shift: 100). Home/End: first/last event.\n"
             "Up/Down in Events: previous/next listed event.\n"
             "Ctrl+F: search stacks. Escape: clear the allocation, range and search.\n"
-            "Ranks: the open snapshots side by side; click a rank to show it in the other tabs.");
+            "Ranks: the open snapshots side by side; click a rank to show it in the other tabs.\n"
+            "Rank summaries (.summary.json) and folders open as a heatmap of every rank,\n"
+            "outliers first; click a rank to open its snapshot.");
         ImGui::EndMenu();
     }
     ImGui::SetNextItemWidth(std::min(480.0f, ImGui::GetContentRegionAvail().x));
@@ -215,6 +287,7 @@ void workspace::draw_menu() {
 
 void workspace::draw() {
     collect_finished_loads();
+    collect_finished_summaries();
     follow_attachments();
     const ImGuiIO& io = ImGui::GetIO();
     ImGui::SetNextWindowPos(ImVec2(0, 0));
@@ -242,6 +315,15 @@ void workspace::draw() {
             ++i;
         }
     }
+    for (const auto& load : summary_loads_) {
+        ImGui::Text("reading rank summaries of %s: %zu of %zu files (snapshots are summarized)",
+                    load->title().c_str(), load->files_done(), load->files_total());
+        ImGui::SameLine();
+        ImGui::ProgressBar(load->files_total() == 0 ? 0.0f
+                                                    : static_cast<float>(load->files_done()) /
+                                                          static_cast<float>(load->files_total()),
+                           ImVec2(300, 0));
+    }
     for (const auto& load : loads_) {
         ImGui::Text("loading %s: %s", load->path().c_str(), load->stage());
         ImGui::SameLine();
@@ -255,10 +337,11 @@ void workspace::draw() {
 
     draw_attaching();
 
-    if (tabs_.empty()) {
-        if (loads_.empty() && attachments_.empty()) {
+    if (tabs_.empty() && !summaries_) {
+        if (loads_.empty() && summary_loads_.empty() && attachments_.empty()) {
             const char* hint =
-                "Drop a memtrail snapshot or a PyTorch snapshot pickle here, or use File > Open.";
+                "Drop a memtrail snapshot, a PyTorch snapshot pickle, rank summaries or a folder "
+                "of them here, or use File > Open.";
             const ImVec2 size = ImGui::CalcTextSize(hint);
             ImGui::SetCursorPos(ImVec2((io.DisplaySize.x - size.x) / 2, io.DisplaySize.y / 2));
             ImGui::TextDisabled("%s", hint);
@@ -273,6 +356,19 @@ void workspace::draw() {
     }
     if (ImGui::BeginTabBar("##snapshots",
                            ImGuiTabBarFlags_Reorderable | ImGuiTabBarFlags_FittingPolicyScroll)) {
+        if (summaries_) {
+            char title[64];
+            std::snprintf(title, sizeof title, "Ranks (%zu)###rank_summaries",
+                          summaries_->set().summaries.size());
+            const ImGuiTabItemFlags tab_flags =
+                select_summaries_ ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None;
+            if (ImGui::BeginTabItem(title, nullptr, tab_flags)) {
+                select_summaries_ = false;
+                active_ = nullptr;
+                draw_rank_summaries();
+                ImGui::EndTabItem();
+            }
+        }
         for (auto it = tabs_.begin(); it != tabs_.end();) {
             view& v = *it->content;
             char title[300];

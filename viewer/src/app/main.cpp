@@ -20,9 +20,7 @@ int run_interactive(const options& opts) {
     memtrail::viewer::workspace ws;
     ws.set_frames(opts.all_frames ? memtrail::analysis::frame_visibility::all_frames
                                   : memtrail::analysis::frame_visibility::user_frames);
-    for (const std::string& file : opts.files) {
-        ws.open(file);
-    }
+    ws.open(opts.files);
     if (opts.attach != 0) {
         ws.attach(opts.attach);
     }
@@ -70,9 +68,7 @@ int run_loading_screenshot(const options& opts) {
     ws.set_frames(opts.all_frames ? memtrail::analysis::frame_visibility::all_frames
                                   : memtrail::analysis::frame_visibility::user_frames);
     ws.hold_loads_at_preview();
-    for (const std::string& file : opts.files) {
-        ws.open(file);
-    }
+    ws.open(opts.files);
     write_screenshot_when(window, ws, opts.screenshot, [&] { return ws.previews_ready(); });
     ws.release_loads();
     while (ws.loading()) {
@@ -102,9 +98,7 @@ int run_screenshot(const options& opts) {
     memtrail::viewer::workspace ws;
     ws.set_frames(opts.all_frames ? memtrail::analysis::frame_visibility::all_frames
                                   : memtrail::analysis::frame_visibility::user_frames);
-    for (const std::string& file : opts.files) {
-        ws.open(file);
-    }
+    ws.open(opts.files);
     // Frames go on while the files load; then the first file's view is set up as asked.
     while (ws.loading()) {
         window.begin_frame(0.05);
@@ -118,7 +112,19 @@ int run_screenshot(const options& opts) {
         }
         return 1;
     }
+    // Rank summaries and folders: the heatmap of every rank.
+    if (kind == memtrail::viewer::view_kind::ranks && ws.show_rank_summaries()) {
+        write_screenshot_when(window, ws, opts.screenshot, [&] { return !ws.busy(); });
+        return 0;
+    }
     const std::vector<memtrail::viewer::view*> views = ws.views();
+    if (views.empty()) {
+        std::fprintf(stderr,
+                     "memtrail-viewer: --view %s needs a snapshot; rank summaries and folders "
+                     "show only in --view ranks\n",
+                     opts.view.c_str());
+        return 2;
+    }
     memtrail::viewer::view& v = *views.front();
     ws.select(v);
     v.show(kind);

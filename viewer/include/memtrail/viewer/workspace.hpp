@@ -3,6 +3,8 @@
 // with their progress (and each one's memory curves once its models are built), and one tab per
 // open snapshot, each holding a view. Several snapshots
 // open together are the ranks of one job to the Ranks view, which can pick the selected tab.
+// Rank summaries and folders (of summaries or snapshots) open as one more tab, the Ranks view
+// of many ranks (rank_summaries_view), every set opened merged into it.
 // A tab can also follow a running process (File > Attach, workspace_live.cpp): its view is
 // remade from each new document the process's live_session makes, the user's choices kept.
 
@@ -14,6 +16,7 @@
 
 #include "memtrail/viewer/live_session.hpp"
 #include "memtrail/viewer/load_job.hpp"
+#include "memtrail/viewer/rank_summaries_view.hpp"
 #include "memtrail/viewer/view.hpp"
 
 namespace memtrail::viewer {
@@ -27,8 +30,17 @@ class workspace {
     workspace();
     ~workspace();
 
-    // Starts loading `path` in the background; it gets a tab when loaded.
+    // Starts loading `path` in the background; it gets a tab when loaded. A rank summary or a
+    // folder goes to open_rank_summaries.
     void open(const std::string& path);
+    // Opens each path: the snapshots one by one, the summaries and folders as one set of ranks.
+    void open(const std::vector<std::string>& paths);
+    // Reads (or makes, from snapshots) the rank summaries of `paths` in the background; they join
+    // the ranks tab when done, and the files that gave none are listed as errors.
+    void open_rank_summaries(std::vector<std::string> paths);
+    // Makes the ranks tab the selected one on the next frame; false when there is none.
+    bool show_rank_summaries();
+    const rank_summaries_view* rank_summaries() const { return summaries_.get(); }
     // Which frames the stacks of files opened from now on show (View > Every frame).
     void set_frames(analysis::frame_visibility frames) { frames_ = frames; }
     // Opens every tab's file again with `frames`, in tab order (the View menu's toggle).
@@ -52,7 +64,7 @@ class workspace {
     // Draws the workspace over the whole display.
     void draw();
 
-    bool loading() const { return !loads_.empty(); }
+    bool loading() const { return !loads_.empty() || !summary_loads_.empty(); }
     // Loads started from now on wait after their first picture until release_loads() (for a
     // screenshot of that moment).
     void hold_loads_at_preview() { hold_ = load_hold::at_preview; }
@@ -83,7 +95,6 @@ class workspace {
         int tab_id = 0;      // 0 until the first document has a tab
         uint64_t shown = 0;  // the number of the document its tab shows
         std::shared_ptr<const snapshot::snapshot> recording;  // what that document was made from
-        bool failure_told = false;
     };
     void follow_attachments();  // new documents into their tabs, closed tabs detached
     void draw_live_menu_items();
@@ -92,11 +103,17 @@ class workspace {
     void draw_live_status(int tab_id);  // above a following tab's view
     attachment* attachment_of_tab(int tab_id);
     void collect_finished_loads();
+    void collect_finished_summaries();
+    // The ranks tab's content, and the snapshot a click there asked for.
+    void draw_rank_summaries();
     // Makes the tab of `doc` the selected one (a rank picked in a Ranks view).
     void activate(const std::shared_ptr<const document>& doc);
 
     std::vector<tab> tabs_;
     std::vector<std::unique_ptr<load_job>> loads_;
+    std::vector<std::unique_ptr<rank_summaries_job>> summary_loads_;
+    std::unique_ptr<rank_summaries_view> summaries_;
+    bool select_summaries_ = false;
     std::vector<std::string> errors_;
     std::unique_ptr<file_dialog> dialog_;
     std::vector<attachment> attachments_;
