@@ -3,7 +3,8 @@ samples/live_growth.c keeps 1 MiB more each step; the viewer attached to it take
 it grows, shows its last state once it exits, saves what it received, and leaves it running as
 it was when it detaches or is killed.
 
-Environment: VIEWER, PNG_CHECK, MEMTRAIL, SAMPLE_LIVE_GROWTH; MEMTRAIL_VIEWER_PRELOAD in
+Environment: VIEWER, PNG_CHECK, MEMTRAIL, SAMPLE_LIVE_GROWTH, VIEWER_FOLLOW (the viewer's
+following without a window, which tests/gpu/viewer_attach_cost.py attaches); MEMTRAIL_VIEWER_PRELOAD in
 sanitizer builds (tests/viewer/CMakeLists.txt says why). The tests run under one xvfb-run (the
 script starts itself again under it), so that each viewer starts without waiting for a server.
 """
@@ -21,6 +22,7 @@ VIEWER = os.environ["VIEWER"]
 PNG_CHECK = os.environ["PNG_CHECK"]
 MEMTRAIL = os.environ["MEMTRAIL"]
 SAMPLE = os.environ["SAMPLE_LIVE_GROWTH"]
+FOLLOW = os.environ["VIEWER_FOLLOW"]
 MiB = 1 << 20
 PRELOAD = os.environ.get("MEMTRAIL_VIEWER_PRELOAD")
 XVFB = ["env", f"LD_PRELOAD={PRELOAD}"] if PRELOAD else []
@@ -175,6 +177,23 @@ class Attach(unittest.TestCase):
                 self.assertLess(time.monotonic(), deadline, "the viewer's connections stay")
                 time.sleep(0.05)
             job.goes_on(3)
+
+
+class Follow(unittest.TestCase):
+    def test_viewer_follow_prints_each_document_then_the_exit(self):
+        with Growing(steps=30, ms=100) as job:
+            job.wait_for(2)
+            follow = subprocess.run([FOLLOW, str(job.pid)], capture_output=True, text=True,
+                                    timeout=60)
+            self.assertEqual(job.finish(), 0)
+        self.assertEqual(follow.returncode, 0, follow.stderr)
+        lines = [json.loads(line) for line in follow.stdout.splitlines()]
+        self.assertGreaterEqual(len(lines), 3)
+        self.assertLess(lines[0]["trace_entries"], lines[-1]["trace_entries"])
+        self.assertEqual([line["document"] for line in lines[:-1]], list(range(1, len(lines))))
+        self.assertIn(f"process {job.pid} exited: showing the last state received",
+                      lines[-1]["status"])
+        self.assertEqual(lines[-1]["fell_behind"], 0)
 
 
 class CommandLine(unittest.TestCase):

@@ -1,3 +1,12 @@
+// The workspace: the menu bar, the loads in flight with their first pictures, and the tabs
+// (the tabs that follow running processes are workspace_live.cpp's).
+//
+// Index of this file:
+// [SECTION] first pictures of loading files
+// [SECTION] opening and loading
+// [SECTION] menu
+// [SECTION] frame
+
 #include "memtrail/viewer/workspace.hpp"
 
 #include <algorithm>
@@ -13,6 +22,10 @@
 #include "memtrail/analysis/timeline.hpp"
 
 namespace memtrail::viewer {
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] first pictures of loading files
+//-------------------------------------------------------------------------------------------------
 
 namespace {
 
@@ -66,6 +79,10 @@ void draw_load_preview(const load_preview& preview, float height) {
 }
 
 }  // namespace
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] opening and loading
+//-------------------------------------------------------------------------------------------------
 
 workspace::workspace()
     : dialog_(std::make_unique<file_dialog>()),
@@ -224,6 +241,10 @@ void workspace::draw_rank_summaries() {
     }
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] menu
+//-------------------------------------------------------------------------------------------------
+
 void workspace::draw_menu() {
     const ImGuiIO& io = ImGui::GetIO();
     // GLFW key codes are ASCII for letters (see view::handle_keys).
@@ -284,6 +305,10 @@ void workspace::draw_menu() {
     }
     ImGui::EndMenuBar();
 }
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] frame
+//-------------------------------------------------------------------------------------------------
 
 void workspace::draw() {
     collect_finished_loads();
