@@ -33,9 +33,9 @@ class Growing:
     """The sample, running STEPS steps of MS milliseconds; wait_for(n) returns once step n is
     done."""
 
-    def __init__(self, steps, ms):
+    def __init__(self, steps, ms, env=None):
         self.process = subprocess.Popen([SAMPLE, str(steps), str(ms)], stdout=subprocess.PIPE,
-                                        text=True)
+                                        text=True, env={**os.environ, **(env or {})})
         self.pid = self.process.pid
 
     def wait_for(self, step):
@@ -194,6 +194,21 @@ class Follow(unittest.TestCase):
         self.assertIn(f"process {job.pid} exited: showing the last state received",
                       lines[-1]["status"])
         self.assertEqual(lines[-1]["fell_behind"], 0)
+
+    def test_falling_behind_is_counted_and_said(self):
+        # A ring of 64 entries and a step a millisecond: the stream is overtaken between reads.
+        with Growing(steps=2000, ms=1, env={"MEMTRAIL_MAX_ENTRIES": "64"}) as job:
+            job.wait_for(2)
+            follow = subprocess.run([FOLLOW, str(job.pid)], capture_output=True, text=True,
+                                    timeout=120)
+            self.assertEqual(job.finish(), 0)
+        self.assertEqual(follow.returncode, 0, follow.stderr)
+        last = json.loads(follow.stdout.splitlines()[-1])
+        self.assertGreater(last["fell_behind"], 0)
+        self.assertGreater(last["events_missed"], 0)
+        self.assertGreaterEqual(last["document"], 2, "states are shown after falling behind")
+        self.assertIn("events missed, the state they led to sent instead", last["status"])
+        self.assertIn(f"process {job.pid} exited: showing the last state received", last["status"])
 
 
 class CommandLine(unittest.TestCase):

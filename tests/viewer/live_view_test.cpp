@@ -346,7 +346,7 @@ TEST(LiveStatus, TheLineSaysWhatIsShown) {
     s.events_missed = 70000;
     EXPECT_EQ(live_status_line(s),
               "attached to process 42: 12,345 events received; fell behind 2x, 70,000 events "
-              "missed (the state they led to was sent instead)");
+              "missed, the state they led to sent instead");
     s.restarts = 0;
     s.now = live_status::phase::exited;
     s.events_after_shown = 4;

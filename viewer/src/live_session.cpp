@@ -41,7 +41,7 @@ std::string live_status_line(const live_status& s) {
     if (s.restarts != 0) {
         behind = "; fell behind " + std::to_string(s.restarts) + "x, " +
                  with_commas(s.events_missed) +
-                 " events missed (the state they led to was sent instead)";
+                 " events missed, the state they led to sent instead";
     }
     switch (s.now) {
         case live_status::phase::attaching:
