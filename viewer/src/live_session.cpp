@@ -83,11 +83,11 @@ live_session::~live_session() {
 live_status live_session::status() const {
     const std::lock_guard lock(mutex_);
     live_status copy = status_;
-    copy.events_received = trace_.events_received();
-    const std::vector<uint64_t>& received = trace_.received_ends();
-    if (received.size() == shown_ends_.size()) {
-        for (size_t d = 0; d < received.size(); ++d) {
-            copy.events_after_shown += received[d] - std::min(received[d], shown_ends_[d]);
+    copy.events_received = events_arrived_;
+    if (arrived_ends_.size() == shown_ends_.size()) {
+        for (size_t d = 0; d < arrived_ends_.size(); ++d) {
+            copy.events_after_shown +=
+                arrived_ends_[d] - std::min(arrived_ends_[d], shown_ends_[d]);
         }
     }
     return copy;
@@ -149,26 +149,32 @@ void live_session::publish(snapshot::snapshot recording, std::vector<uint64_t> e
 
 void live_session::receive_events() {
     try {
-        while (const std::optional<live::frame> next = event_connection_->next_frame()) {
+        while (std::optional<live::frame> next = event_connection_->next_frame()) {
             if (next->kind != "events" && next->kind != "behind" && next->kind != "snapshot") {
                 throw live::protocol_error("process " + std::to_string(pid_) +
                                            " sent an unexpected '" + next->kind + "' frame");
             }
-            // Decoded before taking the lock: the session thread cuts the trace under it.
-            std::optional<snapshot::snapshot> payload;
+            arrived_frame frame;
             if (next->kind != "behind") {
-                payload = read_payload(*next, pid_);
+                frame.events = read_payload(*next, pid_);
             }
+            next->payload.clear();
+            frame.header = std::move(*next);
+            const live::frame& h = frame.header;
             const std::lock_guard lock(mutex_);
-            if (next->kind == "events") {
-                trace_.append(*payload, static_cast<int>(next->number("device")),
-                              next->number("from"), next->number("next"));
-            } else if (next->kind == "behind") {
-                status_.events_missed += next->number("missed");
+            if (h.kind == "events") {
+                const size_t device = static_cast<size_t>(h.number("device"));
+                if (device < arrived_ends_.size()) {
+                    arrived_ends_[device] = h.number("next");
+                }
+                events_arrived_ += h.number("count");
+            } else if (h.kind == "behind") {
+                status_.events_missed += h.number("missed");
                 ++status_.restarts;
             } else {
-                trace_.start(std::move(*payload), next->numbers("ends"));
+                arrived_ends_ = h.numbers("ends");
             }
+            arrived_.push_back(std::move(frame));
             changed_.notify_all();
         }
     } catch (const std::exception& error) {
@@ -178,6 +184,35 @@ void live_session::receive_events() {
     const std::lock_guard lock(mutex_);
     stream_ended_ = true;
     changed_.notify_all();
+}
+
+bool live_session::take_arrived(const std::vector<uint64_t>& ends) {
+    const auto reached = [&] {
+        for (size_t d = 0; d < ends.size(); ++d) {
+            if (d < arrived_ends_.size() ? arrived_ends_[d] < ends[d] : ends[d] != 0) {
+                return false;
+            }
+        }
+        return true;
+    };
+    std::deque<arrived_frame> frames;
+    bool complete = false;
+    {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stop_ || stream_ended_ || reached(); });
+        complete = reached();
+        frames.swap(arrived_);
+    }
+    for (arrived_frame& frame : frames) {
+        const live::frame& h = frame.header;
+        if (h.kind == "events") {
+            trace_.append(*frame.events, static_cast<int>(h.number("device")), h.number("from"),
+                          h.number("next"));
+        } else if (h.kind == "snapshot") {
+            trace_.start(std::move(*frame.events), h.numbers("ends"));
+        }
+    }
+    return complete;
 }
 
 void live_session::follow() {
@@ -194,11 +229,12 @@ void live_session::follow() {
                 status_.now = live_status::phase::detached;
                 return;
             }
-            trace_.start(start, first_ends);
+            arrived_ends_ = first_ends;
             status_.now = live_status::phase::attached;
             state_connection_ = std::move(state);
             event_connection_ = std::move(events);
         }
+        trace_.start(start, first_ends);
         events_thread_ = std::thread([this] { receive_events(); });
         publish(std::move(start), first_ends);
     } catch (const std::exception& error) {
@@ -233,12 +269,8 @@ void live_session::follow() {
         try {
             ends = taken.numbers("ends");
             const snapshot::snapshot state = read_payload(taken, pid_);
-            lock.lock();
-            changed_.wait(lock,
-                          [&] { return stop_ || stream_ended_ || trace_.holds_through(ends); });
-            stream_short = !trace_.holds_through(ends);
+            stream_short = !take_arrived(ends);
             cut = trace_.cut(state, ends);  // none after falling behind past `ends`
-            lock.unlock();
         } catch (const std::exception& error) {
             finish(live_status::phase::failed, error.what());
             return;

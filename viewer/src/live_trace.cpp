@@ -98,7 +98,6 @@ void live_trace::append(const snapshot::snapshot& events, int device, uint64_t f
         entries.push_back(into.entry(e));
     }
     ends_[d] = next;
-    events_received_ += count;
 }
 
 bool live_trace::holds_through(const std::vector<uint64_t>& ends) const {

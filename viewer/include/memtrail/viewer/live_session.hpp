@@ -1,16 +1,18 @@
 #pragma once
 // A viewer attached to a running process (memtrail-viewer --attach PID, File > Attach): two
 // connections to its endpoint (docs/live.md), one receiving the event stream on a thread of its
-// own, one asking for the allocator's state every refresh on another. Each refresh whose events
-// have all arrived becomes a document (live_trace::cut, then make_document), built on that
-// thread too: the UI thread only picks the latest one up. Detaching closes both connections and
-// leaves the process as it was.
+// own, one asking for the allocator's state every refresh on another. The events thread only
+// reads and decodes frames into a queue, so it never waits for a document being made; the
+// session thread appends them to its live_trace, and each refresh whose events have all arrived
+// becomes a document (live_trace::cut, then make_document): the UI thread only picks the latest
+// one up. Detaching closes both connections and leaves the process as it was.
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -18,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "memtrail/live/protocol.hpp"
 #include "memtrail/viewer/document.hpp"
 #include "memtrail/viewer/live_trace.hpp"
 
@@ -76,8 +79,16 @@ class live_session {
     void detach();
 
   private:
+    // A frame of the event stream, decoded by the events thread, for the session thread.
+    struct arrived_frame {
+        live::frame header;                        // its kind and fields (payload moved out)
+        std::optional<snapshot::snapshot> events;  // events and snapshot frames: their content
+    };
     void follow();          // the session thread: attach, then a state and a document per refresh
     void receive_events();  // the events thread
+    // The session thread: waits until the stream has brought every event up to `ends`, then
+    // appends what arrived to trace_; false when the stream ended before (or detach()).
+    bool take_arrived(const std::vector<uint64_t>& ends);
     void publish(snapshot::snapshot recording, std::vector<uint64_t> ends);
     // Ends following: `phase` (detached when detach() was called), the events thread told.
     void finish(live_status::phase phase, std::string error = {});
@@ -91,7 +102,10 @@ class live_session {
     bool stop_ = false;
     bool stream_ended_ = false;
     std::string stream_error_;  // why the event stream ended, when not at the process's exit
-    live_trace trace_;
+    std::deque<arrived_frame> arrived_;   // decoded, not yet in trace_
+    std::vector<uint64_t> arrived_ends_;  // by device: after the last entry that arrived
+    uint64_t events_arrived_ = 0;         // entries the stream carried since attaching
+    live_trace trace_;                    // the session thread's alone
     live_status status_;
     std::unique_ptr<live::client> state_connection_;
     std::unique_ptr<live::client> event_connection_;

@@ -42,17 +42,13 @@ class live_trace {
     std::optional<snapshot::snapshot> cut(const snapshot::snapshot& state,
                                           const std::vector<uint64_t>& ends) const;
 
-    bool started() const { return !ends_.empty(); }
     // By device: the sequence number after the last entry received.
     const std::vector<uint64_t>& received_ends() const { return ends_; }
-    // Entries received on the stream since the first start (not counting the snapshots').
-    uint64_t events_received() const { return events_received_; }
 
   private:
     snapshot::snapshot recording_;
     std::vector<uint64_t> firsts_;  // by device: the sequence number of the trace's first entry
     std::vector<uint64_t> ends_;    // by device: the sequence number after the last received
-    uint64_t events_received_ = 0;
 };
 
 }  // namespace memtrail::viewer
