@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <exception>
-#include <system_error>
 
-#include "memtrail/analysis/size_text.hpp"
 #include "memtrail/live/client.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/output_file.hpp"
