@@ -16,8 +16,8 @@
 #include <set>
 #include <sstream>
 
-#include "address_hash_map.hpp"
-#include "device_model_impl.hpp"
+#include "detail/address_hash_map.hpp"
+#include "detail/device_model_impl.hpp"
 
 namespace memtrail::analysis {
 namespace {

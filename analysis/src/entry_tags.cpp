@@ -89,8 +89,8 @@ std::vector<tag_summary> summarize_tags(const device_model& model,
     for (const tag_range& r : ranges) {
         const auto [it, added] = index.try_emplace({r.kind, r.value}, out.size());
         if (added) {
-            out.push_back({r.kind, std::string(model.source().string_at(r.value)), 0, 0, 0,
-                           r.first, r.last});
+            out.push_back(
+                {r.kind, std::string(model.source().string_at(r.value)), 0, 0, 0, r.first, r.last});
         }
         tag_summary& s = out[it->second];
         ++s.runs;

@@ -1,4 +1,4 @@
-#include "min_max_pyramid.hpp"
+#include "detail/min_max_pyramid.hpp"
 
 #include <algorithm>
 

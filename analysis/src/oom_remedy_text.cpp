@@ -29,11 +29,10 @@ std::optional<remedy_kind> remedy_kind_from_key(std::string_view key) {
 }
 
 std::string replay_assumptions(const oom_report& r) {
-    std::string text =
-        "on a device of " + format_bytes(r.assumed_device_total) +
-        (r.total_source == device_total_source::at_least
-             ? " (the least it can have: reserved + free)"
-             : " (" + std::string(device_total_source_name(r.total_source)) + ")");
+    std::string text = "on a device of " + format_bytes(r.assumed_device_total) +
+                       (r.total_source == device_total_source::at_least
+                            ? " (the least it can have: reserved + free)"
+                            : " (" + std::string(device_total_source_name(r.total_source)) + ")");
     if (r.cap.recorded) {
         text += " under the cap of " + format_bytes(r.cap.lower);
     } else if (r.cap.binding) {
@@ -71,7 +70,8 @@ std::optional<std::string> remedies_conclusion(const oom_report& r,
     if (avoided_by(remedy_kind::release_private_pools)) {
         what_does = "release the private pools above (delete the graphs or MemPools)";
     } else if (avoided_by(remedy_kind::no_memory_cap)) {
-        what_does = "raise the cap to at least " + format_bytes(r.totals.reserved + r.segment_size) +
+        what_does = "raise the cap to at least " +
+                    format_bytes(r.totals.reserved + r.segment_size) +
                     " (what the request needed)" +
                     (r.verdict == oom_verdict::fragmentation
                          ? ", or free the live blocks that pin the free pieces (the blockers)"

@@ -5,8 +5,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "detail/oom_verdict.hpp"
 #include "memtrail/rules/size_rules.hpp"
-#include "oom_verdict.hpp"
 
 namespace memtrail::analysis {
 namespace {

@@ -1,4 +1,4 @@
-#include "oom_verdict.hpp"
+#include "detail/oom_verdict.hpp"
 
 #include <algorithm>
 
@@ -25,8 +25,7 @@ void set_device_total(oom_report& r, const verdict_inputs& in) {
     r.assumed_device_total = r.device_total ? r.device_total : r.totals.reserved + r.device_free;
     if (r.accounting) {
         // Measured at the OOM: every byte outside the allocator, and who held it.
-        r.outside = r.accounting->outside() + r.accounting->context +
-                    r.accounting->other_processes;
+        r.outside = r.accounting->outside() + r.accounting->context + r.accounting->other_processes;
         r.outside_known = true;
     } else if (r.device_total) {
         const uint64_t accounted = r.device_free + r.totals.reserved;
@@ -139,12 +138,11 @@ std::string device_full_text(oom_report& r) {
     return "Live allocations of this process hold " + format_bytes(r.totals.allocated) + " of " +
            format_bytes(reserved) + " reserved; the device had " + format_bytes(r.device_free) +
            " free and the cache " + format_bytes(r.totals.free) +
-           (r.outside_known
-                ? ", and " + format_bytes(r.outside) + " was held outside this allocator (" +
-                      outside_holders(r) + ")"
-                : " (the device's total is unknown: had it more than " +
-                      format_bytes(r.assumed_device_total) +
-                      ", others held the rest; --device-memory settles it)") +
+           (r.outside_known ? ", and " + format_bytes(r.outside) +
+                                  " was held outside this allocator (" + outside_holders(r) + ")"
+                            : " (the device's total is unknown: had it more than " +
+                                  format_bytes(r.assumed_device_total) +
+                                  ", others held the rest; --device-memory settles it)") +
            ": the memory is really in use. Reduce what is live at this point (batch size, "
            "activations, cached tensors).";
 }

@@ -43,8 +43,7 @@ std::string outside_split_text(const snapshot::memory_accounting& a) {
 
 int64_t unaccounted_bytes(const snapshot::memory_accounting& a) {
     return static_cast<int64_t>(a.device_used) -
-           static_cast<int64_t>(a.allocator_reserved + a.outside() + a.context +
-                                a.other_processes);
+           static_cast<int64_t>(a.allocator_reserved + a.outside() + a.context + a.other_processes);
 }
 
 std::vector<snapshot::library_bytes> pinned_host_by_library(const snapshot::snapshot& s) {

@@ -52,26 +52,27 @@ std::vector<rank_measure> measures_of(const std::vector<rank_summary>& summaries
     };
     std::vector<rank_measure> measures;
     measures.push_back(measure_of(
-        "peak reserved", values([](const rank_summary& s) { return s.peak_reserved.bytes; }), median_member));
+        "peak reserved", values([](const rank_summary& s) { return s.peak_reserved.bytes; }),
+        median_member));
     measures.push_back(measure_of(
-        "peak allocated", values([](const rank_summary& s) { return s.peak_allocated.bytes; }), median_member));
+        "peak allocated", values([](const rank_summary& s) { return s.peak_allocated.bytes; }),
+        median_member));
     for (size_t c = 0; c < memory_category_count; ++c) {
         measures.push_back(measure_of(
             std::string(category_name(memory_category(c))) + " at peak",
-            values([c](const rank_summary& s) { return s.categories_at_peak[c]; }),
-            median_member));
+            values([c](const rank_summary& s) { return s.categories_at_peak[c]; }), median_member));
     }
     return measures;
 }
 
-std::vector<rank_standing> standings_of(const std::vector<rank_measure>& measures,
-                                        size_t members) {
+std::vector<rank_standing> standings_of(const std::vector<rank_measure>& measures, size_t members) {
     std::vector<rank_standing> out(members);
     for (size_t m = 0; m < measures.size(); ++m) {
         const rank_measure& measure = measures[m];
         for (size_t i = 0; i < members; ++i) {
-            const double d = static_cast<double>(distance_between(measure.values[i], measure.median)) /
-                             static_cast<double>(measure.deviation);
+            const double d =
+                static_cast<double>(distance_between(measure.values[i], measure.median)) /
+                static_cast<double>(measure.deviation);
             if (d > out[i].distance) {
                 out[i] = {d, m};
             }
@@ -108,8 +109,8 @@ sequence_departure departure_of(const rank_summary& common, const rank_summary& 
            common.sequence[chunk].first_entry == other.sequence[chunk].first_entry) {
         ++chunk;
     }
-    const std::vector<sequence_chunk>& at = chunk < other.sequence.size() ? other.sequence
-                                                                           : common.sequence;
+    const std::vector<sequence_chunk>& at =
+        chunk < other.sequence.size() ? other.sequence : common.sequence;
     if (chunk < at.size()) {
         d.step = at[chunk].first_step;
         d.first_entry = at[chunk].first_entry;
@@ -177,8 +178,8 @@ outlier_explanation explain(const std::vector<rank_summary>& summaries, const su
     e.member = member;
     e.median_member = reference;
     for (size_t c = 0; c < memory_category_count; ++c) {
-        e.categories.push_back({memory_category(c),
-                                {median.categories_at_peak[c], rank.categories_at_peak[c]}});
+        e.categories.push_back(
+            {memory_category(c), {median.categories_at_peak[c], rank.categories_at_peak[c]}});
     }
     e.categories_text = category_changes_text(e.categories, 0, 1);
     e.stacks = stacks_changed(median, rank);

@@ -36,14 +36,20 @@ std::string devices_text(const rank_overview& rank) {
     return text;
 }
 
+rank_totals& rank_totals::operator+=(const rank_totals& other) {
+    peak_allocated += other.peak_allocated;
+    peak_reserved += other.peak_reserved;
+    end_allocated += other.end_allocated;
+    end_reserved += other.end_reserved;
+    allocations += other.allocations;
+    device_allocations += other.device_allocations;
+    ooms += other.ooms;
+    return *this;
+}
+
 void add_to(rank_totals& totals, const rank_overview& rank) {
-    totals.peak_allocated += rank.peak_allocated.bytes;
-    totals.peak_reserved += rank.peak_reserved.bytes;
-    totals.end_allocated += rank.end_allocated;
-    totals.end_reserved += rank.end_reserved;
-    totals.allocations += rank.allocations;
-    totals.device_allocations += rank.device_allocations;
-    totals.ooms += rank.ooms;
+    totals += rank_totals(rank.peak_allocated.bytes, rank.peak_reserved.bytes, rank.end_allocated,
+                          rank.end_reserved, rank.allocations, rank.device_allocations, rank.ooms);
 }
 
 }  // namespace memtrail::analysis

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 #include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/frame_text.hpp"
@@ -74,8 +75,8 @@ summary_identity identity_of(const snapshot::snapshot& s, int device, const std:
     for (const auto& trace : s.traces) {
         for (const auto& e : trace.entries) {
             if (e.time_ns != 0) {
-                id.first_time_ns = id.first_time_ns == 0 ? e.time_ns
-                                                         : std::min(id.first_time_ns, e.time_ns);
+                id.first_time_ns =
+                    id.first_time_ns == 0 ? e.time_ns : std::min(id.first_time_ns, e.time_ns);
                 break;
             }
         }
@@ -266,8 +267,8 @@ std::string_view identity_source_name(identity_source s) {
 }
 
 bool parse_identity_source(std::string_view name, identity_source& out) {
-    for (const auto s : {identity_source::snapshot, identity_source::file_name,
-                         identity_source::none}) {
+    for (const auto s :
+         {identity_source::snapshot, identity_source::file_name, identity_source::none}) {
         if (identity_source_name(s) == name) {
             out = s;
             return true;
@@ -284,20 +285,36 @@ uint64_t fnv1a(std::string_view text, uint64_t seed) {
     return hash;
 }
 
+void add_to(rank_totals& totals, const rank_summary& rank) {
+    totals +=
+        rank_totals(rank.peak_allocated.bytes, rank.peak_reserved.bytes, rank.end_allocated,
+                    rank.end_reserved, rank.allocations, rank.device_allocations, rank.oom_count);
+}
+
 rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source, int device,
                             const std::string& path, std::string file_kind, bool all_frames) {
+    const device_model model = device_model::build(source, device);
+    return summarize_rank(std::move(source), model, category_map::build(model), path,
+                          std::move(file_kind), all_frames);
+}
+
+rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source,
+                            const device_model& model, const category_map& map,
+                            const std::string& path, std::string file_kind, bool all_frames) {
+    if (&model.source() != source.get()) {
+        throw std::invalid_argument(
+            "summarize_rank: the model is not built over the snapshot given");
+    }
     rank_summary out;
     out.path = path;
     out.file_kind = std::move(file_kind);
-    out.identity = identity_of(*source, device, path);
+    out.identity = identity_of(*source, model.device(), path);
     out.all_frames = all_frames;
     const folded_stack_table folded = fold_stack_table(
         source, all_frames ? frame_visibility::all_frames : frame_visibility::user_frames);
-    const device_model model = device_model::build(source, device);
-    const category_map map = category_map::build(model);
     const rank_overview overview = overview_of(model);
     out.entries = model.event_count();
-    if (const auto* trace = source->find_trace(device)) {
+    if (const auto* trace = source->find_trace(model.device())) {
         out.dropped = trace->dropped;
     }
     out.peak_allocated = peak_summary(model, map, series::allocated);

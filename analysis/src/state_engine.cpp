@@ -10,12 +10,12 @@
 // [SECTION] segments and expandable pages
 // [SECTION] the state as a snapshot
 
-#include "state_engine.hpp"
+#include "detail/state_engine.hpp"
 
 #include <algorithm>
 #include <iterator>
 
-#include "branchless_search.hpp"
+#include "detail/branchless_search.hpp"
 
 namespace memtrail::analysis::detail {
 namespace {

@@ -26,8 +26,8 @@ std::optional<std::string> why_not_in(const open_job& job, const std::vector<nam
     const named_file& first = files[job.job.members.front()];
     const named_file& candidate = files[file];
     if (candidate.name.rank && first.name.rank && candidate.name.pattern != first.name.pattern) {
-        return "named as another job (" + candidate.name.pattern + ", not " +
-               first.name.pattern + ")";
+        return "named as another job (" + candidate.name.pattern + ", not " + first.name.pattern +
+               ")";
     }
     if (candidate.name.rank && job.named_ranks.contains(*candidate.name.rank)) {
         return "the job has a rank " + std::to_string(*candidate.name.rank) + " already";
@@ -92,8 +92,8 @@ std::optional<std::string> why_not_same_job(const summary_identity& a, const sum
                std::to_string(b.device_kinds.size()) + ", or of other names or memory)";
     }
     if (a.settings_hash != b.settings_hash) {
-        return "other allocator settings ('" + a.allocator_conf + "' against '" +
-               b.allocator_conf + "')";
+        return "other allocator settings ('" + a.allocator_conf + "' against '" + b.allocator_conf +
+               "')";
     }
     if (a.pid != 0 && a.pid == b.pid && a.host == b.host) {
         return "the same process (" + a.host + ", pid " + std::to_string(a.pid) +
@@ -102,8 +102,8 @@ std::optional<std::string> why_not_same_job(const summary_identity& a, const sum
     const bool timed = (a.first_time_ns != 0 || a.last_time_ns != 0) &&
                        (b.first_time_ns != 0 || b.last_time_ns != 0);
     if (timed) {
-        const int64_t gap = std::max(a.first_time_ns, b.first_time_ns) -
-                            std::min(a.last_time_ns, b.last_time_ns);
+        const int64_t gap =
+            std::max(a.first_time_ns, b.first_time_ns) - std::min(a.last_time_ns, b.last_time_ns);
         if (gap > job_time_gap_ns) {
             return "recorded " + std::to_string(gap / 60'000'000'000) +
                    " minutes apart, more than an hour";
@@ -150,10 +150,10 @@ std::vector<summary_job> group_summaries(const std::vector<rank_summary>& summar
             if (const auto it = job_of_id.find(id); it != job_of_id.end()) {
                 joined = &jobs[it->second];
             } else if (!jobs.empty()) {
-                why_not_first = jobs.front().job.job_id.empty()
-                                    ? "its snapshots name job " + id + ", the first job's none"
-                                    : "another job id (" + id + ", not " +
-                                          jobs.front().job.job_id + ")";
+                why_not_first =
+                    jobs.front().job.job_id.empty()
+                        ? "its snapshots name job " + id + ", the first job's none"
+                        : "another job id (" + id + ", not " + jobs.front().job.job_id + ")";
             }
         } else {
             for (open_job& job : jobs) {

@@ -5,6 +5,8 @@
 //   build/bin/bench_report                                        # temporary 1M-entry snapshot
 //   MEMTRAIL_BENCH_SNAPSHOT=/tmp/report_1m.memtrail build/bin/bench_report   # writes it, kept
 //   python3 bench/cli/report_page_load.py build/bin/memtrail /tmp/report_1m.memtrail  # browser
+//   MEMTRAIL_BENCH_ENTRIES=10000000 build/bin/bench_report --benchmark_repetitions=5
+//       --benchmark_filter=report_command   # the command alone, 10M entries: medians of 5 runs
 //
 // The snapshot repeats MEMTRAIL_BENCH_TRACE (default: tests/data/traces' generate_dynamic.pickle,
 // a Hugging Face generate() of 154k entries) until it holds MEMTRAIL_BENCH_ENTRIES entries (1M by
@@ -12,6 +14,7 @@
 // after the previous one's, so every repetition replays as the original did.
 
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -24,7 +27,7 @@
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
-#include "report_pictures.hpp"
+#include "detail/report_pictures.hpp"
 
 namespace {
 
@@ -129,24 +132,38 @@ void report_segment_map_and_flame(benchmark::State& state) {
 }
 BENCHMARK(report_segment_map_and_flame)->Unit(benchmark::kMillisecond);
 
-// The command as a user runs it, in a process of its own (the page's size as a counter).
+// CPU seconds (user and system) of the children that have ended.
+double children_cpu_seconds() {
+    rusage usage{};
+    getrusage(RUSAGE_CHILDREN, &usage);
+    const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// The command as a user runs it, in a process of its own (MEMTRAIL_BENCH_MEMTRAIL names another
+// binary, to set two builds side by side): its CPU time and the page's size as counters; on a
+// shared machine the CPU time is the number to read.
 void report_command(benchmark::State& state) {
     const std::filesystem::path page =
         std::filesystem::temp_directory_path() / "memtrail_bench_report.html";
-    const std::string command = std::string(MEMTRAIL_BINARY) + " report '" +
-                                snapshot_file().string() + "' -o '" + page.string() + "'";
+    const char* binary = std::getenv("MEMTRAIL_BENCH_MEMTRAIL");
+    const std::string command = std::string(binary != nullptr ? binary : MEMTRAIL_BINARY) +
+                                " report '" + snapshot_file().string() + "' -o '" +
+                                page.string() + "'";
+    const double cpu_before = children_cpu_seconds();
     for (auto _ : state) {
         if (std::system(command.c_str()) != 0) {
             state.SkipWithError(("failed: " + command).c_str());
-            break;
+            return;
         }
     }
+    state.counters["command_cpu_s"] =
+        (children_cpu_seconds() - cpu_before) / static_cast<double>(state.iterations());
     state.counters["page_MB"] =
         static_cast<double>(std::filesystem::file_size(page)) / (1024.0 * 1024.0);
-    state.counters["entries"] = static_cast<double>(opened().model.event_count());
     std::filesystem::remove(page);
 }
-BENCHMARK(report_command)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(report_command)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 

@@ -1,10 +1,10 @@
-#include "arguments.hpp"
+#include "detail/arguments.hpp"
 
 #include <charconv>
 #include <sstream>
 
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/size_text.hpp"
-#include "text_table.hpp"
 
 namespace memtrail::cli {
 namespace {

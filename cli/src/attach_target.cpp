@@ -1,9 +1,9 @@
-#include "attach_target.hpp"
+#include "detail/attach_target.hpp"
 
 #include <charconv>
 #include <string>
 
-#include "arguments.hpp"
+#include "detail/arguments.hpp"
 #include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 

@@ -1,10 +1,10 @@
-#include "command_capture.hpp"
+#include "detail/command_capture.hpp"
 
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
 
-#include "commands.hpp"
+#include "detail/commands.hpp"
 
 namespace memtrail::cli {
 namespace {

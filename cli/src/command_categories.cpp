@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <iostream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/size_text.hpp"
-#include "report_json.hpp"
-#include "text_table.hpp"
 
 namespace memtrail::cli {
 namespace {
@@ -206,30 +206,29 @@ int run_categories(const parsed_arguments& args) {
     const opened_file file =
         open_file(args.positional[0], args, analysis::frame_visibility::all_frames);
     const moment at = resolve_at(file.model, args.value("--at"));
-    const auto map = analysis::category_map::build(file.model);
-    const auto breakdown = analysis::categories_at(file.model, map, at.position);
+    const auto map = categories_of(file.model);
+    const auto breakdown = analysis::categories_at(file.model, *map, at.position);
     if (args.json) {
-        print_json(file, at, map, breakdown);
+        print_json(file, at, *map, breakdown);
     } else {
-        print_text(file, at, map, breakdown);
+        print_text(file, at, *map, breakdown);
     }
     return exit_ok;
 }
 
 void print_categories_line(const analysis::device_model& model, const moment& at,
                            std::string_view lead) {
-    const auto map = analysis::category_map::build(model);
-    if (!map.any_known()) {
+    const auto map = categories_of(model);
+    if (!map->any_known()) {
         return;
     }
     std::cout << lead << "by meaning, at " << at.label << ": "
-              << analysis::categories_line(analysis::categories_at(model, map, at.position))
+              << analysis::categories_line(analysis::categories_at(model, *map, at.position))
               << "\n";
 }
 
 void write_categories(json_writer& json, const analysis::device_model& model, const moment& at) {
-    const auto map = analysis::category_map::build(model);
-    write_category_bytes(json, analysis::categories_at(model, map, at.position));
+    write_category_bytes(json, analysis::categories_at(model, *categories_of(model), at.position));
 }
 
 }  // namespace memtrail::cli

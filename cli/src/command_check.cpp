@@ -4,12 +4,12 @@
 #include <iostream>
 #include <optional>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/report_json.hpp"
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/oom_report.hpp"
 #include "memtrail/analysis/size_text.hpp"
-#include "report_json.hpp"
 
 namespace memtrail::cli {
 namespace {

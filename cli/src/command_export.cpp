@@ -3,15 +3,15 @@
 
 #include <iostream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/perfetto_trace.hpp"
+#include "detail/progress.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"
-#include "perfetto_trace.hpp"
-#include "progress.hpp"
 
 namespace memtrail::cli {
 namespace {

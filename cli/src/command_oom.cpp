@@ -8,16 +8,16 @@
 
 #include <iostream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/oom_remedy_text.hpp"
 #include "memtrail/analysis/oom_report.hpp"
 #include "memtrail/analysis/outside_accounting.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stream_names.hpp"
 #include "memtrail/replay/oom_remedies.hpp"
-#include "report_json.hpp"
-#include "text_table.hpp"
 
 namespace memtrail::cli {
 namespace {
@@ -116,8 +116,9 @@ void print_report(const analysis::oom_report& r, const snapshot::snapshot& sourc
     table.add_row({"reserved", format_bytes(r.totals.reserved),
                    std::to_string(r.totals.segments) + " segments"});
     if (r.accounting) {
-        table.add_row({"outside", format_bytes(r.outside),
-                       "held outside the allocator: " + analysis::outside_split_text(*r.accounting)});
+        table.add_row(
+            {"outside", format_bytes(r.outside),
+             "held outside the allocator: " + analysis::outside_split_text(*r.accounting)});
     }
     table.add_row({"allocated", format_bytes(r.totals.allocated),
                    std::to_string(r.totals.allocated_blocks) + " blocks"});

@@ -6,11 +6,11 @@
 
 #include <iostream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/rank_inputs.hpp"
+#include "detail/ranks_output.hpp"
 #include "memtrail/analysis/rank_outliers.hpp"
-#include "rank_inputs.hpp"
-#include "ranks_output.hpp"
 
 namespace memtrail::cli {
 
@@ -45,20 +45,23 @@ command_spec ranks_spec() {
             {device_option(), workers_option(), all_frames_option()}};
 }
 
-int run_ranks(const parsed_arguments& args) {
-    const std::vector<std::string> paths = rank_input_paths(args.positional);
-    const std::vector<analysis::rank_summary> summaries =
-        summaries_of(paths, args, workers_of(args));
+void print_ranks(std::ostream& out, const std::vector<analysis::rank_summary>& summaries,
+                 bool json) {
     const analysis::ranks_analysis ranks = analysis::analyze_ranks(summaries);
     const std::vector<std::string> warnings = job_warnings(ranks, summaries);
     for (const std::string& w : warnings) {
         std::cerr << "memtrail ranks: warning: " << w << "\n";
     }
-    if (args.json) {
-        print_ranks_json(std::cout, ranks, summaries, warnings);
+    if (json) {
+        print_ranks_json(out, ranks, summaries, warnings);
     } else {
-        print_ranks_text(std::cout, ranks, summaries);
+        print_ranks_text(out, ranks, summaries);
     }
+}
+
+int run_ranks(const parsed_arguments& args) {
+    const std::vector<std::string> paths = rank_input_paths(args.positional);
+    print_ranks(std::cout, summaries_of(paths, args, workers_of(args)), args.json);
     return exit_ok;
 }
 

@@ -6,27 +6,32 @@
 
 #include <sstream>
 
-#include "command_capture.hpp"
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/command_capture.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/kept_loads.hpp"
+#include "detail/rank_inputs.hpp"
+#include "detail/report_page.hpp"
+#include "detail/report_pictures.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/analysis/oom_report.hpp"
-#include "report_page.hpp"
-#include "report_pictures.hpp"
 
 namespace memtrail::cli {
 namespace {
 
 constexpr const char* top_stacks_shown = "20";
 
-// The options every embedded command gets: the file's device, and the frames the user chose.
-std::vector<std::string> shared_arguments(const parsed_arguments& args, int device) {
-    std::vector<std::string> shared = {"--device", std::to_string(device)};
-    if (args.has("--all-frames")) {
-        shared.emplace_back("--all-frames");
-    }
-    return shared;
+// The options every embedded command gets: the file's device.
+std::vector<std::string> shared_arguments(int device) {
+    return {"--device", std::to_string(device)};
+}
+
+// The frames the user chose, for the embedded commands that print stacks (top, oom); summary
+// and categories take no --all-frames.
+std::vector<std::string> frames_arguments(const parsed_arguments& args) {
+    return args.has("--all-frames") ? std::vector<std::string>{"--all-frames"}
+                                    : std::vector<std::string>{};
 }
 
 std::string output_of(std::string_view command, const std::string& path,
@@ -40,7 +45,7 @@ std::string output_of(std::string_view command, const std::string& path,
 // The JSON carries the remedies with their words; the text (for the blockers and holders) skips
 // the what-if replays, which would only be made again.
 std::vector<std::string> oom_options(const parsed_arguments& args, bool json) {
-    std::vector<std::string> options;
+    std::vector<std::string> options = frames_arguments(args);
     if (args.has("--no-remedies") || !json) {
         options.emplace_back("--no-remedies");
     }
@@ -83,50 +88,49 @@ void write_facts(json_writer& json, const opened_file& file) {
     json.end_object().end_object();
 }
 
-// What write_pictures learnt of a file that the embedded commands need.
-struct file_outline {
-    int device = 0;
-    bool has_oom = false;
-};
-
 // What the page draws that no command prints: the file's facts and the pictures at the peak.
-file_outline write_pictures(json_writer& json, const std::string& path,
-                            const parsed_arguments& args) {
-    const opened_file file = open_file(path, args, frames_shown(args));
+void write_pictures(json_writer& json, const opened_file& file) {
     const analysis::device_model& model = file.model;
     const moment peak = resolve_at(model, "peak");
     json.field("path", file.path).field("device", model.device()).field("peak_label", peak.label);
     json.key("facts");
     write_facts(json, file);
     const analysis::device_model every_frame = model_with_every_frame(file);
-    const analysis::category_map categories = analysis::category_map::build(every_frame);
     json.key("timeline");
-    write_timeline(json, every_frame, categories, peak.position);
+    write_timeline(json, every_frame, *categories_of(every_frame), peak.position);
     json.key("segment_map");
     write_segment_map(json, model.state_after(peak.position));
     json.key("flame");
     write_flame(json, analysis::flame_at(model, peak.position, analysis::live_measure::allocated));
-    return {model.device(), !analysis::oom_entries(model).empty()};
 }
 
-// One file's part of the data: the pictures, then the commands' JSON. The file's model is
-// released before the commands run, each loading the file itself, so at most one copy of a
-// large trace is in memory at a time.
-void write_file(json_writer& json, const std::string& path, const parsed_arguments& args) {
+// One file's part of the data: the pictures, then the commands' JSON, and, when the report has
+// several files, the file's rank summary added to `ranks`. The file is loaded and indexed once:
+// the commands open it as they would alone, and find it kept. It is released before the next
+// file, so at most one large trace is in memory at a time.
+void write_file(json_writer& json, const std::string& path, const parsed_arguments& args,
+                std::vector<analysis::rank_summary>& ranks) {
+    const kept_loads kept;
+    const opened_file file = open_file(path, args, frames_shown(args));
     json.begin_object();
-    const file_outline outline = write_pictures(json, path, args);
-    const std::vector<std::string> shared = shared_arguments(args, outline.device);
+    write_pictures(json, file);
+    const std::vector<std::string> shared = shared_arguments(file.model.device());
     embed(json, "summary", output_of("summary", path, shared, {"--at", "peak", "--json"}));
     embed(json, "categories", output_of("categories", path, shared, {"--at", "peak", "--json"}));
-    embed(json, "top",
-          output_of("top", path, shared, {"--at", "peak", "-n", top_stacks_shown, "--json"}));
-    if (outline.has_oom) {
+    std::vector<std::string> top_options = {"--at", "peak", "-n", top_stacks_shown, "--json"};
+    const std::vector<std::string> frames = frames_arguments(args);
+    top_options.insert(top_options.end(), frames.begin(), frames.end());
+    embed(json, "top", output_of("top", path, shared, top_options));
+    if (!analysis::oom_entries(file.model).empty()) {
         embed(json, "oom", output_of("oom", path, shared, oom_options(args, true)));
         json.field("oom_text", output_of("oom", path, shared, oom_options(args, false)));
     } else {
         json.key("oom").null().key("oom_text").null();
     }
     json.end_object();
+    if (args.positional.size() > 1) {
+        ranks.push_back(summarize_opened(file, args));
+    }
 }
 
 }  // namespace
@@ -145,8 +149,8 @@ command_spec report_spec() {
         "is cut into " +
             std::to_string(report_timeline_columns) +
             " columns (each the min and max of its entries), so the page stays a few MB "
-            "however long the trace. Each FILE is read several times: standard input ('-') "
-            "is not accepted.\n",
+            "however long the trace. Each FILE is read and indexed once, one at a time; "
+            "standard input ('-') is not accepted.\n",
         1,
         SIZE_MAX,
         {{"--output", "-o", "OUT.html", "where to write the page ('-': standard output)", false},
@@ -164,27 +168,22 @@ int run_report(const parsed_arguments& args) {
     for (const std::string& path : args.positional) {
         if (path == standard_stream_path) {
             throw usage_error(
-                "FILE '-': the report reads each file several times, so it cannot read standard "
-                "input; save the snapshot to a file first");
+                "FILE '-': the report cannot read standard input; save the snapshot to a file "
+                "first");
         }
     }
     std::ostringstream data;
     json_writer json(data);
     json.begin_object().field("memtrail_version", MEMTRAIL_VERSION).key("files").begin_array();
+    std::vector<analysis::rank_summary> ranks;
     for (const std::string& path : args.positional) {
-        write_file(json, path, args);
+        write_file(json, path, args, ranks);
     }
     json.end_array();
-    if (args.positional.size() > 1) {
-        std::vector<std::string> ranks = args.positional;
-        ranks.emplace_back("--json");
-        if (args.has("--all-frames")) {
-            ranks.emplace_back("--all-frames");
-        }
-        if (const auto device = args.value("--device")) {
-            ranks.insert(ranks.end(), {"--device", *device});
-        }
-        embed(json, "ranks", command_output("ranks", ranks));
+    if (ranks.size() > 1) {
+        std::ostringstream ranks_json;
+        print_ranks(ranks_json, ranks, true);
+        embed(json, "ranks", std::move(ranks_json).str());
     } else {
         json.key("ranks").null();
     }

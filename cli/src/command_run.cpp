@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/run_dumps.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/core/allocator_config.hpp"
-#include "run_dumps.hpp"
 
 namespace memtrail::cli {
 namespace {
@@ -99,7 +99,8 @@ std::string checked_device(const parsed_arguments& args) {
         throw usage_error("--device " + device + " is not cuda or sim:SIZE (sim:16GiB)");
     }
     if (parse_size_option("--device", device.substr(4)) == 0) {
-        throw usage_error("--device " + device + ": a simulated device needs some memory (sim:16GiB)");
+        throw usage_error("--device " + device +
+                          ": a simulated device needs some memory (sim:16GiB)");
     }
     return device;
 }
@@ -286,8 +287,9 @@ void move_earlier_snapshot_aside(const std::string& dump) {
     const std::string aside = dump + ".previous";
     fs::rename(dump, aside, error);
     if (error) {
-        throw usage_error("--dump " + dump + ": an earlier file is there and cannot be moved aside to " +
-                          aside + ": " + error.message());
+        throw usage_error("--dump " + dump +
+                          ": an earlier file is there and cannot be moved aside to " + aside +
+                          ": " + error.message());
     }
     std::cerr << "memtrail run: moved the earlier " << dump << " aside to " << aside << "\n";
 }
@@ -297,14 +299,16 @@ std::string why_no_snapshot(int status) {
     if (WIFSIGNALED(status)) {
         const int signal = WTERMSIG(status);
         const char* name = sigdescr_np(signal);
-        const std::string by = "the program was ended by signal " + std::to_string(signal) +
-                               " (" + (name != nullptr ? name : "unknown") + ")";
+        const std::string by = "the program was ended by signal " + std::to_string(signal) + " (" +
+                               (name != nullptr ? name : "unknown") + ")";
         if (signal == SIGTERM) {
-            return by + " and had either made no device allocation or a SIGTERM handler of its "
-                        "own that did not exit through exit()";
+            return by +
+                   " and had either made no device allocation or a SIGTERM handler of its "
+                   "own that did not exit through exit()";
         }
-        return by + ", which leaves no time to write one (SIGTERM, SIGINT with Python, exit() "
-                    "and _exit() do)";
+        return by +
+               ", which leaves no time to write one (SIGTERM, SIGINT with Python, exit() "
+               "and _exit() do)";
     }
     return "the program exited with status " + std::to_string(WEXITSTATUS(status)) +
            " without making a device allocation through memtrail (a launcher or a shell: its "
@@ -409,7 +413,8 @@ int run_run(const parsed_arguments& args) {
     }
     // Without its hook a Python program still runs, but PyTorch keeps its own allocator and the
     // stacks lose their Python frames: said, since nothing else would show it.
-    const fs::path python_hook = interposer.parent_path() / "memtrail" / "python" / "sitecustomize.py";
+    const fs::path python_hook =
+        interposer.parent_path() / "memtrail" / "python" / "sitecustomize.py";
     if (!fs::exists(python_hook)) {
         std::cerr << "memtrail run: " << python_hook.string()
                   << " is missing: a Python program runs without it, but PyTorch keeps its own "

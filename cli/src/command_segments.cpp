@@ -3,14 +3,14 @@
 #include <iostream>
 #include <map>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/segment_pools.hpp"
 #include "memtrail/analysis/segment_summary.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stream_names.hpp"
-#include "report_json.hpp"
-#include "text_table.hpp"
 
 namespace memtrail::cli {
 namespace {

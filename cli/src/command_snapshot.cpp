@@ -4,9 +4,9 @@
 #include <iostream>
 #include <string>
 
-#include "attach_target.hpp"
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/attach_target.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
 #include "memtrail/snapshot/torch_pickle.hpp"

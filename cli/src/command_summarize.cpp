@@ -6,11 +6,11 @@
 #include <span>
 #include <sstream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/rank_inputs.hpp"
+#include "detail/summary_json.hpp"
 #include "memtrail/snapshot/output_file.hpp"
-#include "rank_inputs.hpp"
-#include "summary_json.hpp"
 
 namespace memtrail::cli {
 
@@ -47,8 +47,9 @@ int run_summarize(const parsed_arguments& args) {
     std::vector<std::string> paths;
     for (const std::string& path : rank_input_paths(args.positional)) {
         if (path == standard_stream_path) {
-            throw usage_error("'-' (standard input) has no place to write its summary beside; "
-                              "save the snapshot to a file");
+            throw usage_error(
+                "'-' (standard input) has no place to write its summary beside; "
+                "save the snapshot to a file");
         }
         if (!path.ends_with(summary_extension)) {
             paths.push_back(path);
@@ -60,16 +61,15 @@ int run_summarize(const parsed_arguments& args) {
     }
     // Computed afresh, never read from beside the files: summarize refreshes them. Each is
     // written by the worker that made it and not kept, so memory does not grow with the files.
-    for_each_summary(paths, args, workers_of(args), false,
-                     [&](size_t i, analysis::rank_summary&& summary) {
-                         std::ostringstream text;
-                         write_summary_json(text, summary);
-                         const std::string bytes = std::move(text).str();
-                         snapshot::write_output_file(
-                             targets[i],
-                             std::span(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                       bytes.size()));
-                     });
+    for_each_summary(
+        paths, args, workers_of(args), false, [&](size_t i, analysis::rank_summary&& summary) {
+            std::ostringstream text;
+            write_summary_json(text, summary);
+            const std::string bytes = std::move(text).str();
+            snapshot::write_output_file(
+                targets[i],
+                std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+        });
     for (const std::string& target : targets) {
         std::cout << target << "\n";
     }

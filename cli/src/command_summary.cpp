@@ -3,15 +3,15 @@
 #include <algorithm>
 #include <iostream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/entry_tags.hpp"
 #include "memtrail/analysis/outside_accounting.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/rules/statistics.hpp"
-#include "report_json.hpp"
-#include "text_table.hpp"
 
 namespace memtrail::cli {
 namespace {
@@ -109,8 +109,7 @@ void print_accounting(const analysis::device_model& model) {
         std::cout << "\n  device memory used " << format_bytes(a->device_used) << " of "
                   << format_bytes(a->device_total) << " at the " << a->moment << ":\n    "
                   << wrap_text("the allocator reserved " + format_bytes(a->allocator_reserved) +
-                                   "; outside the allocator: " +
-                                   analysis::outside_split_text(*a),
+                                   "; outside the allocator: " + analysis::outside_split_text(*a),
                                86, "    ");
     }
     print_largest_outside(source, model.device());

@@ -3,15 +3,15 @@
 #include <algorithm>
 #include <iostream>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stack_comparison.hpp"
-#include "report_json.hpp"
-#include "text_table.hpp"
 
 namespace memtrail::cli {
 namespace {
@@ -27,33 +27,33 @@ struct rank_top {
 }  // namespace
 
 command_spec top_spec() {
-    return {"top",
-            "FILE... [--at EVENT|peak|end] [-n N] [--depth D] [--pending] [--device N] "
-            "[--all-frames] [--json]\n"
-            "   or: memtrail top --attach PID... [--once | --updates N] [--interval S] [-n N] "
-            "[--json]",
-            "The allocation stacks that hold the most memory at one moment, with their share of "
-            "the live bytes. Several files (one per rank) are compared stack by stack.",
-            "With --attach, running processes (by pid, recording with memtrail, of the same "
-            "user) are watched live, refreshed every second (docs/live.md): reserved, allocated "
-            "and outside-allocator memory as small curves, memory by meaning, the stacks that "
-            "grew since attaching (-n of them), fragmentation, OOMs so far and the events their "
-            "streams carry; one column per process. It stops when every process has exited "
-            "(showing their last state), after --updates N (--once: 1), or on Ctrl-C. --json "
-            "writes one JSON line per refresh.",
-            1,
-            SIZE_MAX,
-            {{"--attach", "", "", "the arguments are pids of running processes to watch", false},
-             {"--once", "", "", "with --attach: one refresh, then stop", false},
-             {"--updates", "", "N", "with --attach: N refreshes, then stop", false},
-             {"--interval", "", "SECONDS", "with --attach: time between refreshes (default 1)",
-              false},
-             at_option(),
-             device_option(),
-             all_frames_option(),
-             {"--count", "-n", "N", "how many stacks to list (default 10)", false},
-             depth_option(8),
-             {"--pending", "", "", "count blocks freed but waiting for other streams too", false}}};
+    return {
+        "top",
+        "FILE... [--at EVENT|peak|end] [-n N] [--depth D] [--pending] [--device N] "
+        "[--all-frames] [--json]\n"
+        "   or: memtrail top --attach PID... [--once | --updates N] [--interval S] [-n N] "
+        "[--json]",
+        "The allocation stacks that hold the most memory at one moment, with their share of "
+        "the live bytes. Several files (one per rank) are compared stack by stack.",
+        "With --attach, running processes (by pid, recording with memtrail, of the same "
+        "user) are watched live, refreshed every second (docs/live.md): reserved, allocated "
+        "and outside-allocator memory as small curves, memory by meaning, the stacks that "
+        "grew since attaching (-n of them), fragmentation, OOMs so far and the events their "
+        "streams carry; one column per process. It stops when every process has exited "
+        "(showing their last state), after --updates N (--once: 1), or on Ctrl-C. --json "
+        "writes one JSON line per refresh.",
+        1,
+        SIZE_MAX,
+        {{"--attach", "", "", "the arguments are pids of running processes to watch", false},
+         {"--once", "", "", "with --attach: one refresh, then stop", false},
+         {"--updates", "", "N", "with --attach: N refreshes, then stop", false},
+         {"--interval", "", "SECONDS", "with --attach: time between refreshes (default 1)", false},
+         at_option(),
+         device_option(),
+         all_frames_option(),
+         {"--count", "-n", "N", "how many stacks to list (default 10)", false},
+         depth_option(8),
+         {"--pending", "", "", "count blocks freed but waiting for other streams too", false}}};
 }
 
 namespace {

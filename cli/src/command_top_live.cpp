@@ -20,14 +20,14 @@
 #include <sstream>
 #include <thread>
 
-#include "attach_target.hpp"
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/attach_target.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
+#include "detail/report_json.hpp"
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/analysis/stack_comparison.hpp"
-#include "report_json.hpp"
-#include "text_table.hpp"
 
 namespace memtrail::cli {
 
@@ -250,12 +250,10 @@ void print_view(std::ostream& out, const std::vector<std::unique_ptr<watched_pro
         return r.outside ? sparkline(w.curve(2)) + " " + format_bytes(*r.outside)
                          : std::string("unknown");
     });
-    row("fragmentation", [](const watched_process&, const reading& r) {
-        return percent(r.fragmentation);
-    });
-    row("OOMs so far", [](const watched_process&, const reading& r) {
-        return std::to_string(r.ooms);
-    });
+    row("fragmentation",
+        [](const watched_process&, const reading& r) { return percent(r.fragmentation); });
+    row("OOMs so far",
+        [](const watched_process&, const reading& r) { return std::to_string(r.ooms); });
     row("events", [](const watched_process& w, const reading&) {
         return rate_text(w.events_per_second()) +
                (w.resyncs() != 0 ? ", fell behind " + std::to_string(w.resyncs()) + "x" : "");
@@ -289,10 +287,13 @@ void print_view(std::ostream& out, const std::vector<std::unique_ptr<watched_pro
     }
 }
 
-void write_json_line(std::ostream& out, const std::vector<std::unique_ptr<watched_process>>& watched,
-                     size_t update) {
+void write_json_line(std::ostream& out,
+                     const std::vector<std::unique_ptr<watched_process>>& watched, size_t update) {
     json_writer json(out);
-    json.begin_object().field("update", static_cast<uint64_t>(update)).key("processes").begin_array();
+    json.begin_object()
+        .field("update", static_cast<uint64_t>(update))
+        .key("processes")
+        .begin_array();
     for (const auto& w : watched) {
         json.begin_object()
             .field("pid", static_cast<int64_t>(w->pid()))
@@ -352,7 +353,8 @@ int run_top_attached(const parsed_arguments& args) {
     if (const auto seconds = args.value("--interval")) {
         interval = parse_fraction_option("--interval", *seconds);
         if (interval < 0.05) {
-            throw usage_error("--interval: '" + *seconds + "' is too short (at least 0.05 seconds)");
+            throw usage_error("--interval: '" + *seconds +
+                              "' is too short (at least 0.05 seconds)");
         }
     }
     const size_t stack_count =

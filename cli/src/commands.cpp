@@ -1,4 +1,4 @@
-#include "commands.hpp"
+#include "detail/commands.hpp"
 
 namespace memtrail::cli {
 

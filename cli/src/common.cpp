@@ -1,4 +1,4 @@
-#include "common.hpp"
+#include "detail/common.hpp"
 
 #include <unistd.h>
 
@@ -9,10 +9,11 @@
 #include <span>
 #include <sstream>
 
+#include "detail/kept_loads.hpp"
+#include "detail/progress.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/size_text.hpp"
 #include "memtrail/snapshot/output_file.hpp"
-#include "progress.hpp"
 
 namespace memtrail::cli {
 
@@ -36,8 +37,8 @@ option_spec all_frames_option() {
 
 option_spec depth_option(size_t default_depth) {
     return {"--depth", "", "D",
-            "frames to print per stack, innermost first (default " +
-                std::to_string(default_depth) + ")",
+            "frames to print per stack, innermost first (default " + std::to_string(default_depth) +
+                ")",
             false};
 }
 
@@ -55,7 +56,9 @@ std::string input_name(const std::string& path) {
     return path == standard_stream_path ? "standard input" : path;
 }
 
-snapshot::loaded_snapshot load_input(const std::string& path) {
+namespace {
+
+snapshot::loaded_snapshot read_input(const std::string& path) {
     if (path != standard_stream_path) {
         std::error_code ignored;
         const auto size = std::filesystem::file_size(path, ignored);
@@ -76,6 +79,55 @@ snapshot::loaded_snapshot load_input(const std::string& path) {
     }
     const progress_line progress("loading standard input");
     return snapshot::load_snapshot_from_stream(STDIN_FILENO, input_name(path));
+}
+
+// `recorded` as `frames` shows it: the view kept, else folded (and kept while loads are).
+std::shared_ptr<const snapshot::snapshot> frames_view(
+    const std::shared_ptr<const snapshot::snapshot>& recorded, analysis::frame_visibility frames) {
+    kept_loads* kept = kept_loads::current();
+    if (kept != nullptr) {
+        if (auto view = kept->view_of(*recorded, frames)) {
+            return view;
+        }
+    }
+    auto view = analysis::with_frame_visibility(recorded, frames);
+    if (kept != nullptr) {
+        kept->keep_view(recorded, frames, view);
+    }
+    return view;
+}
+
+// The model of `device` over `source`: the one kept, else built (and kept while loads are).
+analysis::device_model indexed_model(const std::shared_ptr<const snapshot::snapshot>& source,
+                                     int device, const std::string& name) {
+    kept_loads* kept = kept_loads::current();
+    if (kept != nullptr) {
+        if (const analysis::device_model* model = kept->model_of(*source, device)) {
+            return *model;
+        }
+    }
+    const progress_line progress("indexing " + name + ", device " + std::to_string(device));
+    analysis::device_model model = analysis::device_model::build(source, device);
+    if (kept != nullptr) {
+        kept->keep_model(model);
+    }
+    return model;
+}
+
+}  // namespace
+
+snapshot::loaded_snapshot load_input(const std::string& path) {
+    kept_loads* kept = kept_loads::current();
+    if (kept != nullptr) {
+        if (const snapshot::loaded_snapshot* loaded = kept->snapshot_at(path)) {
+            return *loaded;
+        }
+    }
+    snapshot::loaded_snapshot loaded = read_input(path);
+    if (kept != nullptr) {
+        kept->keep_snapshot(path, loaded);
+    }
+    return loaded;
 }
 
 void write_output(const std::string& path, output_content content,
@@ -123,37 +175,30 @@ int chosen_device(const snapshot::snapshot& source, const std::string& path,
 
 opened_file open_file(const std::string& path, const parsed_arguments& args,
                       analysis::frame_visibility frames) {
-    snapshot::loaded_snapshot loaded = load_input(path);
-    std::shared_ptr<const snapshot::snapshot> recorded = loaded.snapshot;
-    loaded.snapshot = analysis::with_frame_visibility(recorded, frames);
-    const int device = chosen_device(*loaded.snapshot, path, args);
-    const progress_line progress("indexing " + input_name(path) + ", device " +
-                                 std::to_string(device));
+    const snapshot::loaded_snapshot loaded = load_input(path);
+    const std::shared_ptr<const snapshot::snapshot> shown = frames_view(loaded.snapshot, frames);
+    const int device = chosen_device(*shown, path, args);
     return opened_file{input_name(path), loaded.kind,
-                       analysis::device_model::build(loaded.snapshot, device), std::move(recorded)};
+                       indexed_model(shown, device, input_name(path)), loaded.snapshot};
 }
 
 std::vector<opened_file> open_every_device(const std::string& path, const parsed_arguments& args,
-                                          analysis::frame_visibility frames) {
+                                           analysis::frame_visibility frames) {
     if (args.has("--device")) {
         std::vector<opened_file> one;
         one.push_back(open_file(path, args, frames));
         return one;
     }
-    snapshot::loaded_snapshot loaded = load_input(path);
-    std::shared_ptr<const snapshot::snapshot> recorded = loaded.snapshot;
-    loaded.snapshot = analysis::with_frame_visibility(recorded, frames);
-    std::vector<int> devices = analysis::devices_of(*loaded.snapshot);
+    const snapshot::loaded_snapshot loaded = load_input(path);
+    const std::shared_ptr<const snapshot::snapshot> shown = frames_view(loaded.snapshot, frames);
+    std::vector<int> devices = analysis::devices_of(*shown);
     if (devices.empty()) {
         devices.push_back(0);
     }
     std::vector<opened_file> out;
     for (const int device : devices) {
-        const progress_line progress("indexing " + input_name(path) + ", device " +
-                                     std::to_string(device));
         out.push_back(opened_file{input_name(path), loaded.kind,
-                                  analysis::device_model::build(loaded.snapshot, device),
-                                  recorded});
+                                  indexed_model(shown, device, input_name(path)), loaded.snapshot});
     }
     return out;
 }
@@ -161,7 +206,22 @@ std::vector<opened_file> open_every_device(const std::string& path, const parsed
 analysis::device_model model_with_every_frame(const opened_file& file) {
     return file.recorded.get() == &file.model.source()
                ? file.model
-               : analysis::device_model::build(file.recorded, file.model.device());
+               : indexed_model(file.recorded, file.model.device(), file.path);
+}
+
+std::shared_ptr<const analysis::category_map> categories_of(const analysis::device_model& model) {
+    kept_loads* kept = kept_loads::current();
+    if (kept != nullptr) {
+        if (auto categories = kept->categories_of(model)) {
+            return categories;
+        }
+    }
+    auto categories =
+        std::make_shared<const analysis::category_map>(analysis::category_map::build(model));
+    if (kept != nullptr) {
+        kept->keep_categories(model, categories);
+    }
+    return categories;
 }
 
 std::string position_label(size_t position) {

@@ -1,4 +1,4 @@
-#include "json_writer.hpp"
+#include "detail/json_writer.hpp"
 
 #include <charconv>
 #include <cmath>

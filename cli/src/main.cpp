@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "commands.hpp"
-#include "common.hpp"
+#include "detail/commands.hpp"
+#include "detail/common.hpp"
 
 namespace memtrail::cli {
 namespace {

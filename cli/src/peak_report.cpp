@@ -1,12 +1,12 @@
-#include "peak_report.hpp"
+#include "detail/peak_report.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 
-#include "common.hpp"
+#include "detail/common.hpp"
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/size_text.hpp"
-#include "text_table.hpp"
 
 namespace memtrail::cli {
 

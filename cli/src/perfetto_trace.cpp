@@ -10,7 +10,7 @@
 // [SECTION] slices on tracks
 // [SECTION] the trace
 
-#include "perfetto_trace.hpp"
+#include "detail/perfetto_trace.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common.hpp"
+#include "detail/common.hpp"
 #include "memtrail/analysis/frame_text.hpp"
 #include "memtrail/analysis/size_text.hpp"
 

@@ -1,4 +1,4 @@
-#include "progress.hpp"
+#include "detail/progress.hpp"
 
 #include <unistd.h>
 

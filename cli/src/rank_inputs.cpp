@@ -1,4 +1,4 @@
-#include "rank_inputs.hpp"
+#include "detail/rank_inputs.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -8,9 +8,9 @@
 #include <sstream>
 #include <thread>
 
-#include "common.hpp"
+#include "detail/common.hpp"
+#include "detail/summary_json.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
-#include "summary_json.hpp"
 #include "memtrail/snapshot/json_value.hpp"
 
 namespace memtrail::cli {
@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool ends_with(const std::string& text, std::string_view end) {
-    return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+    return text.size() >= end.size() &&
+           text.compare(text.size() - end.size(), end.size(), end) == 0;
 }
 
 bool is_summary_path(const std::string& path) {
@@ -140,7 +141,8 @@ std::vector<std::string> rank_input_paths(const std::vector<std::string>& argume
 std::string summary_path_for(const std::string& snapshot_path,
                              const std::optional<std::string>& folder) {
     const std::string name = analysis::file_name_of(snapshot_path) + std::string(summary_extension);
-    return folder ? (fs::path(*folder) / name).string() : snapshot_path + std::string(summary_extension);
+    return folder ? (fs::path(*folder) / name).string()
+                  : snapshot_path + std::string(summary_extension);
 }
 
 analysis::rank_summary summarize_snapshot(const std::string& path, const parsed_arguments& args) {
@@ -149,6 +151,12 @@ analysis::rank_summary summarize_snapshot(const std::string& path, const parsed_
     const int device = chosen_device(*loaded.snapshot, path, args);
     return analysis::summarize_rank(loaded.snapshot, device, input_name(path),
                                     file_kind_name(loaded.kind), args.has("--all-frames"));
+}
+
+analysis::rank_summary summarize_opened(const opened_file& file, const parsed_arguments& args) {
+    const analysis::device_model every_frame = model_with_every_frame(file);
+    return analysis::summarize_rank(file.recorded, every_frame, *categories_of(every_frame),
+                                    file.path, file_kind_name(file.kind), args.has("--all-frames"));
 }
 
 analysis::rank_summary read_summary_file(const std::string& path) {

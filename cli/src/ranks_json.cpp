@@ -3,10 +3,10 @@
 
 #include <cstdio>
 
-#include "common.hpp"
+#include "detail/common.hpp"
+#include "detail/json_writer.hpp"
+#include "detail/ranks_output.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
-#include "json_writer.hpp"
-#include "ranks_output.hpp"
 
 namespace memtrail::cli {
 
@@ -102,8 +102,8 @@ void write_explanation(json_writer& json, const job_ranking& job,
         .field("bytes_median", median.unstacked_at_peak)
         .field("bytes_rank", rank.unstacked_at_peak)
         .end_object()
-        .field("summary", "rank " + std::to_string(job.job.ranks[e.member]) + ": " +
-                              e.categories_text)
+        .field("summary",
+               "rank " + std::to_string(job.job.ranks[e.member]) + ": " + e.categories_text)
         .end_object();
 }
 
@@ -134,34 +134,22 @@ void write_job(json_writer& json, const job_ranking& job,
                const std::vector<rank_summary>& summaries) {
     json.begin_object().field("name", job.job.name).field("job_id", job.job.job_id);
     json.key("ranks").begin_array();
-    uint64_t totals[4] = {};
-    int64_t counts[3] = {};
-    size_t highest = 0;
     for (size_t i = 0; i < job.job.members.size(); ++i) {
-        const rank_summary& s = summaries[job.job.members[i]];
-        write_row(json, job, s, i);
-        totals[0] += s.peak_allocated.bytes;
-        totals[1] += s.peak_reserved.bytes;
-        totals[2] += s.end_allocated;
-        totals[3] += s.end_reserved;
-        counts[0] += s.allocations;
-        counts[1] += s.device_allocations;
-        counts[2] += s.oom_count;
-        if (s.peak_reserved.bytes > summaries[job.job.members[highest]].peak_reserved.bytes) {
-            highest = i;
-        }
+        write_row(json, job, summaries[job.job.members[i]], i);
     }
+    const analysis::rank_totals total = job_totals_of(job, summaries);
     json.end_array()
         .key("total")
         .begin_object()
-        .field("peak_allocated", totals[0])
-        .field("peak_reserved", totals[1])
-        .field("end_allocated", totals[2])
-        .field("end_reserved", totals[3])
-        .field("allocations", counts[0])
-        .field("device_allocations", counts[1])
-        .field("ooms", counts[2])
+        .field("peak_allocated", total.peak_allocated)
+        .field("peak_reserved", total.peak_reserved)
+        .field("end_allocated", total.end_allocated)
+        .field("end_reserved", total.end_reserved)
+        .field("allocations", total.allocations)
+        .field("device_allocations", total.device_allocations)
+        .field("ooms", total.ooms)
         .end_object();
+    const size_t highest = highest_reserved_member(job, summaries);
     const rank_summary& best = summaries[job.job.members[highest]];
     json.key("highest_peak")
         .begin_object()

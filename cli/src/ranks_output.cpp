@@ -1,16 +1,16 @@
 // The table `memtrail ranks` prints: per job, the ranks (farthest from the median first past
 // listed_ranks), the highest peaks, which ranks did the same, and each outlier explained.
 
-#include "ranks_output.hpp"
+#include "detail/ranks_output.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "common.hpp"
+#include "detail/common.hpp"
+#include "detail/peak_report.hpp"
+#include "detail/text_table.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
 #include "memtrail/analysis/size_text.hpp"
-#include "peak_report.hpp"
-#include "text_table.hpp"
 
 namespace memtrail::cli {
 
@@ -46,8 +46,8 @@ std::string step_text(const rank_summary& s, const analysis::summary_peak& peak)
 void print_rows(std::ostream& out, const job_ranking& job,
                 const std::vector<rank_summary>& summaries) {
     text_table table({"rank", "<file", "<device", "peak allocated", "<when", "peak reserved",
-                      "<when", "end allocated", "end reserved", "allocs", "segment allocs",
-                      "OOMs", "distance"});
+                      "<when", "end allocated", "end reserved", "allocs", "segment allocs", "OOMs",
+                      "distance"});
     std::vector<size_t> shown;
     const size_t count = job.job.members.size();
     if (count <= listed_ranks) {
@@ -56,18 +56,6 @@ void print_rows(std::ostream& out, const job_ranking& job,
         }
     } else {
         shown.assign(job.by_distance.begin(), job.by_distance.begin() + listed_ranks);
-    }
-    uint64_t totals[4] = {};
-    int64_t counts[3] = {};
-    for (size_t i = 0; i < count; ++i) {
-        const rank_summary& s = member(summaries, job, i);
-        totals[0] += s.peak_allocated.bytes;
-        totals[1] += s.peak_reserved.bytes;
-        totals[2] += s.end_allocated;
-        totals[3] += s.end_reserved;
-        counts[0] += s.allocations;
-        counts[1] += s.device_allocations;
-        counts[2] += s.oom_count;
     }
     for (const size_t i : shown) {
         const rank_summary& s = member(summaries, job, i);
@@ -80,10 +68,12 @@ void print_rows(std::ostream& out, const job_ranking& job,
                        distance_text(job.standings[i].distance)});
     }
     if (count > 1) {
-        table.add_row({"total", std::to_string(count) + " ranks", "", format_bytes(totals[0]), "",
-                       format_bytes(totals[1]), "", format_bytes(totals[2]),
-                       format_bytes(totals[3]), std::to_string(counts[0]),
-                       std::to_string(counts[1]), std::to_string(counts[2]), ""});
+        const analysis::rank_totals total = job_totals_of(job, summaries);
+        table.add_row({"total", std::to_string(count) + " ranks", "",
+                       format_bytes(total.peak_allocated), "", format_bytes(total.peak_reserved),
+                       "", format_bytes(total.end_allocated), format_bytes(total.end_reserved),
+                       std::to_string(total.allocations), std::to_string(total.device_allocations),
+                       std::to_string(total.ooms), ""});
     }
     table.print(out);
     if (count > shown.size()) {
@@ -96,13 +86,9 @@ void print_rows(std::ostream& out, const job_ranking& job,
 void print_peaks(std::ostream& out, const job_ranking& job,
                  const std::vector<rank_summary>& summaries) {
     const size_t count = job.job.members.size();
-    size_t highest = 0;
+    const size_t highest = highest_reserved_member(job, summaries);
     size_t most = 0;
     for (size_t i = 1; i < count; ++i) {
-        if (member(summaries, job, i).peak_reserved.bytes >
-            member(summaries, job, highest).peak_reserved.bytes) {
-            highest = i;
-        }
         if (member(summaries, job, i).peak_allocated.bytes >
             member(summaries, job, most).peak_allocated.bytes) {
             most = i;
@@ -271,6 +257,26 @@ std::string file_names(const job_ranking& job, const std::vector<rank_summary>& 
 }
 
 }  // namespace
+
+analysis::rank_totals job_totals_of(const job_ranking& job,
+                                    const std::vector<rank_summary>& summaries) {
+    analysis::rank_totals total;
+    for (size_t i = 0; i < job.job.members.size(); ++i) {
+        analysis::add_to(total, member(summaries, job, i));
+    }
+    return total;
+}
+
+size_t highest_reserved_member(const job_ranking& job, const std::vector<rank_summary>& summaries) {
+    size_t highest = 0;
+    for (size_t i = 1; i < job.job.members.size(); ++i) {
+        if (member(summaries, job, i).peak_reserved.bytes >
+            member(summaries, job, highest).peak_reserved.bytes) {
+            highest = i;
+        }
+    }
+    return highest;
+}
 
 std::string peak_when(const rank_summary& s, const analysis::summary_peak& peak) {
     std::string text = position_label(peak.position);

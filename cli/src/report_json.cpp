@@ -1,4 +1,4 @@
-#include "report_json.hpp"
+#include "detail/report_json.hpp"
 
 #include "memtrail/analysis/frame_text.hpp"
 

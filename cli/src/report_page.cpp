@@ -1,9 +1,9 @@
-#include "report_page.hpp"
+#include "detail/report_page.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "report_assets.hpp"
+#include "detail/report_assets.hpp"
 
 namespace memtrail::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "report_pictures.hpp"
+#include "detail/report_pictures.hpp"
 
 #include <algorithm>
 #include <string>

@@ -1,12 +1,12 @@
-#include "run_dumps.hpp"
+#include "detail/run_dumps.hpp"
 
 #include <iostream>
 #include <sstream>
 
-#include "arguments.hpp"
-#include "common.hpp"
-#include "rank_inputs.hpp"
-#include "summary_json.hpp"
+#include "detail/arguments.hpp"
+#include "detail/common.hpp"
+#include "detail/rank_inputs.hpp"
+#include "detail/summary_json.hpp"
 
 namespace memtrail::cli {
 

@@ -1,8 +1,8 @@
-#include "summary_json.hpp"
+#include "detail/summary_json.hpp"
 
 #include <cstdio>
 
-#include "json_writer.hpp"
+#include "detail/json_writer.hpp"
 
 namespace memtrail::cli {
 

@@ -1,4 +1,4 @@
-#include "text_table.hpp"
+#include "detail/text_table.hpp"
 
 #include <algorithm>
 #include <sstream>

@@ -26,10 +26,6 @@ device_allocator& caching_allocator::checked(int device) const {
     return *devices_[static_cast<size_t>(device)];
 }
 
-device_allocator& caching_allocator::on(int device) {
-    return checked(device);
-}
-
 device_address caching_allocator::allocate(uint64_t size, int device, stream_handle stream,
                                            context_handle context) {
     return checked(device).allocate(size, stream, context);
@@ -68,7 +64,7 @@ void caching_allocator::free(device_address address, int expected_device, contex
         return;
     }
     try {
-        checked(expected_device).free(address, context);
+        on(expected_device).free(address, context);
     } catch (const usage_error&) {
         // Only on the error path: is it another device's block?
         const int actual = device_of(address);

@@ -1,4 +1,4 @@
-#include "detail/process_barrier.hpp"
+#include "memtrail/core/process_barrier.hpp"
 
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <mutex>
 
-namespace memtrail::detail {
+namespace memtrail {
 
 namespace {
 
@@ -58,4 +58,4 @@ void process_barrier() {
     }
 }
 
-}  // namespace memtrail::detail
+}  // namespace memtrail

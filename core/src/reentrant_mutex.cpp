@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "detail/process_barrier.hpp"
+#include "memtrail/core/process_barrier.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

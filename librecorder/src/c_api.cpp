@@ -40,19 +40,24 @@ using memtrail::recorder::librecorder::runtime;
 namespace {
 
 // A fixed buffer and a plain int, not a std::string: a free that fails during a thread's
-// teardown, after its thread_local objects are destroyed, still reports safely.
+// teardown, after its thread_local objects are destroyed, still reports safely. One object, so
+// that clearing it on every call looks the thread's storage up once.
 constexpr size_t last_error_capacity = 1024;
-thread_local char last_error[last_error_capacity] = {};
-thread_local int last_error_code = MEMTRAIL_OK;
+struct thread_error {
+    int code = MEMTRAIL_OK;
+    char text[last_error_capacity] = {};
+};
+constinit thread_local thread_error last_error;
 
 void clear_error() noexcept {
-    last_error[0] = '\0';
-    last_error_code = MEMTRAIL_OK;
+    thread_error& error = last_error;
+    error.text[0] = '\0';
+    error.code = MEMTRAIL_OK;
 }
 
 void set_error(memtrail_error_code code, const char* message) noexcept {
-    last_error_code = code;
-    std::snprintf(last_error, last_error_capacity, "%s", message);
+    last_error.code = code;
+    std::snprintf(last_error.text, last_error_capacity, "%s", message);
 }
 
 // The runtime could not be made: why, as the code a caller acts on.
@@ -250,7 +255,7 @@ extern "C" {
 }
 
 [[gnu::noinline]] int memtrail_observe_malloc(void* ptr, size_t size, int device, void* stream) {
-    last_error[0] = '\0';
+    last_error.text[0] = '\0';
     try {
         const fork_gate_scope gate;
         runtime::get().recorder().observe_allocation(address_of(ptr), size, device,
@@ -263,7 +268,7 @@ extern "C" {
 }
 
 [[gnu::noinline]] int memtrail_observe_free(void* ptr, int device) {
-    last_error[0] = '\0';
+    last_error.text[0] = '\0';
     try {
         const fork_gate_scope gate;
         if (!runtime::get().recorder().observe_free(address_of(ptr), device, c_api_frames)) {
@@ -651,7 +656,7 @@ int memtrail_device_count(void) {
 }
 
 const char* memtrail_last_error(void) {
-    return last_error;
+    return last_error.text;
 }
 
 int memtrail_has_allocated(void) {
@@ -659,7 +664,7 @@ int memtrail_has_allocated(void) {
 }
 
 int memtrail_last_error_code(void) {
-    return last_error_code;
+    return last_error.code;
 }
 
 int memtrail_version(void) {

@@ -10,54 +10,111 @@
 #include <cstdio>
 #include <thread>
 
+#include "memtrail/core/process_barrier.hpp"
+
 namespace memtrail::recorder::librecorder {
 
-namespace {
+namespace fork_gate_detail {
 
-// Threads inside memtrail, spread over counters so that threads on other counters share no
-// cache line.
-struct alignas(64) inside_counter {
-    std::atomic<uint32_t> threads{0};
-};
-constexpr size_t counter_count = 64;
-std::array<inside_counter, counter_count> inside;
+constinit thread_local thread_gate this_thread_gate;
 std::atomic<bool> forking{false};
 // Set in a child forked while another thread was still inside memtrail.
 std::atomic<bool> unusable_child{false};
+// Decided once, before any thread enters through its presence.
+bool asymmetric_barrier = false;
+
+}  // namespace fork_gate_detail
+
+namespace {
+
+using fork_gate_detail::forking;
+using fork_gate_detail::presence;
+using fork_gate_detail::thread_gate;
+using fork_gate_detail::unusable_child;
+
+constexpr size_t presence_count = 256;
+std::array<presence, presence_count> presences;
+// Threads without a presence of their own (those that found all presence_count taken, and those
+// whose own went back as they ended) count themselves here, with read-modify-writes.
+alignas(64) std::atomic<uint32_t> shared_inside{0};
+
 std::atomic<bool> unusable_said{false};
 // How long prepare waits for the threads inside to leave before it lets the fork go on.
 constexpr auto most_wait = std::chrono::seconds(2);
-
-std::atomic<uint32_t> next_counter{0};
-// Trivially destructible, so still valid in calls made while the thread is torn down.
-thread_local uint32_t my_counter = UINT32_MAX;
-thread_local uint32_t my_depth = 0;  // this thread's nesting of gate scopes
 thread_local bool forking_thread_inside = false;
 
-inside_counter& counter_of_this_thread() {
-    if (my_counter == UINT32_MAX) {
-        my_counter = next_counter.fetch_add(1, std::memory_order_relaxed) % counter_count;
+thread_gate& this_thread() {
+    return fork_gate_detail::this_thread_gate;
+}
+
+// Gives the thread's presence back when it ends.
+struct presence_return {
+    bool armed = false;
+    ~presence_return() {
+        thread_gate& gate = this_thread();
+        if (gate.own != nullptr) {
+            gate.own->taken.store(false, std::memory_order_release);
+            gate.own = nullptr;
+        }
+        gate.shares = true;
     }
-    return inside[my_counter];
+};
+thread_local presence_return return_at_exit;
+
+// The thread's first entry: a presence of its own, or none (it shares for its life).
+void claim_presence() {
+    thread_gate& gate = this_thread();
+    if (gate.shares) {
+        return;
+    }
+    for (presence& p : presences) {
+        bool expected = false;
+        if (!p.taken.load(std::memory_order_relaxed) &&
+            p.taken.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+            gate.own = &p;
+            return_at_exit.armed = true;  // its first use registers its destructor
+            return;
+        }
+    }
+    gate.shares = true;
+}
+
+// Waits until `count` falls to `own` (what the forking thread itself holds there); false when
+// the deadline passed first.
+bool wait_for(const std::atomic<uint32_t>& count, uint32_t own,
+              std::chrono::steady_clock::time_point deadline) {
+    while (count.load(std::memory_order_seq_cst) != own) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            return false;
+        }
+        std::this_thread::yield();
+    }
+    return true;
 }
 
 void prepare() {
     forking.store(true, std::memory_order_seq_cst);
-    // Threads that entered before `forking` was raised leave; those after see it and wait.
+    // After the barrier every thread that raised its flag before it shows it here, and every
+    // later one sees `forking` and waits; those that entered before leave.
+    if (fork_gate_detail::asymmetric_barrier) {
+        process_barrier();
+    }
     // The forking thread may be inside itself (a fork from a callback): its own count stays.
-    const uint32_t mine = my_depth > 0 ? 1 : 0;
+    const thread_gate& gate = this_thread();
+    const bool mine = gate.depth > 0;
     const auto deadline = std::chrono::steady_clock::now() + most_wait;
-    for (size_t c = 0; c < counter_count; ++c) {
-        const uint32_t own = (my_counter == c) ? mine : 0;
-        while (inside[c].threads.load(std::memory_order_seq_cst) != own) {
-            if (std::chrono::steady_clock::now() > deadline) {
-                unusable_child.store(true, std::memory_order_relaxed);
-                return;
-            }
-            std::this_thread::yield();
+    for (presence& p : presences) {
+        const uint32_t own = (mine && !gate.inside_shared && &p == gate.own) ? 1 : 0;
+        if (!wait_for(p.inside, own, deadline)) {
+            unusable_child.store(true, std::memory_order_relaxed);
+            return;
         }
     }
-    forking_thread_inside = mine != 0;
+    if (!wait_for(shared_inside, mine && gate.inside_shared ? 1 : 0, deadline)) {
+        unusable_child.store(true, std::memory_order_relaxed);
+        return;
+    }
+    forking_thread_inside = mine;
 }
 
 void in_parent() {
@@ -66,25 +123,75 @@ void in_parent() {
 }
 
 void in_child() {
-    // The other threads are gone; their counts were zero unless prepare gave up waiting.
-    if (!unusable_child.load(std::memory_order_relaxed)) {
-        for (size_t c = 0; c < counter_count; ++c) {
-            inside[c].threads.store(0, std::memory_order_relaxed);
+    // The other threads are gone, and their presences with them; their counts were zero unless
+    // prepare gave up waiting.
+    thread_gate& gate = this_thread();
+    for (presence& p : presences) {
+        if (&p != gate.own) {
+            p.taken.store(false, std::memory_order_relaxed);
         }
+    }
+    if (!unusable_child.load(std::memory_order_relaxed)) {
+        for (presence& p : presences) {
+            p.inside.store(0, std::memory_order_relaxed);
+        }
+        shared_inside.store(0, std::memory_order_relaxed);
         if (forking_thread_inside) {
-            inside[my_counter].threads.store(1, std::memory_order_relaxed);
+            (gate.inside_shared ? shared_inside : gate.own->inside)
+                .store(1, std::memory_order_relaxed);
         }
     }
     forking.store(false, std::memory_order_seq_cst);
 }
 
 void install_handlers_once() {
-    static const int installed = ::pthread_atfork(prepare, in_parent, in_child);
+    static const int installed = [] {
+        fork_gate_detail::asymmetric_barrier = process_barrier_ready();
+        return ::pthread_atfork(prepare, in_parent, in_child);
+    }();
     if (installed != 0) {
         std::fprintf(stderr,
                      "memtrail: cannot install fork handlers (error %d): a child forked "
                      "while memtrail is in use may hang\n",
                      installed);
+    }
+}
+
+void wait_while_forking() {
+    while (forking.load(std::memory_order_seq_cst)) {
+        std::this_thread::yield();
+    }
+}
+
+// Through the thread's own presence: its flag raised, then `forking` looked at, ordered by
+// prepare's barrier or, without one, by a fence here.
+void enter_own(presence& p) {
+    for (;;) {
+        p.inside.store(1, std::memory_order_relaxed);
+        if (fork_gate_detail::asymmetric_barrier) {
+            std::atomic_signal_fence(std::memory_order_seq_cst);
+        } else {
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+        }
+        if (!forking.load(std::memory_order_relaxed)) {
+            std::atomic_thread_fence(std::memory_order_acquire);
+            return;
+        }
+        p.inside.store(0, std::memory_order_release);
+        wait_while_forking();
+    }
+}
+
+void enter_shared() {
+    for (;;) {
+        // seq_cst on both sides (this add, prepare's store of `forking`): either prepare sees
+        // this thread inside, or this thread sees the fork under way.
+        shared_inside.fetch_add(1, std::memory_order_seq_cst);
+        if (!forking.load(std::memory_order_seq_cst)) {
+            return;
+        }
+        shared_inside.fetch_sub(1, std::memory_order_seq_cst);
+        wait_while_forking();
     }
 }
 
@@ -100,35 +207,36 @@ void install_handlers_once() {
 
 }  // namespace
 
-fork_gate_scope::fork_gate_scope() {
-    if (my_depth++ > 0) {
-        return;  // nested: counted once, by the outermost scope
+namespace fork_gate_detail {
+
+void enter_rarely() {
+    thread_gate& gate = this_thread();
+    if (gate.own == nullptr && !gate.shares) {
+        install_handlers_once();
+        claim_presence();
     }
-    install_handlers_once();
-    inside_counter& counter = counter_of_this_thread();
-    for (;;) {
-        // seq_cst on both sides (this add, prepare's store of `forking`): either prepare sees
-        // this thread inside, or this thread sees the fork under way.
-        counter.threads.fetch_add(1, std::memory_order_seq_cst);
-        if (!forking.load(std::memory_order_seq_cst)) [[likely]] {
-            break;
-        }
-        counter.threads.fetch_sub(1, std::memory_order_seq_cst);
-        while (forking.load(std::memory_order_seq_cst)) {
-            std::this_thread::yield();
-        }
+    if (gate.own != nullptr) {
+        enter_own(*gate.own);
+    } else {
+        gate.inside_shared = true;
+        enter_shared();
     }
     if (unusable_child.load(std::memory_order_relaxed)) [[unlikely]] {
-        counter.threads.fetch_sub(1, std::memory_order_release);
-        my_depth = 0;
+        if (gate.inside_shared) {
+            leave_shared();
+        } else {
+            gate.own->inside.store(0, std::memory_order_release);
+        }
+        gate.depth = 0;
         refuse_in_unusable_child();
     }
 }
 
-fork_gate_scope::~fork_gate_scope() {
-    if (--my_depth == 0) {
-        inside[my_counter].threads.fetch_sub(1, std::memory_order_release);
-    }
+void leave_shared() {
+    this_thread().inside_shared = false;
+    shared_inside.fetch_sub(1, std::memory_order_release);
 }
+
+}  // namespace fork_gate_detail
 
 }  // namespace memtrail::recorder::librecorder

@@ -54,10 +54,13 @@ std::vector<std::unique_ptr<device>> make_devices(const environment_settings& se
 
 }  // namespace
 
-runtime& runtime::get() {
+std::atomic<runtime*> runtime::made_{nullptr};
+
+runtime& runtime::make() {
     // Never destroyed: a host program may free memory from its own static destructors, after
-    // ours would have run.
+    // ours would have run. A constructor that throws leaves it to the next call to try again.
     static runtime* instance = new runtime();
+    made_.store(instance, std::memory_order_release);
     return *instance;
 }
 
@@ -117,9 +120,8 @@ void runtime::account_outside_memory() {
     accounting_.store(true, std::memory_order_release);
 }
 
-void runtime::note_device_in_use(int device) {
-    if (!accounting_.load(std::memory_order_acquire) || device < 0 ||
-        static_cast<size_t>(device) >= devices_.size() ||
+void runtime::note_device_in_use_accounting(int device) {
+    if (device < 0 || static_cast<size_t>(device) >= devices_.size() ||
         in_use_[static_cast<size_t>(device)].load(std::memory_order_acquire) ||
         in_use_[static_cast<size_t>(device)].exchange(true)) {
         return;

@@ -4,14 +4,15 @@
 
 namespace memtrail::recorder::detail {
 
-void capture_pools::prepare(device_allocator& allocator, stream_handle stream) {
-    device& dev = allocator.get_device();
-    if (underway_count_.load(std::memory_order_acquire) != 0) [[unlikely]] {
+void capture_pools::prepare_capturing(stream_handle stream) {
+    device_allocator& allocator = allocator_;
+    device& dev = device_;
+    if (underway_count_.load(std::memory_order_acquire) != 0) {
         std::lock_guard lock(mutex_);
-        end_finished_locked(allocator);
+        end_finished_locked();
     }
     const uint64_t capture = dev.stream_capture_id(stream);
-    if (capture == 0) [[likely]] {
+    if (capture == 0) {
         return;
     }
     std::lock_guard lock(mutex_);
@@ -26,8 +27,9 @@ void capture_pools::prepare(device_allocator& allocator, stream_handle stream) {
     underway_count_.store(underway_.size(), std::memory_order_release);
 }
 
-void capture_pools::end_finished_locked(device_allocator& allocator) {
-    device& dev = allocator.get_device();
+void capture_pools::end_finished_locked() {
+    device_allocator& allocator = allocator_;
+    device& dev = device_;
     // A stream forked into a capture leaves it when joined: the pool ends early then and is
     // begun again (one more use, still never released) at the capture's next allocation.
     const auto finished = [&](const capture_underway& c) {

@@ -58,7 +58,7 @@ recorder::recorder(caching_allocator& allocator)
       outside_(std::make_unique<detail::outside_allocations>()) {
     for (int d = 0; d < allocator_.device_count(); ++d) {
         devices_.push_back(std::make_unique<device_history>());
-        captures_.push_back(std::make_unique<detail::capture_pools>());
+        captures_.push_back(std::make_unique<detail::capture_pools>(allocator_.on(d)));
         devices_.back()->options.enabled = record_mode::off;
     }
 }
@@ -124,6 +124,12 @@ history_options recorder::options(int device) const {
     return h.options;
 }
 
+bool recorder::recording(int device) const {
+    return device >= 0 && device < static_cast<int>(devices_.size()) &&
+           devices_[static_cast<size_t>(device)]->enabled.load(std::memory_order_relaxed) !=
+               record_mode::off;
+}
+
 [[gnu::noinline]] context_handle recorder::capture_context(int device, bool is_free,
                                                            size_t wrapper_frames) {
     if (device < 0 || device >= static_cast<int>(devices_.size())) {
@@ -149,12 +155,12 @@ history_options recorder::options(int device) const {
 
 [[gnu::noinline]] device_address recorder::allocate(uint64_t size, int device, stream_handle stream,
                                                     size_t wrapper_frames) {
-    if (device >= 0 && device < static_cast<int>(captures_.size())) {
-        captures_[static_cast<size_t>(device)]->prepare(allocator_.on(device), stream);
-    }
+    device_allocator& on_device = allocator_.on(device);  // throws for a device that is not
+    captures_[static_cast<size_t>(device)]->prepare(stream);
     const cost::zone timing(cost::counter::alloc_total);
-    const context_handle context = capture_context(device, false, wrapper_frames);
-    return allocator_.allocate(size, device, stream, context);
+    const context_handle context =
+        recording(device) ? capture_context(device, false, wrapper_frames) : 0;
+    return on_device.allocate(size, stream, context);
 }
 
 [[gnu::noinline]] void recorder::free(device_address address, int expected_device,
@@ -162,10 +168,11 @@ history_options recorder::options(int device) const {
     const int device =
         expected_device != unknown_device ? expected_device : allocator_.device_for(address);
     if (stream != 0 && device >= 0 && device < static_cast<int>(captures_.size())) {
-        captures_[static_cast<size_t>(device)]->prepare(allocator_.on(device), stream);
+        captures_[static_cast<size_t>(device)]->prepare(stream);
     }
     const cost::zone timing(cost::counter::free_total);
-    const context_handle context = capture_context(device, true, wrapper_frames);
+    const context_handle context =
+        recording(device) ? capture_context(device, true, wrapper_frames) : 0;
     allocator_.free(address, device, context);
 }
 

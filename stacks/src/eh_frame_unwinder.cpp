@@ -366,9 +366,10 @@ struct kept_walk {
 // same depth from other callers (PyTorch's operators between one layer and the next): each
 // finds its own walk whole, or the most of it. Sixty-four: inside PyTorch training a walk then
 // steps 1.0 frames instead of 1.7 with thirty-two, 4.9 with sixteen and 7.7 with eight, and the
-// walk's time an event fell by a tenth from thirty-two (docs/performance.md), for about 725 KiB
-// a thread. Each thread's is on huge pages (this_threads_block): besides the stack it is most of
-// what a walk reads.
+// walk's time an event fell by a tenth from thirty-two (docs/performance.md), for about 1.1 MiB
+// a thread (725 KiB before each kept sixteen stacks with Python frames instead of four), touched
+// as it is used. Each thread's is on huge pages (this_threads_block): besides the stack it is most
+// of what a walk reads.
 constexpr size_t kept_walk_count = 64;
 
 // A kept walk's innermost frame in four bytes. Choosing a walk compares the tags of all of them,

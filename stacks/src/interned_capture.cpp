@@ -60,30 +60,16 @@ struct remembered_stacks {
         if (walk == nullptr || !whole) {
             return no_stack;
         }
-        for (const detail::interned_walk::with_python_frames& stack : walk->with_python) {
-            if (stack.word_count == python_words.size() && holds(stack.id, stacks) &&
-                std::equal(python_words.begin(), python_words.end(), stack.words.begin())) {
-                return stack.id.id;
-            }
-        }
-        return no_stack;
+        return walk->find_with_python(python_words, stacks.serial(), skip, limit);
     }
 
     // Remembers `id` as the native stack with `python_words` after it, in place of the one
     // remembered longest ago.
     void remember_with_python(const stack_table& stacks, std::span<const uintptr_t> python_words,
                               stack_id id) const {
-        if (walk == nullptr || id == no_stack || python_words.empty() ||
-            python_words.size() > detail::interned_walk::kept_python_words) {
-            return;
+        if (walk != nullptr && id != no_stack) {
+            walk->keep_with_python(python_words, {stacks.serial(), skip, limit, id});
         }
-        detail::interned_walk::with_python_frames& stack =
-            walk->with_python[walk->next_with_python];
-        walk->next_with_python =
-            (walk->next_with_python + 1) % detail::interned_walk::kept_python_stacks;
-        stack.id = {stacks.serial(), skip, limit, id};
-        stack.word_count = static_cast<uint32_t>(python_words.size());
-        std::copy(python_words.begin(), python_words.end(), stack.words.begin());
     }
 
   private:

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string_view>
 
 namespace memtrail::recorder {
@@ -55,6 +56,8 @@ constexpr unsigned char owned_by_generator = 1;
 constexpr unsigned char owned_by_c_stack = 3;  // 3.12: the evaluation loop's entry (shim) frame
 // Incomplete frames in a row that the public API would skip: more means a broken chain.
 constexpr size_t most_skipped_frames = 1024;
+// Frames a lookup's read follows, kept or not: more means a broken chain (a cycle).
+constexpr size_t most_lookup_frames = 4096;
 
 template <typename Value>
 Value load(uintptr_t address, size_t offset) {
@@ -168,6 +171,45 @@ std::optional<size_t> python_frame_reader::read(const void* thread,
             out[written++] = instruction_location(byte_offset);
         } else if (++skipped > most_skipped_frames) {
             return std::nullopt;
+        }
+        frame = load<uintptr_t>(frame, layout.frame_previous);
+    }
+    return written;
+}
+
+std::optional<size_t> python_frame_reader::read_for_lookup(const void* thread,
+                                                           std::span<uintptr_t> out) const {
+    const python_frame_layout& layout = layout_;
+    const auto cframe = load<uintptr_t>(reinterpret_cast<uintptr_t>(thread), layout.thread_cframe);
+    if (!plausible(cframe)) {
+        return std::nullopt;
+    }
+    auto frame = load<uintptr_t>(cframe, layout.cframe_current);
+    size_t written = 0;
+    size_t frames = 0;
+    while (frame != 0 && written + 2 <= out.size()) {
+        if (!plausible(frame) || ++frames > most_lookup_frames) {
+            return std::nullopt;
+        }
+        const auto code = load<uintptr_t>(frame, layout.frame_code);
+        const auto owner = load<unsigned char>(frame, layout.frame_owner);
+        if (!plausible(code) || owner > layout.owner_last) {
+            return std::nullopt;
+        }
+        const auto distance = static_cast<ptrdiff_t>(
+            load<uintptr_t>(frame, layout.frame_instruction) - (code + layout.code_instructions));
+        const ptrdiff_t last_instruction = distance / static_cast<ptrdiff_t>(code_unit_bytes);
+        if (distance % static_cast<ptrdiff_t>(code_unit_bytes) != 0 || last_instruction < -1 ||
+            last_instruction > std::numeric_limits<int>::max() / 2) {
+            return std::nullopt;
+        }
+        // 3.12's entry frames are known by their owner alone; read() skips them too.
+        if (layout.owner_last < owned_by_c_stack || owner != owned_by_c_stack) {
+            out[written++] = code;
+            out[written++] = instruction_location(
+                last_instruction < 0
+                    ? -1
+                    : static_cast<int>(last_instruction * static_cast<ptrdiff_t>(code_unit_bytes)));
         }
         frame = load<uintptr_t>(frame, layout.frame_previous);
     }

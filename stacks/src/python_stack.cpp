@@ -70,6 +70,18 @@ python_capture::python_capture(const python_interpreter& python,
                                std::span<const uintptr_t> native_frames)
     : python_(python) {
     python_frame_reader* reader = python_frame_reader::find(python);
+    if (reader != nullptr && python.accepts_gil_requests()) {
+        // Read directly, the thread needs its own state only, held GIL or not: not asked before
+        // 3.12 (PyGILState_Check would read the GIL holder's word on every capture, a line that
+        // each switch of the GIL writes), and from 3.12 told by the thread-local state alone.
+        // A thread holding the GIL that takes it again to keep a code object only nests it.
+        const python_interpreter::thread_state holding =
+            python.current_state_is_the_callers ? python.current_thread_state() : nullptr;
+        gil_held_ = holding != nullptr;
+        thread_ = gil_held_ ? holding : python.this_thread_state();
+        reader_ = thread_ != nullptr ? reader : nullptr;
+        return;
+    }
     if (const python_interpreter::thread_state holding = python.state_holding_gil()) {
         gil_held_ = true;
         thread_ = holding;
@@ -81,10 +93,6 @@ python_capture::python_capture(const python_interpreter& python,
     }
     thread_ = python.this_thread_state();
     if (thread_ == nullptr) {
-        return;
-    }
-    if (reader != nullptr) {
-        reader_ = reader;
         return;
     }
     if (!may_run_python_code && !shows_evaluation_loop(python, native_frames)) {
@@ -144,7 +152,7 @@ std::optional<size_t> python_capture::frames_unchecked(std::span<uintptr_t> out)
     if (out.size() < 2 || thread_ == nullptr || reader_ == nullptr || reader_->verifies()) {
         return std::nullopt;
     }
-    return reader_->read(thread_, out);
+    return reader_->read_for_lookup(thread_, out);
 }
 
 size_t python_capture::frames_read_directly(std::span<uintptr_t> out) {

@@ -8,8 +8,8 @@
 #include <random>
 #include <unordered_map>
 
-#include "address_hash_map.hpp"
-#include "ordered_address_map.hpp"
+#include "detail/address_hash_map.hpp"
+#include "detail/ordered_address_map.hpp"
 
 namespace memtrail::analysis::detail {
 namespace {

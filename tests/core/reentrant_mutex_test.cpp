@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "detail/process_barrier.hpp"
 #include "detail/reentrant_mutex.hpp"
+#include "memtrail/core/process_barrier.hpp"
 
 namespace memtrail::detail {
 namespace {

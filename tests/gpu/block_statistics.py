@@ -3,7 +3,7 @@ over every process: each "on" block's median step against the "off" blocks besid
 ratio; the cost is the median of all ratios, with a 95% bootstrap interval over the blocks.
 
 One process gives 8 to 15 such ratios; inside one H200 process, step times wander between 38 and
-58 ms (docs/performance-log/28-noise-and-costs.md), so the median of each process's median moves by several
+58 ms (docs/performance-log/29-noise-and-costs.md), so the median of each process's median moves by several
 percent, while the pooled median of 50 or more ratios, resampled, says how far it can be trusted.
 """
 import random

@@ -29,18 +29,22 @@ def table(candidates):
                       f"{data['repetitions']} runs of {data['seconds']} s; PyTorch's "
                       f"CUDACachingAllocator in the same process as memtrail (recording: "
                       f"memtrail context all, default stacks; PyTorch context all, C++ stacks).")
+            header += (" The bare allocator: core's allocator alone, without librecorder, on the "
+                       f"same kind of device ({data.get('bare_device', '-')}).")
             lines += [header, "",
                       "| device lock | recording | threads | memtrail M pairs/s | ns a pair (1 thread) "
-                      "| PyTorch M pairs/s | memtrail / PyTorch |",
-                      "|---|---|---|---|---|---|---|"]
+                      "| bare allocator M pairs/s | PyTorch M pairs/s | memtrail / PyTorch |",
+                      "|---|---|---|---|---|---|---|---|"]
         for recording in ("off", "on"):
             for threads in sorted({k[2] for k in rows if k[0] == "memtrail" and k[1] == recording}):
                 mine = rows[("memtrail", recording, threads)]
                 theirs = rows.get(("pytorch", recording, threads))
+                bare = rows.get(("bare", recording, threads))
                 per_pair = f"{1e9 / mine:.0f}" if threads == 1 else ""
                 pytorch = f"{theirs / 1e6:.3f}" if theirs else "-"
+                bare_rate = f"{bare / 1e6:.3f}" if bare else "-"
                 lines.append(f"| {name} | {recording} | {threads} | {mine / 1e6:.3f} | {per_pair} "
-                             f"| {pytorch} | {ratio(mine, theirs)} |")
+                             f"| {bare_rate} | {pytorch} | {ratio(mine, theirs)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -27,6 +27,8 @@ MODES = ["torch", "memtrail_all", "torch_again", "memtrail_state"]
 RECORDING = {"memtrail_all": (b"all", b"all"), "memtrail_state": (b"state", b"native"),
              "memtrail_production": (b"alloc", b"all"),
              "memtrail_alternate_production": (b"alloc", b"all"),
+             "memtrail_alternate_production_native": (b"alloc", b"native"),
+             "memtrail_alternate_production_python": (b"alloc", b"python"),
              "memtrail_native": (b"all", b"native"), "memtrail_python": (b"all", b"python"),
              "memtrail_nostacks": (b"none", b"native"), "memtrail_off": None,
              "memtrail_alternate": (b"all", b"all"),

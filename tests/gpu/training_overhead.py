@@ -5,7 +5,8 @@ stack (context "all", stacks "all") and PyTorch's own recorder (torch_recording,
 stacks "all"), each in a fresh process, N times each (6 by default); and production against no
 recording in blocks of steps inside each of N more processes (memtrail_alternate_production).
 
-    python3 tests/gpu/training_overhead.py path/to/librecorder.so OUTDIR [N] [UNWINDER] [MODES]
+    python3 tests/gpu/training_overhead.py path/to/librecorder.so[,another.so] OUTDIR [N]
+        [UNWINDER] [MODES]
 
 About 4 minutes on an H200 with the defaults (MEMTRAIL_TRAINING_STEPS=100 steps a process).
 
@@ -19,7 +20,10 @@ memtrail_native,memtrail_python,memtrail_all to split recording's cost, or torch
 (PyTorch's allocator with its own recorder on, context and stacks "all"); memtrail_alternate
 switches recording everything on and off in blocks of steps inside each process, which measures
 recording's cost without the spread between processes (printed as well, in step time and in the
-CPU time of the process's threads a step).
+CPU time of the process's threads a step). memtrail_alternate_production_native and
+memtrail_alternate_production_python split production's cost the same way (allocations' native
+or Python stacks alone). With several libraries (builds before and after a change), each memtrail
+mode runs with each, labelled MODE@2, MODE@3 for the second, third, in the same rotation.
 """
 import json
 import os
@@ -29,7 +33,7 @@ import sys
 
 from block_statistics import describe, pooled
 
-library, outdir = sys.argv[1], sys.argv[2]
+libraries, outdir = sys.argv[1].split(","), sys.argv[2]
 runs = int(sys.argv[3]) if len(sys.argv) > 3 else 6
 unwinder = sys.argv[4] if len(sys.argv) > 4 else "eh_frame"
 modes = (sys.argv[5].split(",") if len(sys.argv) > 5 else
@@ -39,7 +43,15 @@ os.makedirs(outdir, exist_ok=True)
 child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_training.py")
 
 
-def step_ms(mode, index):
+def mode_and_library(label):
+    """A label's child mode and library: "MODE" runs with the first library, "MODE@N" with the
+    Nth (LIBRARY given as several, comma-separated)."""
+    mode, _, number = label.partition("@")
+    return mode, libraries[int(number) - 1 if number else 0]
+
+
+def step_ms(label, index):
+    mode, library = mode_and_library(label)
     # 100 steps a process (the first 16 skipped): with 40, the spread between processes of one
     # allocator on an H100 was 25%, more than what is measured.
     environment = dict(os.environ, MEMTRAIL_UNWINDER=unwinder,
@@ -48,17 +60,21 @@ def step_ms(mode, index):
     run = subprocess.run([sys.executable, child, "--child", mode, library, ""],
                          capture_output=True, text=True, env=environment)
     if run.returncode != 0:
-        sys.exit(f"{mode} run {index} failed:\n{run.stderr[-2000:]}")
+        sys.exit(f"{label} run {index} failed:\n{run.stderr[-2000:]}")
     result = json.loads(run.stdout.strip().splitlines()[-1])
-    with open(os.path.join(outdir, f"{mode}.{index}.json"), "w") as f:
+    with open(os.path.join(outdir, f"{label}.{index}.json"), "w") as f:
         json.dump(result, f)  # every step's time, to see drifts inside a process
     if "alternate" in result:
-        alternate[mode].append(result["alternate"]["overhead_pct"])
-        block_ratios[mode].append(result["alternate"]["block_ratios"])
-        alternate_cpu[mode].append(result["alternate_process_cpu"]["overhead_pct"])
+        alternate[label].append(result["alternate"]["overhead_pct"])
+        block_ratios[label].append(result["alternate"]["block_ratios"])
+        alternate_cpu[label].append(result["alternate_process_cpu"]["overhead_pct"])
     return result["step_ms_median"], result["process_cpu_ms_median"]
 
 
+# Each memtrail mode with each library after the first too ("MODE@2", ...): builds before and
+# after a change, alternating in one call.
+modes += [f"{mode}@{number}" for number in range(2, len(libraries) + 1) for mode in modes
+          if mode.startswith("memtrail")]
 times = {mode: [] for mode in ["torch", *modes]}
 alternate = {mode: [] for mode in times}  # memtrail_alternate: recording's cost in each process
 block_ratios = {mode: [] for mode in times}  # every process's blocks, pooled

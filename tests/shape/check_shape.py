@@ -7,7 +7,8 @@ Fails (exit 1, one line per problem) when a product source file (anything outsid
 fuzz/, build*/ and hidden folders) is over 700 lines, a function is over 120 lines (C++ bodies
 found by brace matching, Python ones by the ast), a file over 400 lines does not open with a
 [SECTION] index whose sections come back as banners, or a top-level folder holds over 20% of the
-product's source lines. Long functions that are a VM's or an interpreter's switch are allowed by
+product's source lines, or a header lies directly in a module's src/ folder (private headers go in
+src/detail/, public ones in include/). Long functions that are a VM's or an interpreter's switch are allowed by
 name in ALLOWED_LONG_FUNCTIONS, each with the reason. --list-functions N prints every function over
 N lines instead, longest first, to find what to split.
 """
@@ -23,6 +24,7 @@ INDEX_FROM_LINES = 400
 MAX_FOLDER_SHARE = 0.20
 
 SOURCE_SUFFIXES = (".cpp", ".hpp", ".h", ".c", ".cc", ".py")
+HEADER_SUFFIXES = (".hpp", ".h")
 SKIPPED_TOP_LEVEL = {"tests", "bench", "fuzz", "docs", "cmake", "scripts"}
 
 # (file name, function name): why it may be long. By file name, not path, so that the allowance
@@ -239,6 +241,15 @@ def section_index_problem(lines):
     return None
 
 
+def header_place_problem(path):
+    """None unless `path` is a header directly in a `src/` folder, beside the sources: a module
+    keeps its private headers in src/detail/ (its public ones in include/)."""
+    folder, _, name = path.rpartition("/")
+    if not name.endswith(HEADER_SUFFIXES) or folder.split("/")[-1] != "src":
+        return None
+    return "%s: a private header beside the sources; move it to %s/detail/" % (path, folder)
+
+
 def check(root, list_over=None, allowed=None):
     """(problems, functions over list_over lines) of the tree at root; `allowed` stands for
     ALLOWED_LONG_FUNCTIONS."""
@@ -254,6 +265,9 @@ def check(root, list_over=None, allowed=None):
         top = path.split("/")[0]
         folder_lines[top] = folder_lines.get(top, 0) + len(lines)
         found = []
+        misplaced = header_place_problem(path)
+        if misplaced:
+            found.append(misplaced)
         if len(lines) > MAX_FILE_LINES:
             found.append("%s: %d lines, over %d" % (path, len(lines), MAX_FILE_LINES))
         if len(lines) > INDEX_FROM_LINES:
@@ -307,7 +321,7 @@ def main(argv):
         print("check_shape: %d problem(s) in %s" % (len(problems), root))
         return 1
     print("check_shape: the tree keeps its shape (files <= %d lines, functions <= %d, "
-          "indexed files > %d, folders <= %d%%)" % (MAX_FILE_LINES, MAX_FUNCTION_LINES,
+          "indexed files > %d, folders <= %d%%, private headers in src/detail/)" % (MAX_FILE_LINES, MAX_FUNCTION_LINES,
                                                       INDEX_FROM_LINES, 100 * MAX_FOLDER_SHARE))
     return 0
 

@@ -117,6 +117,19 @@ class ShapeTest(unittest.TestCase):
         found = self.problems(files)
         self.assertEqual(found, ["f5/: 1099 of the product's 4399 source lines (25.0%), over 20%"])
 
+    def test_a_header_beside_the_sources_fails_in_every_module(self):
+        found = self.problems(self.balanced({"f6/src/private.hpp": "#pragma once\n",
+                                             "f7/src/legacy.h": "#pragma once\n"}))
+        self.assertEqual(found, [
+            "f6/src/private.hpp: a private header beside the sources; move it to f6/src/detail/",
+            "f7/src/legacy.h: a private header beside the sources; move it to f7/src/detail/"])
+
+    def test_headers_in_detail_and_include_pass(self):
+        files = self.balanced({"f6/src/detail/private.hpp": "#pragma once\n",
+                               "f6/include/memtrail/f6/api.hpp": "#pragma once\n",
+                               "f6/src/source.cpp": "int s;\n"})
+        self.assertEqual(self.problems(files), [])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -22,7 +22,13 @@ class runtime {
     /// The runtime, made on first use from the environment.
     /// @throws std::exception when the environment is invalid or the device cannot start; the
     ///         next call tries again.
-    static runtime& get();
+    static runtime& get() {
+        // Inline, one load once made: every C API call asks.
+        if (runtime* const made = made_.load(std::memory_order_acquire)) [[likely]] {
+            return *made;
+        }
+        return make();
+    }
 
     caching_allocator& allocator() { return *allocator_; }
     // The recorder in front of the allocator: every allocation, free and pool call goes through it.
@@ -55,7 +61,11 @@ class runtime {
     static void account_outside_memory();
     // Before the first allocation of `device`, of either kind, while accounting: its "start" row
     // (the CUDA context and other processes, before this process allocated anything).
-    void note_device_in_use(int device);
+    void note_device_in_use(int device) {
+        if (accounting_.load(std::memory_order_acquire)) [[unlikely]] {
+            note_device_in_use_accounting(device);
+        }
+    }
     // The device's memory now, for accounting; nullopt when not accounting, or for a device this
     // process has not used (asking would start a CUDA context on it).
     std::optional<device_usage> usage(int device);
@@ -75,10 +85,13 @@ class runtime {
     job_identity job_;
     std::string run_files_;  // MEMTRAIL_RUN_FILES
 
+    static runtime& make();
+    void note_device_in_use_accounting(int device);
+    static std::atomic<runtime*> made_;
     static std::atomic<bool> accounting_;
     std::unique_ptr<std::atomic<bool>[]> in_use_;  // per device: note_device_in_use has run
-    std::mutex outside_mutex_;                      // guards the one below
-    std::vector<uint64_t> outside_on_simulated_;    // per device
+    std::mutex outside_mutex_;                     // guards the one below
+    std::vector<uint64_t> outside_on_simulated_;   // per device
 
     std::mutex triggers_mutex_;  // guards the three below
     std::string oom_dump_pattern_;

@@ -16,12 +16,21 @@ namespace memtrail::recorder::detail {
 
 class capture_pools {
   public:
+    explicit capture_pools(device_allocator& allocator)
+        : allocator_(allocator), device_(allocator.get_device()) {}
+
     // Called before every allocation on `stream`, and every free of a block of `stream`: ends the
     // pools of captures that have finished and, when `stream` is capturing and no pool being
     // allocated to takes it, begins allocating to that capture's pool (so that a free at the
-    // start of a capture already waits, as frees during a capture must). One device query when
-    // no capture is under way.
-    void prepare(device_allocator& allocator, stream_handle stream);
+    // start of a capture already waits, as frees during a capture must). Inline, one load and one
+    // device query when no capture is under way: it is on every allocation's path.
+    void prepare(stream_handle stream) {
+        if (underway_count_.load(std::memory_order_acquire) == 0 &&
+            device_.stream_capture_id(stream) == 0) [[likely]] {
+            return;
+        }
+        prepare_capturing(stream);
+    }
 
   private:
     struct capture_underway {
@@ -29,8 +38,11 @@ class capture_pools {
         stream_handle stream = 0;  // a stream of the capture, asked whether it still captures
     };
 
-    void end_finished_locked(device_allocator& allocator);
+    void prepare_capturing(stream_handle stream);
+    void end_finished_locked();
 
+    device_allocator& allocator_;
+    device& device_;
     std::mutex mutex_;
     std::vector<capture_underway> underway_;
     std::atomic<size_t> underway_count_{0};

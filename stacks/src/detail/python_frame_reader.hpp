@@ -51,6 +51,14 @@ class python_frame_reader {
     // when something read does not look like CPython's structures.
     std::optional<size_t> read(const void* thread, std::span<uintptr_t> out) const;
 
+    // The same words as read() from the frames alone, for looking up a stack interned before:
+    // the code objects are not read (their type, size and first traceable instruction, two lines
+    // of each that PyTorch's work between two allocations has evicted, for every frame). A stack
+    // is interned only from read()'s words, with its code objects kept (kept_python_code), so
+    // words that match one name those frames; a frame read() skips as incomplete is kept here,
+    // and its words then match no stack. nullopt when a frame does not look like CPython's.
+    std::optional<size_t> read_for_lookup(const void* thread, std::span<uintptr_t> out) const;
+
     bool verifies() const { return source_ == python_frames_source::verify; }
 
     // After a failed check: every later capture uses the public API. Under verify, stops the

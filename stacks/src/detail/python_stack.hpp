@@ -43,10 +43,10 @@ class python_capture {
     // at most out.size() / 2 of them, and returns the number of words written.
     size_t frames(std::span<uintptr_t> out);
 
-    // The frames as the direct reader finds them, without checking that their code objects are
-    // kept: only to find a stack interned before, whose code objects are all kept (frames() then
-    // checks a stack not found). nullopt where frames are not read directly, or every read is
-    // verified.
+    // The frames as the direct reader finds them, from the frames alone (their code objects are
+    // neither read nor checked to be kept: python_frame_reader::read_for_lookup): only to find a
+    // stack interned before, whose code objects are all kept (frames() then reads and checks a
+    // stack not found). nullopt where frames are not read directly, or every read is verified.
     std::optional<size_t> frames_unchecked(std::span<uintptr_t> out);
 
     // Keeps the code objects of `pairs` (from frames()) alive until the dump: called when a

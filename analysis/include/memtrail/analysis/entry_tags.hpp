@@ -26,10 +26,10 @@ struct tag_range {
     tag_kind kind = tag_kind::user_metadata;
     snapshot::string_id value = snapshot::no_id;
     uint32_t thread = 0;
-    size_t first = 0;  // the run's first entry
-    size_t last = 0;   // its last entry (inclusive)
-    size_t entries = 0;         // entries of the thread in the run
-    uint64_t allocated = 0;     // bytes its alloc entries asked for
+    size_t first = 0;        // the run's first entry
+    size_t last = 0;         // its last entry (inclusive)
+    size_t entries = 0;      // entries of the thread in the run
+    uint64_t allocated = 0;  // bytes its alloc entries asked for
 };
 
 // Every run of one tag, ordered by first entry. Entries without a value ("" for metadata, "N/A"

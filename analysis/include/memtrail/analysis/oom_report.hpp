@@ -113,7 +113,7 @@ struct oom_report {
     // Who held it, where memtrail run recorded it at this OOM (outside_accounting.hpp).
     std::optional<snapshot::memory_accounting> accounting;
     oom_cap cap;
-    uint64_t private_pool_free = 0;  // cached free bytes in private pools' segments
+    uint64_t private_pool_free = 0;               // cached free bytes in private pools' segments
     uint64_t private_pool_releasable = 0;         // wholly free private-pool segments
     std::vector<oom_private_pool> private_pools;  // the most cached free first
     uint64_t usable_free = 0;  // cached free bytes the request could use (its pool and stream)

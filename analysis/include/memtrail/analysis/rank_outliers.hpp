@@ -31,9 +31,9 @@ inline constexpr size_t explained_stack_count = 5;
 struct rank_measure {
     std::string name;
     std::vector<uint64_t> values;  // parallel to the job's members
-    uint64_t median = 0;  // the lower median, a value some rank has; of two ranks, the median
-                          // rank's (median_rank: the one with the lower peak reserved)
-    uint64_t deviation = 0;        // the scale: max(1.4826 x MAD, share of the median, 1 MiB)
+    uint64_t median = 0;     // the lower median, a value some rank has; of two ranks, the median
+                             // rank's (median_rank: the one with the lower peak reserved)
+    uint64_t deviation = 0;  // the scale: max(1.4826 x MAD, share of the median, 1 MiB)
 };
 
 // Where a rank stands: its largest distance over the measures, and which measure.
@@ -69,7 +69,7 @@ struct stack_difference {
 };
 
 struct outlier_explanation {
-    size_t member = 0;  // index into the job's members
+    size_t member = 0;         // index into the job's members
     size_t median_member = 0;  // the rank it is compared with
     // Two sides: 0 the median rank, 1 the outlier, at each one's peak allocated.
     std::vector<category_comparison> categories;
@@ -81,9 +81,9 @@ struct job_ranking {
     summary_job job;
     size_t median_member = 0;  // the rank at the median of peak reserved (median_rank)
     std::vector<rank_measure> measures;
-    std::vector<rank_standing> standings;  // parallel to members
-    std::vector<size_t> by_distance;       // members, farthest first (rank order on ties)
-    std::vector<same_sequence> sequences;  // the most ranks first
+    std::vector<rank_standing> standings;        // parallel to members
+    std::vector<size_t> by_distance;             // members, farthest first (rank order on ties)
+    std::vector<same_sequence> sequences;        // the most ranks first
     std::vector<sequence_departure> departures;  // ranks outside the most common sequence
     std::vector<outlier_explanation> outliers;   // farthest first
 };

@@ -50,6 +50,9 @@ struct rank_totals {
     int64_t allocations = 0;
     int64_t device_allocations = 0;
     int64_t ooms = 0;
+
+    rank_totals& operator+=(const rank_totals& other);
+    bool operator==(const rank_totals&) const = default;
 };
 void add_to(rank_totals& totals, const rank_overview& rank);
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "memtrail/analysis/categories.hpp"
+#include "memtrail/analysis/rank_overview.hpp"
 #include "memtrail/snapshot/model.hpp"
 
 namespace memtrail::analysis {
@@ -48,11 +49,11 @@ struct summary_identity {
     int device = 0;
     std::string device_name;  // "" when the snapshot does not say (a pickle)
     uint64_t device_memory = 0;
-    std::string allocator_conf;     // PYTORCH_CUDA_ALLOC_CONF as recorded
-    uint64_t settings_hash = 0;     // of every allocator setting: equal settings hash equal
+    std::string allocator_conf;  // PYTORCH_CUDA_ALLOC_CONF as recorded
+    uint64_t settings_hash = 0;  // of every allocator setting: equal settings hash equal
     std::vector<std::pair<std::string, uint64_t>> device_kinds;  // every device listed, sorted
-    int64_t first_time_ns = 0;      // the first timed entry, else the snapshot's time; 0: none
-    int64_t last_time_ns = 0;       // when it was taken, or the last timed entry
+    int64_t first_time_ns = 0;  // the first timed entry, else the snapshot's time; 0: none
+    int64_t last_time_ns = 0;   // when it was taken, or the last timed entry
 };
 
 struct summary_peak {
@@ -68,7 +69,7 @@ struct summary_stack {
     uint64_t bytes = 0;
     size_t blocks = 0;
     memory_category category = memory_category::unknown;  // where most of its bytes are
-    std::vector<std::string> frames;                     // labels, innermost first
+    std::vector<std::string> frames;                      // labels, innermost first
 };
 
 struct summary_oom {
@@ -90,7 +91,7 @@ struct sequence_chunk {
 };
 
 struct curve_point {
-    size_t position = 0;  // the bucket's first position
+    size_t position = 0;     // the bucket's first position
     uint64_t allocated = 0;  // the most over the bucket
     uint64_t reserved = 0;
 };
@@ -120,13 +121,16 @@ struct rank_summary {
     std::vector<summary_oom> ooms;
     std::optional<uint64_t> outside_allocator;  // the most seen outside at an OOM, where known
     bool all_frames = false;  // top_stacks keep every frame (--all-frames), else folded as top's
-    std::vector<summary_stack> top_stacks;      // at peak allocated, most bytes first
-    uint64_t unstacked_at_peak = 0;             // blocks without a stack there
-    std::vector<uint64_t> stack_sketch;  // the smallest stack_fingerprints: which code it ran
+    std::vector<summary_stack> top_stacks;  // at peak allocated, most bytes first
+    uint64_t unstacked_at_peak = 0;         // blocks without a stack there
+    std::vector<uint64_t> stack_sketch;     // the smallest stack_fingerprints: which code it ran
     uint64_t sequence_hash = 0;
     std::vector<sequence_chunk> sequence;
     std::vector<curve_point> curve;
 };
+
+// Adds `rank`'s peaks, end and counts to `totals`, as add_to adds a rank_overview's.
+void add_to(rank_totals& totals, const rank_summary& rank);
 
 // FNV-1a over `text`: the stable hash of stack texts and sequences.
 uint64_t fnv1a(std::string_view text, uint64_t seed = 0xcbf29ce484222325ull);
@@ -136,6 +140,14 @@ uint64_t fnv1a(std::string_view text, uint64_t seed = 0xcbf29ce484222325ull);
 // One model is built over the trace; the hashes and the curve are one pass over it. The top
 // stacks are folded as `top` shows them, or keep every frame with `all_frames`.
 rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source, int device,
+                            const std::string& path, std::string file_kind,
+                            bool all_frames = false);
+// The same from `model`, a model of one device built over `source` as summarize_rank would
+// build it, and its `categories` (category_map::build(model)), for a caller that holds them
+// already (`memtrail report`, which indexes a file once). Throws std::invalid_argument when
+// `model` is not built over `source`.
+rank_summary summarize_rank(std::shared_ptr<const snapshot::snapshot> source,
+                            const device_model& model, const category_map& categories,
                             const std::string& path, std::string file_kind,
                             bool all_frames = false);
 

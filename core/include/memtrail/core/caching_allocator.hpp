@@ -258,7 +258,13 @@ class caching_allocator {
     void empty_cache();
 
     int device_count() const { return static_cast<int>(devices_.size()); }
-    device_allocator& on(int device);
+    // Inline: every allocation through librecorder looks its device up here.
+    device_allocator& on(int device) {
+        if (device >= 0 && device < device_count()) [[likely]] {
+            return *devices_[static_cast<size_t>(device)];
+        }
+        return checked(device);  // throws usage_error
+    }
     // The device whose allocator handed out `address`, or -1 (takes each device's lock in turn).
     int device_of(device_address address) const;
     // The device that a free or record_stream of `address` that names none goes to, found

@@ -188,6 +188,9 @@ class recorder final : public allocator_observer {
   private:
     struct device_history;
 
+    // Whether `device` records now: an allocation or free captures its context only then (the
+    // call costs a few ns on every one that does not).
+    bool recording(int device) const;
     context_handle capture_context(int device, bool is_free, size_t wrapper_frames);
     // take_snapshot's part for the outside_memory section; `stack_of` converts a context.
     void add_outside_memory(snapshot::snapshot& out,

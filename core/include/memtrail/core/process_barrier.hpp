@@ -7,8 +7,9 @@
 // caller, and each load that thread makes after it sees what the caller stored before.
 // A barrier costs a system call and an interrupt to each CPU running a thread of the process
 // (2.5 us on an H100 host with one other thread running, 7.6 us on the development machine).
+// Public for librecorder's fork gate, which orders its threads' entries the same way.
 
-namespace memtrail::detail {
+namespace memtrail {
 
 // Whether process_barrier() works in this process: asks the kernel once per process (again in
 // a child after fork) to register it. False where the kernel lacks the command (before Linux
@@ -19,4 +20,4 @@ bool process_barrier_ready();
 // barrier the kernel then refuses leaves no safe way on, so it ends the process with a message.
 void process_barrier();
 
-}  // namespace memtrail::detail
+}  // namespace memtrail

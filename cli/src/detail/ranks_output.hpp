@@ -2,6 +2,7 @@
 // `memtrail ranks` output: a table for people, JSON for machines, both from one
 // analysis::ranks_analysis and the summaries it ranked.
 
+#include <cstddef>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,6 +26,14 @@ void print_ranks_text(std::ostream& out, const analysis::ranks_analysis& ranks,
 void print_ranks_json(std::ostream& out, const analysis::ranks_analysis& ranks,
                       const std::vector<analysis::rank_summary>& summaries,
                       const std::vector<std::string>& warnings);
+
+// A job's ranks added up: the table's total row, the JSON's "total".
+analysis::rank_totals job_totals_of(const analysis::job_ranking& job,
+                                    const std::vector<analysis::rank_summary>& summaries);
+// The member of `job` (an index in its members) whose reserved memory peaks highest, the first
+// on a tie.
+size_t highest_reserved_member(const analysis::job_ranking& job,
+                               const std::vector<analysis::rank_summary>& summaries);
 
 // "entry 102, +1.250s" (the time from the rank's first entry, left out without times).
 std::string peak_when(const analysis::rank_summary& s, const analysis::summary_peak& peak);

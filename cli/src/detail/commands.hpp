@@ -2,6 +2,7 @@
 // The subcommands: each has a spec (usage, options, help) and a run function returning the
 // exit code.
 
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "arguments.hpp"
 #include "common.hpp"
 #include "json_writer.hpp"
+#include "memtrail/analysis/rank_summary.hpp"
 
 namespace memtrail::cli {
 
@@ -23,6 +25,10 @@ command_spec summarize_spec();
 int run_summarize(const parsed_arguments& args);
 command_spec ranks_spec();
 int run_ranks(const parsed_arguments& args);
+// What `ranks` prints for the ranks of `summaries` (as text, or with `json` as JSON), its
+// warnings about the job on standard error.
+void print_ranks(std::ostream& out, const std::vector<analysis::rank_summary>& summaries,
+                 bool json);
 command_spec segments_spec();
 int run_segments(const parsed_arguments& args);
 command_spec categories_spec();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "arguments.hpp"
+#include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/frame_filter.hpp"
 #include "memtrail/analysis/frame_text.hpp"
@@ -78,6 +79,10 @@ int chosen_device(const snapshot::snapshot& source, const std::string& path,
 // The model of `file` over its recorded stacks, for the categories: nn.Module._apply, the
 // optimizer and autograd, which folded stacks leave out, are their evidence.
 analysis::device_model model_with_every_frame(const opened_file& file);
+
+// The categories of `model` (analysis::category_map::build); while loads are kept
+// (kept_loads.hpp), built once per model.
+std::shared_ptr<const analysis::category_map> categories_of(const analysis::device_model& model);
 
 // Loads `path` and builds the model of --device (default: the first device with a trace, else
 // the first with segments, else 0), its stacks as `frames` says. Throws snapshot::load_error or

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "arguments.hpp"
+#include "common.hpp"
 #include "memtrail/analysis/rank_summary.hpp"
 
 namespace memtrail::cli {
@@ -26,6 +27,10 @@ std::string summary_path_for(const std::string& snapshot_path,
 // The summary of one snapshot (the device --device names, else the first with a trace; its
 // stacks with every frame under --all-frames). Throws snapshot::load_error.
 analysis::rank_summary summarize_snapshot(const std::string& path, const parsed_arguments& args);
+
+// The summary of a file already open (`memtrail report`'s, as `ranks` would make it from the
+// file's path): from the model of every frame, which model_with_every_frame gives.
+analysis::rank_summary summarize_opened(const opened_file& file, const parsed_arguments& args);
 
 // Reads a summary file. Throws snapshot::load_error "PATH: reason".
 analysis::rank_summary read_summary_file(const std::string& path);
