@@ -1,3 +1,12 @@
+// The workspace: the menu bar, the loads in flight with their first pictures, and the tabs
+// (the tabs that follow running processes are workspace_live.cpp's).
+//
+// Index of this file:
+// [SECTION] first pictures of loading files
+// [SECTION] opening and loading
+// [SECTION] menu
+// [SECTION] frame
+
 #include "memtrail/viewer/workspace.hpp"
 
 #include <algorithm>
@@ -6,12 +15,17 @@
 
 #include <imgui.h>
 
+#include "detail/attach_dialog.hpp"
 #include "detail/file_dialog.hpp"
 #include "detail/format.hpp"
 #include "detail/palette.hpp"
 #include "memtrail/analysis/timeline.hpp"
 
 namespace memtrail::viewer {
+
+//-------------------------------------------------------------------------------------------------
+// [SECTION] first pictures of loading files
+//-------------------------------------------------------------------------------------------------
 
 namespace {
 
@@ -66,7 +80,14 @@ void draw_load_preview(const load_preview& preview, float height) {
 
 }  // namespace
 
-workspace::workspace() : dialog_(std::make_unique<file_dialog>()) {}
+//-------------------------------------------------------------------------------------------------
+// [SECTION] opening and loading
+//-------------------------------------------------------------------------------------------------
+
+workspace::workspace()
+    : dialog_(std::make_unique<file_dialog>()),
+      attach_dialog_(std::make_unique<attach_dialog>()),
+      save_dialog_(std::make_unique<save_dialog>()) {}
 
 workspace::~workspace() = default;
 
@@ -220,6 +241,10 @@ void workspace::draw_rank_summaries() {
     }
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] menu
+//-------------------------------------------------------------------------------------------------
+
 void workspace::draw_menu() {
     const ImGuiIO& io = ImGui::GetIO();
     // GLFW key codes are ASCII for letters (see view::handle_keys).
@@ -236,6 +261,7 @@ void workspace::draw_menu() {
         if (ImGui::MenuItem("Open...", "Ctrl+O")) {
             dialog_->open();
         }
+        draw_live_menu_items();
         if (ImGui::MenuItem("Quit", "Ctrl+Q")) {
             quit_requested_ = true;
         }
@@ -259,6 +285,7 @@ void workspace::draw_menu() {
     if (ImGui::BeginMenu("Help")) {
         ImGui::TextUnformatted(
             "Open: File > Open, the path box, drag and drop, or the command line.\n"
+            "Attach: File > Attach follows a running process (memtrail-viewer --attach PID).\n"
             "Timeline: wheel zooms, drag pans, shift-drag or right-drag selects a range,\n"
             "click selects a moment and an allocation.\n"
             "Left/Right: step one event (Shift: 100). Home/End: first/last event.\n"
@@ -279,9 +306,14 @@ void workspace::draw_menu() {
     ImGui::EndMenuBar();
 }
 
+//-------------------------------------------------------------------------------------------------
+// [SECTION] frame
+//-------------------------------------------------------------------------------------------------
+
 void workspace::draw() {
     collect_finished_loads();
     collect_finished_summaries();
+    follow_attachments();
     const ImGuiIO& io = ImGui::GetIO();
     ImGui::SetNextWindowPos(ImVec2(0, 0));
     ImGui::SetNextWindowSize(io.DisplaySize);
@@ -294,6 +326,7 @@ void workspace::draw() {
     if (dialog_->draw(chosen)) {
         open(chosen);
     }
+    draw_live_dialogs();
 
     for (size_t i = 0; i < errors_.size();) {
         ImGui::PushID(static_cast<int>(i));
@@ -327,8 +360,10 @@ void workspace::draw() {
         }
     }
 
+    draw_attaching();
+
     if (tabs_.empty() && !summaries_) {
-        if (loads_.empty() && summary_loads_.empty()) {
+        if (loads_.empty() && summary_loads_.empty() && attachments_.empty()) {
             const char* hint =
                 "Drop a memtrail snapshot, a PyTorch snapshot pickle, rank summaries or a folder "
                 "of them here, or use File > Open.";
@@ -371,6 +406,7 @@ void workspace::draw() {
                     select_ = nullptr;
                 }
                 active_ = &v;
+                draw_live_status(it->id);
                 v.set_candidates(documents);
                 v.draw();
                 ImGui::EndTabItem();

@@ -25,11 +25,14 @@ int parse_int(std::string_view text, const char* what) {
 
 const char* usage() {
     return "usage: memtrail-viewer [--all-frames] [FILE...]\n"
+           "       memtrail-viewer --attach PID\n"
            "       memtrail-viewer --help | --version\n"
            "       memtrail-viewer --screenshot OUT.png [--view NAME] [--at ENTRY|peak|end]\n"
            "                       [--size WxH] [--device N] [--all-frames] [--fit-rows]\n"
            "                       [--stack-by KIND]\n"
            "                       [--range FIRST:LAST] FILE [FILE2...]\n"
+           "       memtrail-viewer --attach PID --screenshot OUT.png [--every SECONDS]\n"
+           "                       [--save FILE] [--view NAME] [--size WxH]\n"
            "FILE: a memtrail snapshot (plain or zstd) or a PyTorch snapshot pickle; several\n"
            "      files are the ranks of one job (one file per rank). Rank summaries\n"
            "      (memtrail summarize's .summary.json) and folders of them or of snapshots\n"
@@ -49,7 +52,13 @@ const char* usage() {
            "KIND: what the timeline stacks: category (the default where categories are\n"
            "      known), stack, allocation or segment.\n"
            "--range: select the event positions FIRST to LAST, as a drag on the timeline does;\n"
-           "      with one FILE the compare view sets the range's start against its end.\n";
+           "      with one FILE the compare view sets the range's start against its end.\n"
+           "--attach: follow the running process PID (one of this user's that records with\n"
+           "      memtrail; File > Attach lists them): its tab grows as it runs.\n"
+           "      With --screenshot: OUT.png once its first state is shown, or with --every\n"
+           "      OUT-1.png, OUT-2.png, ... every SECONDS until it exits, the last once it has;\n"
+           "      beside each, OUT[-N].txt says what it shows. --save FILE then writes what\n"
+           "      was received (a .pickle name: a PyTorch pickle).\n";
 }
 
 options parse_command_line(int argc, char** argv) {
@@ -90,6 +99,26 @@ options parse_command_line(int argc, char** argv) {
                 throw std::invalid_argument("--range wants positions of 0 or more");
             }
             result.range = std::pair<size_t, size_t>(first, last);
+        } else if (arg == "--attach") {
+            const int pid = parse_int(value("--attach"), "process id");
+            if (pid <= 0) {
+                throw std::invalid_argument("--attach wants a process id above 0");
+            }
+            result.attach = pid;
+        } else if (arg == "--every") {
+            const std::string text(value("--every"));
+            size_t used = 0;
+            try {
+                result.every = std::stod(text, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (used == 0 || used != text.size() || !(result.every > 0)) {
+                throw std::invalid_argument("--every wants seconds above 0, e.g. 0.5, not '" +
+                                            text + "'");
+            }
+        } else if (arg == "--save") {
+            result.save = value("--save");
         } else if (arg == "--device") {
             result.device = parse_int(value("--device"), "device");
         } else if (arg == "--size") {
@@ -109,8 +138,15 @@ options parse_command_line(int argc, char** argv) {
             result.files.emplace_back(arg);
         }
     }
-    if (!result.screenshot.empty() && result.files.empty()) {
-        throw std::invalid_argument("--screenshot needs a FILE");
+    if (result.attach != 0 && !result.files.empty()) {
+        throw std::invalid_argument("--attach follows one process: give it no FILE");
+    }
+    if (!result.screenshot.empty() && result.files.empty() && result.attach == 0) {
+        throw std::invalid_argument("--screenshot needs a FILE (or --attach PID)");
+    }
+    if ((result.every > 0 || !result.save.empty()) &&
+        (result.attach == 0 || result.screenshot.empty())) {
+        throw std::invalid_argument("--every and --save go with --attach PID --screenshot OUT.png");
     }
     return result;
 }

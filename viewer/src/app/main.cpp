@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "attach_screenshots.hpp"
 #include "command_line.hpp"
 #include "gl_window.hpp"
 #include "memtrail/viewer/workspace.hpp"
@@ -20,12 +21,16 @@ int run_interactive(const options& opts) {
     ws.set_frames(opts.all_frames ? memtrail::analysis::frame_visibility::all_frames
                                   : memtrail::analysis::frame_visibility::user_frames);
     ws.open(opts.files);
+    if (opts.attach != 0) {
+        ws.attach(opts.attach);
+    }
     while (!window.should_close() && !ws.quit_requested()) {
         for (const std::string& path : window.take_dropped_paths()) {
             ws.open(path);
         }
         // Sleep until input comes; while something loads or computes, look again soon.
-        window.begin_frame(ws.busy() ? 0.05 : 0.5);
+        // A followed process's next state is looked for five times a second.
+        window.begin_frame(ws.busy() ? 0.05 : ws.following() ? 0.2 : 0.5);
         ws.draw();
         window.render();
         window.present();
@@ -171,7 +176,11 @@ int main(int argc, char** argv) {
             std::puts("memtrail-viewer " MEMTRAIL_VERSION);
             return 0;
         }
-        return opts.screenshot.empty() ? run_interactive(opts) : run_screenshot(opts);
+        if (opts.screenshot.empty()) {
+            return run_interactive(opts);
+        }
+        return opts.attach != 0 ? memtrail::viewer::app::run_attach_screenshots(opts)
+                                : run_screenshot(opts);
     } catch (const std::invalid_argument& e) {
         std::fprintf(stderr, "memtrail-viewer: %s\n%s", e.what(), memtrail::viewer::app::usage());
         return 2;

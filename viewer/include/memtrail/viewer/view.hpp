@@ -71,6 +71,12 @@ class view {
     // The document a click in the Ranks view asked to make the active one, once; else nullptr.
     std::shared_ptr<const document> take_requested_document();
 
+    // --- following a running process (view_live.cpp) ------------------------------------------
+    // Takes what the user chose in `earlier`, the view of the previous document of the same
+    // process: the feature, device, range, allocation and search; the moment follows the end
+    // when it was there, an earlier one stays; a timeline that showed the end grows with it.
+    void carry_over(const view& earlier);
+
     // --- the linked selection -----------------------------------------------------------------
     size_t moment() const { return moment_; }
     void set_moment(size_t position);

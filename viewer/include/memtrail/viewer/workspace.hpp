@@ -5,18 +5,25 @@
 // open together are the ranks of one job to the Ranks view, which can pick the selected tab.
 // Rank summaries and folders (of summaries or snapshots) open as one more tab, the Ranks view
 // of many ranks (rank_summaries_view), every set opened merged into it.
+// A tab can also follow a running process (File > Attach, workspace_live.cpp): its view is
+// remade from each new document the process's live_session makes, the user's choices kept.
+
+#include <sys/types.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "memtrail/viewer/live_session.hpp"
 #include "memtrail/viewer/load_job.hpp"
 #include "memtrail/viewer/rank_summaries_view.hpp"
 #include "memtrail/viewer/view.hpp"
 
 namespace memtrail::viewer {
 
+class attach_dialog;
 class file_dialog;
+class save_dialog;
 
 class workspace {
   public:
@@ -40,6 +47,19 @@ class workspace {
     void reopen_with(analysis::frame_visibility frames);
     // Adds a tab for a document already loaded; returns its view.
     view& add(std::shared_ptr<const document> doc);
+
+    // Attaches to process `pid` in the background; its tab appears with the first state received
+    // and follows the process until it exits or the tab is detached or closed.
+    void attach(pid_t pid, live_session::options how = {});
+    // The session a tab's view follows; nullptr for a file's view.
+    const live_session* session_of(const view& v) const;
+    // What the document a following tab shows was made from (File > Save received writes it);
+    // nullptr for a file's view.
+    std::shared_ptr<const snapshot::snapshot> received_by(const view& v) const;
+    // Any session still attaching or attached.
+    bool following() const;
+    // Whether every session has a tab showing its latest document, or has ended without one.
+    bool attachments_shown() const;
 
     // Draws the workspace over the whole display.
     void draw();
@@ -69,6 +89,19 @@ class workspace {
         int id = 0;
     };
     void draw_menu();
+    // [SECTION] following running processes (workspace_live.cpp)
+    struct attachment {
+        std::unique_ptr<live_session> session;
+        int tab_id = 0;      // 0 until the first document has a tab
+        uint64_t shown = 0;  // the number of the document its tab shows
+        std::shared_ptr<const snapshot::snapshot> recording;  // what that document was made from
+    };
+    void follow_attachments();  // new documents into their tabs, closed tabs detached
+    void draw_live_menu_items();
+    void draw_live_dialogs();
+    void draw_attaching();              // the sessions still waiting for their first state
+    void draw_live_status(int tab_id);  // above a following tab's view
+    attachment* attachment_of_tab(int tab_id);
     void collect_finished_loads();
     void collect_finished_summaries();
     // The ranks tab's content, and the snapshot a click there asked for.
@@ -83,6 +116,10 @@ class workspace {
     bool select_summaries_ = false;
     std::vector<std::string> errors_;
     std::unique_ptr<file_dialog> dialog_;
+    std::vector<attachment> attachments_;
+    std::unique_ptr<attach_dialog> attach_dialog_;
+    std::unique_ptr<save_dialog> save_dialog_;
+    int save_tab_ = 0;  // the tab whose received recording the save dialog writes
     const view* select_ = nullptr;
     const view* active_ = nullptr;
     int next_id_ = 1;
