@@ -124,7 +124,8 @@ def main():
             results.append(in_process(build, outdir, index))
             print(f"in-process run {index}: viewer attached {results[-1]['overhead_pct']:+.2f}% "
                   f"against the unattached blocks beside them "
-                  f"({results[-1]['documents']} documents made)", flush=True)
+                  f"({results[-1]['documents']} documents made; block ratios "
+                  f"{[round(r, 4) for r in results[-1]['ratios']]})", flush=True)
         summary["in_process"] = {"runs": results,
                                  "pooled": pooled([r["ratios"] for r in results])}
     if "stream" in parts:
