@@ -42,8 +42,8 @@ summary_identity read_identity(const json_value& v) {
     id.world_size = static_cast<int>(v.at("world_size", what).as_int("identity.world_size"));
     const std::string& source = v.at("source", what).as_string("identity.source");
     if (!parse_identity_source(source, id.source)) {
-        throw json_error("identity.source: expected snapshot, file name or none, got '" +
-                         source + "'");
+        throw json_error("identity.source: expected snapshot, file name or none, got '" + source +
+                         "'");
     }
     id.host = v.at("host", what).as_string("identity.host");
     id.pid = v.at("pid", what).as_int("identity.pid");
@@ -191,8 +191,7 @@ rank_summary read_summary_json(std::string_view text) {
     s.version = static_cast<int>(v.at("version", what).as_int("version"));
     if (s.version > rank_summary_version || s.version < 1) {
         throw json_error("version " + std::to_string(s.version) + ": this memtrail reads " +
-                         "rank summaries of version 1 to " +
-                         std::to_string(rank_summary_version));
+                         "rank summaries of version 1 to " + std::to_string(rank_summary_version));
     }
     read_body(v, s);
     return s;

@@ -1,7 +1,7 @@
 // Memory by meaning at scale: classifying every allocation of a 1M-entry trace, the categories at
 // a random moment, and the per-pixel stacked timelines the viewer draws (by category, by stack,
-// by segment), on replay::make_stacked_history's synthetic trace with its stacks given the frames of
-// a PyTorch training loop (module setup, forward, optimizer, and none for autograd's worker).
+// by segment), on replay::make_stacked_history's synthetic trace with its stacks given the frames
+// of a PyTorch training loop (module setup, forward, optimizer, and none for autograd's worker).
 //
 //   build/bin/bench_categories
 //   MEMTRAIL_BENCH_EVENTS=10000000 build/bin/bench_categories

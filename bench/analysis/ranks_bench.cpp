@@ -45,7 +45,8 @@ analysis::rank_summary summary_of(const std::string& path) {
 void BM_SummarizeRank(benchmark::State& state) {
     const auto loaded = snapshot::load_snapshot(rank_path());
     for (auto _ : state) {
-        benchmark::DoNotOptimize(analysis::summarize_rank(loaded.snapshot, 0, rank_path(), "torch-pickle"));
+        benchmark::DoNotOptimize(
+            analysis::summarize_rank(loaded.snapshot, 0, rank_path(), "torch-pickle"));
     }
     state.SetItemsProcessed(state.iterations());
     state.SetLabel("snapshots per second on one core");

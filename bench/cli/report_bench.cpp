@@ -22,12 +22,12 @@
 #include <string>
 
 #include "bench_support.hpp"
+#include "detail/report_pictures.hpp"
 #include "memtrail/analysis/categories.hpp"
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/flame.hpp"
 #include "memtrail/snapshot/load.hpp"
 #include "memtrail/snapshot/msgpack_format.hpp"
-#include "detail/report_pictures.hpp"
 
 namespace {
 
@@ -148,8 +148,8 @@ void report_command(benchmark::State& state) {
         std::filesystem::temp_directory_path() / "memtrail_bench_report.html";
     const char* binary = std::getenv("MEMTRAIL_BENCH_MEMTRAIL");
     const std::string command = std::string(binary != nullptr ? binary : MEMTRAIL_BINARY) +
-                                " report '" + snapshot_file().string() + "' -o '" +
-                                page.string() + "'";
+                                " report '" + snapshot_file().string() + "' -o '" + page.string() +
+                                "'";
     const double cpu_before = children_cpu_seconds();
     for (auto _ : state) {
         if (std::system(command.c_str()) != 0) {

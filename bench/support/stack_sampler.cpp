@@ -91,9 +91,9 @@ std::string frame_name(uintptr_t address, std::unordered_map<uintptr_t, std::str
         } else {
             const char* slash = std::strrchr(info.dli_fname, '/');
             char offset[32];
-            std::snprintf(offset, sizeof offset, "@0x%lx",
-                          static_cast<unsigned long>(address -
-                                                     reinterpret_cast<uintptr_t>(info.dli_fbase)));
+            std::snprintf(
+                offset, sizeof offset, "@0x%lx",
+                static_cast<unsigned long>(address - reinterpret_cast<uintptr_t>(info.dli_fbase)));
             name = std::string(slash != nullptr ? slash + 1 : info.dli_fname) + offset;
         }
     } else {
@@ -152,7 +152,7 @@ void write_samples() {
         return;
     }
     samples = static_cast<sample*>(memory);
-    struct sigaction action{};
+    struct sigaction action {};
     action.sa_sigaction = on_profile_signal;
     action.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&action.sa_mask);
@@ -172,6 +172,8 @@ void write_samples() {
     std::atexit(write_samples);
 }
 
-[[gnu::destructor]] void stop_sampling() { write_samples(); }
+[[gnu::destructor]] void stop_sampling() {
+    write_samples();
+}
 
 }  // namespace

@@ -222,8 +222,8 @@ extern "C" {
             // allocator, before the allocation fails and is counted.
             runtime& r = started();
             r.note_device_in_use(device);
-            address = r.recorder().allocate(static_cast<uint64_t>(size), device,
-                                            stream_of(stream), c_api_frames);
+            address = r.recorder().allocate(static_cast<uint64_t>(size), device, stream_of(stream),
+                                            c_api_frames);
         }
         note_allocated();
         // Outside the gate: the interposer's host memory has a lock of its own, which a fork
@@ -283,8 +283,8 @@ extern "C" {
 }
 
 [[gnu::noinline]] int memtrail_outside_malloc(void* ptr, size_t size, int kind, int device,
-                                             void* stream, const char* call,
-                                             const char* caller_module) {
+                                              void* stream, const char* call,
+                                              const char* caller_module) {
     clear_error();
     try {
         const fork_gate_scope gate;
@@ -305,13 +305,13 @@ extern "C" {
         }
         try {
             r.recorder().record_outside_allocation({.kind = outside,
-                                                   .address = address_of(ptr),
-                                                   .size = size,
-                                                   .device = device,
-                                                   .stream = stream_of(stream),
-                                                   .call = text_or(call, "unknown"),
-                                                   .caller_module = text_or(caller_module, "")},
-                                                  c_api_frames);
+                                                    .address = address_of(ptr),
+                                                    .size = size,
+                                                    .device = device,
+                                                    .stream = stream_of(stream),
+                                                    .call = text_or(call, "unknown"),
+                                                    .caller_module = text_or(caller_module, "")},
+                                                   c_api_frames);
         } catch (...) {
             if (on_device) {
                 r.give_back_outside_memory(device, size);
@@ -336,11 +336,11 @@ extern "C" {
         const auto outside = static_cast<memtrail::snapshot::outside_kind>(kind);
         runtime& r = started();
         const auto freed = r.recorder().record_outside_free(outside, address_of(ptr), device,
-                                                           stream_of(stream), c_api_frames);
+                                                            stream_of(stream), c_api_frames);
         if (!freed) {
-            throw memtrail::unknown_pointer_error("memtrail_outside_free: " +
-                                                  std::to_string(address_of(ptr)) +
-                                                  " is not a live outside allocation");
+            throw memtrail::unknown_pointer_error(
+                "memtrail_outside_free: " + std::to_string(address_of(ptr)) +
+                " is not a live outside allocation");
         }
         if (outside != memtrail::snapshot::outside_kind::pinned_host) {
             r.give_back_outside_memory(freed->first, freed->second);

@@ -39,14 +39,13 @@ namespace {
 
 recorder* history = nullptr;
 int listening_fd = -1;
-pid_t owner_pid = 0;                // the process whose socket `socket_path` is
+pid_t owner_pid = 0;                  // the process whose socket `socket_path` is
 std::array<char, 108> socket_path{};  // fixed storage: read at exit and in a forked child
 // Connected clients' sockets, so that a forked child closes its copies: a client must see the
 // end of its stream when the process it attached to exits, not when its children do.
 constexpr size_t most_clients = 64;
 // Each holds a socket plus one; 0 is a free slot.
 std::array<std::atomic<int>, most_clients> client_fds{};
-
 
 // Entries an event frame carries at most: a batch is copied and encoded while the allocator
 // goes on; a subscriber that cannot keep up falls behind the ring and is resynchronised.
@@ -97,7 +96,9 @@ std::optional<uint64_t> outside_allocator(device_allocator& allocator) {
     for (int attempt = 0; attempt < 8; ++attempt) {
         const auto reserved = [&allocator] {
             return static_cast<uint64_t>(
-                allocator.stats().reserved_bytes[static_cast<size_t>(stat_type::aggregate)].current);
+                allocator.stats()
+                    .reserved_bytes[static_cast<size_t>(stat_type::aggregate)]
+                    .current);
         };
         const uint64_t before = reserved();
         const memory_info memory = allocator.get_device().get_memory_info();
@@ -170,10 +171,9 @@ void stream_events(int fd, std::vector<uint64_t> cursors, detail::symbol_cache& 
             if (entries.empty()) {
                 continue;
             }
-            const std::string fields = "device=" + std::to_string(d) + " from=" +
-                                       std::to_string(cursors[d]) + " next=" +
-                                       std::to_string(batch.next) +
-                                       " count=" + std::to_string(entries.size());
+            const std::string fields =
+                "device=" + std::to_string(d) + " from=" + std::to_string(cursors[d]) +
+                " next=" + std::to_string(batch.next) + " count=" + std::to_string(entries.size());
             if (!live::send_frame(fd, "events", fields, snapshot::write_snapshot(batch.events))) {
                 return;
             }
@@ -203,8 +203,10 @@ bool answer(int fd, const std::string& line, detail::symbol_cache& symbols) {
             char* end = nullptr;
             const unsigned long long value = std::strtoull(line.c_str() + position, &end, 10);
             if (end == line.c_str() + position || (*end != ' ' && *end != '\0')) {
-                return send_error(fd, "memtrail: 'subscribe' takes sequence numbers, one per "
-                                      "device: " + line);
+                return send_error(fd,
+                                  "memtrail: 'subscribe' takes sequence numbers, one per "
+                                  "device: " +
+                                      line);
             }
             from.push_back(value);
             position = static_cast<size_t>(end - line.c_str());
@@ -255,8 +257,8 @@ void accept_clients(int listening) {
             return;  // closed (a forked child closed its copy) or broken
         }
         if (!claim_client_slot(fd)) {
-            send_error(fd, "memtrail: " + std::to_string(most_clients) +
-                               " clients are attached already");
+            send_error(
+                fd, "memtrail: " + std::to_string(most_clients) + " clients are attached already");
             ::close(fd);
             continue;
         }

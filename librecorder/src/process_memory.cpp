@@ -87,8 +87,8 @@ std::optional<uint64_t> nvml_process_memory(int device, std::string& why_not) {
             continue;
         }
         if (status != nvml_success) {
-            why_not = "NVML did not list the device's processes (error " +
-                      std::to_string(status) + ")";
+            why_not =
+                "NVML did not list the device's processes (error " + std::to_string(status) + ")";
             return std::nullopt;
         }
         processes.resize(count);

@@ -6,9 +6,9 @@
 
 #include "detail/environment.hpp"
 #include "detail/fork_gate.hpp"
+#include "detail/live_endpoint.hpp"
 #include "detail/process_memory.hpp"
 #include "detail/written_snapshots.hpp"
-#include "detail/live_endpoint.hpp"
 #include "memtrail/core/simulated_device.hpp"
 #include "memtrail/recorder/recorder.hpp"
 #ifdef MEMTRAIL_HAVE_CUDA

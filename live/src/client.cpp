@@ -48,9 +48,9 @@ bool process_runs(pid_t pid) {
                                       int connect_error) {
     const bool exists = process_runs(pid);
     struct stat info {};
-    const bool owned_by_other =
-        exists && ::stat(("/proc/" + std::to_string(pid)).c_str(), &info) == 0 &&
-        info.st_uid != ::geteuid();
+    const bool owned_by_other = exists &&
+                                ::stat(("/proc/" + std::to_string(pid)).c_str(), &info) == 0 &&
+                                info.st_uid != ::geteuid();
     if (!exists) {
         if (connect_error == ECONNREFUSED) {
             ::unlink(socket.c_str());
@@ -65,13 +65,11 @@ bool process_runs(pid_t pid) {
                            std::to_string(info.st_uid) + "): only its owner can attach");
     }
     if (connect_error == ECONNREFUSED) {
-        throw attach_error("the endpoint " + socket.string() + " is stale: " +
-                           process_name(pid) +
+        throw attach_error("the endpoint " + socket.string() + " is stale: " + process_name(pid) +
                            " does not listen on it (an earlier process with this pid left it)");
     }
     throw attach_error("" + process_name(pid) +
-                       " is not recording with memtrail: it has no endpoint at " +
-                       socket.string() +
+                       " is not recording with memtrail: it has no endpoint at " + socket.string() +
                        " (it needs librecorder: memtrail run, the Python package or a program "
                        "linked with it, with MEMTRAIL_LIVE not off)");
 }
@@ -121,10 +119,10 @@ client::client(pid_t pid, std::optional<std::filesystem::path> folder) : pid_(pi
         throw attach_error(without_prefix(hello->text()));
     }
     if (hello->kind != greeting_word || hello->number("version") != protocol_version) {
-        throw attach_error("" + process_name(pid) +
-                           " speaks another attach protocol (" + hello->kind + " version " +
-                           hello->fields.at("version") + "; this memtrail speaks version " +
-                           std::to_string(protocol_version) + ")");
+        throw attach_error("" + process_name(pid) + " speaks another attach protocol (" +
+                           hello->kind + " version " + hello->fields.at("version") +
+                           "; this memtrail speaks version " + std::to_string(protocol_version) +
+                           ")");
     }
     device_count_ = static_cast<int>(hello->number("devices"));
 }
@@ -137,8 +135,7 @@ client::~client() {
 
 void client::request(const std::string& line) {
     if (!send_text(fd_, line + "\n")) {
-        throw attach_error("" + process_name(pid_) + " has exited (" +
-                           std::strerror(errno) + ")");
+        throw attach_error("" + process_name(pid_) + " has exited (" + std::strerror(errno) + ")");
     }
 }
 
@@ -146,12 +143,10 @@ frame client::take_snapshot(contents what) {
     request(what == contents::full ? "snapshot full" : "snapshot state");
     std::optional<frame> reply = next_frame();
     if (!reply) {
-        throw attach_error("" + process_name(pid_) +
-                           " exited before its snapshot was sent");
+        throw attach_error("" + process_name(pid_) + " exited before its snapshot was sent");
     }
     if (reply->kind != "snapshot") {
-        throw protocol_error("the endpoint answered a snapshot request with '" +
-                             reply->kind + "'");
+        throw protocol_error("the endpoint answered a snapshot request with '" + reply->kind + "'");
     }
     return std::move(*reply);
 }

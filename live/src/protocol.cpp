@@ -35,8 +35,8 @@ uint64_t frame::number(std::string_view key) const {
 std::vector<uint64_t> frame::numbers(std::string_view key) const {
     const auto found = fields.find(std::string(key));
     if (found == fields.end()) {
-        throw protocol_error("the endpoint's '" + kind + "' frame has no " +
-                             std::string(key) + "=");
+        throw protocol_error("the endpoint's '" + kind + "' frame has no " + std::string(key) +
+                             "=");
     }
     std::vector<uint64_t> values;
     std::string_view rest = found->second;
@@ -44,8 +44,8 @@ std::vector<uint64_t> frame::numbers(std::string_view key) const {
         const size_t comma = rest.find(',');
         uint64_t value = 0;
         if (!parse_number(rest.substr(0, comma), value)) {
-            throw protocol_error("the endpoint's " + std::string(key) + "=" +
-                                 found->second + " is not a list of numbers");
+            throw protocol_error("the endpoint's " + std::string(key) + "=" + found->second +
+                                 " is not a list of numbers");
         }
         values.push_back(value);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
@@ -167,8 +167,8 @@ std::optional<frame> frame_reader::read_frame() {
     frame out = parse_header(*line);
     const uint64_t size = out.number("bytes");
     if (size > largest_payload) {
-        throw protocol_error("the endpoint announced a payload of " +
-                             std::to_string(size) + " bytes, more than the 64 GiB accepted");
+        throw protocol_error("the endpoint announced a payload of " + std::to_string(size) +
+                             " bytes, more than the 64 GiB accepted");
     }
     out.payload.reserve(size);
     while (out.payload.size() < size) {

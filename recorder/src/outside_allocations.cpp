@@ -138,10 +138,9 @@ uint64_t at_least_zero(uint64_t from, uint64_t take) {
     }
 }
 
-[[gnu::noinline]] std::optional<std::pair<int, uint64_t>> recorder::record_outside_free(snapshot::outside_kind kind,
-                                                     device_address address, int device,
-                                                     stream_handle stream,
-                                                     size_t wrapper_frames) {
+[[gnu::noinline]] std::optional<std::pair<int, uint64_t>> recorder::record_outside_free(
+    snapshot::outside_kind kind, device_address address, int device, stream_handle stream,
+    size_t wrapper_frames) {
     history(device);
     const context_handle context = capture_context(device, true, wrapper_frames);
     const auto freed = outside_->remove(kind, address, stream, detail::fast_now_ns(), context);

@@ -89,8 +89,8 @@ void append_trace(snapshot::snapshot& out, int device, const detail::trace_ring:
         entry.name = labels.convert(record.name);
         if (entry.kind == snapshot::action::annotation_start ||
             entry.kind == snapshot::action::annotation_end) {
-            out.annotations.push_back({entry.kind == snapshot::action::annotation_start,
-                                       entry.name, entry.device, entry.time_ns});
+            out.annotations.push_back({entry.kind == snapshot::action::annotation_start, entry.name,
+                                       entry.device, entry.time_ns});
         }
     }
 }

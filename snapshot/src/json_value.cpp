@@ -29,9 +29,8 @@ class parser {
         throw json_error("at byte " + std::to_string(at_) + ": " + what);
     }
     void skip_space() {
-        while (at_ < text_.size() &&
-               (text_[at_] == ' ' || text_[at_] == '\n' || text_[at_] == '\r' ||
-                text_[at_] == '\t')) {
+        while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\n' ||
+                                      text_[at_] == '\r' || text_[at_] == '\t')) {
             ++at_;
         }
     }
@@ -196,14 +195,31 @@ class parser {
             }
             const char e = text_[at_++];
             switch (e) {
-                case '"': case '\\': case '/': out += e; break;
-                case 'n': out += '\n'; break;
-                case 't': out += '\t'; break;
-                case 'r': out += '\r'; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'u': append_utf8(out, escaped_code_point()); break;
-                default: fail(std::string("an unknown escape '\\") + e + "'");
+                case '"':
+                case '\\':
+                case '/':
+                    out += e;
+                    break;
+                case 'n':
+                    out += '\n';
+                    break;
+                case 't':
+                    out += '\t';
+                    break;
+                case 'r':
+                    out += '\r';
+                    break;
+                case 'b':
+                    out += '\b';
+                    break;
+                case 'f':
+                    out += '\f';
+                    break;
+                case 'u':
+                    append_utf8(out, escaped_code_point());
+                    break;
+                default:
+                    fail(std::string("an unknown escape '\\") + e + "'");
             }
         }
     }
@@ -233,12 +249,18 @@ class parser {
 
 std::string_view type_name(json_value::type t) {
     switch (t) {
-        case json_value::type::null: return "null";
-        case json_value::type::boolean: return "a boolean";
-        case json_value::type::number: return "a number";
-        case json_value::type::string: return "a string";
-        case json_value::type::array: return "an array";
-        case json_value::type::object: return "an object";
+        case json_value::type::null:
+            return "null";
+        case json_value::type::boolean:
+            return "a boolean";
+        case json_value::type::number:
+            return "a number";
+        case json_value::type::string:
+            return "a string";
+        case json_value::type::array:
+            return "an array";
+        case json_value::type::object:
+            return "an object";
     }
     return "a value";
 }

@@ -128,8 +128,8 @@ bool snapshot::operator==(const snapshot& other) const {
     // The indexes are derived from the tables, so comparing the tables is enough.
     return info == other.info && settings == other.settings && stats == other.stats &&
            segments == other.segments && traces == other.traces &&
-           annotations == other.annotations && outside == other.outside && strings_ == other.strings_ &&
-           frames_ == other.frames_ && stacks_ == other.stacks_;
+           annotations == other.annotations && outside == other.outside &&
+           strings_ == other.strings_ && frames_ == other.frames_ && stacks_ == other.stacks_;
 }
 
 size_t snapshot::frame_hash::operator()(const frame& f) const {

@@ -27,8 +27,8 @@ namespace detail {
 namespace {
 
 constexpr std::array<std::string_view, 10> section_names = {
-    section::header,      section::settings, section::stats,    section::strings,
-    section::frames,      section::stacks,   section::segments, section::traces,
+    section::header,      section::settings,       section::stats,    section::strings,
+    section::frames,      section::stacks,         section::segments, section::traces,
     section::annotations, section::outside_memory,
 };
 

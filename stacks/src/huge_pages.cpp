@@ -22,8 +22,8 @@ void* map_huge_pages(size_t bytes) {
     // One huge page more than needed, so that an aligned run of `length` lies inside; the
     // unaligned ends are given back.
     const size_t reserved = length + huge_page_bytes;
-    void* mapped = mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                        -1, 0);
+    void* mapped =
+        mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mapped == MAP_FAILED) {
         throw std::bad_alloc();
     }

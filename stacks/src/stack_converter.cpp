@@ -26,7 +26,9 @@ bool in_interpreter_loop(const native_frame& frame) {
 
 stack_converter::stack_converter(const stack_table& stacks, snapshot::snapshot& out,
                                  symbol_cache* symbols)
-    : stacks_(stacks), out_(out), symbols_(symbols != nullptr ? *symbols : own_symbols_.emplace()) {}
+    : stacks_(stacks),
+      out_(out),
+      symbols_(symbols != nullptr ? *symbols : own_symbols_.emplace()) {}
 
 stack_converter::~stack_converter() {
     symbols_.end_batch();

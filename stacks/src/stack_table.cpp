@@ -109,8 +109,8 @@ stack_id stack_table::shard::find_in(const slot_table& table, uint64_t hash,
 
 void stack_table::shard::grow() {
     const slot_table* current = table.load(std::memory_order_relaxed);
-    auto bigger = std::make_unique<slot_table>(
-        current == nullptr ? initial_slots : 2 * (current->mask + 1));
+    auto bigger =
+        std::make_unique<slot_table>(current == nullptr ? initial_slots : 2 * (current->mask + 1));
     for (const auto& node : stacks) {
         size_t slot = (node->hash >> 6) & bigger->mask;
         while (bigger->slots[slot].load(std::memory_order_relaxed) != nullptr) {
@@ -166,8 +166,7 @@ stack_id stack_table::look_up(std::span<const uintptr_t> frames, bool add, bool&
     return id;
 }
 
-stack_id stack_table::intern_in_shards(std::span<const uintptr_t> frames, bool add,
-                                       bool& added) {
+stack_id stack_table::intern_in_shards(std::span<const uintptr_t> frames, bool add, bool& added) {
     const uint64_t hash = hash_frames(frames);
     const size_t shard_index = hash % shard_count;
     shard& s = shards_[shard_index];

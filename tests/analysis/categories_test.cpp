@@ -596,7 +596,6 @@ TEST(categories_real_traces, live_allocations_across_checkpoints) {
     expect_live_allocations_agree(long_loop, category_map::build(long_loop), 13);
 }
 
-
 TEST(categories, contradictions_are_flagged_and_a_real_job_has_none) {
     const auto with = [](std::initializer_list<std::pair<memory_category, uint64_t>> bytes) {
         category_breakdown b;
@@ -612,14 +611,14 @@ TEST(categories, contradictions_are_flagged_and_a_real_job_has_none) {
                                     job_kind::training)
                     .empty());
     // The parameters were made before recording began: optimizer state and gradients alone.
-    const auto orphaned = find_contradictions(
-        with({{memory_category::optimizer_state, 200 * MiB}, {memory_category::gradient, 100 * MiB}}),
-        job_kind::training);
+    const auto orphaned = find_contradictions(with({{memory_category::optimizer_state, 200 * MiB},
+                                                    {memory_category::gradient, 100 * MiB}}),
+                                              job_kind::training);
     ASSERT_EQ(orphaned.size(), 1u);
     EXPECT_NE(orphaned[0].text.find("but no parameters"), std::string::npos);
-    const auto too_much = find_contradictions(
-        with({{memory_category::parameter, 10 * MiB}, {memory_category::optimizer_state, 80 * MiB}}),
-        job_kind::training);
+    const auto too_much = find_contradictions(with({{memory_category::parameter, 10 * MiB},
+                                                    {memory_category::optimizer_state, 80 * MiB}}),
+                                              job_kind::training);
     ASSERT_EQ(too_much.size(), 1u);
     EXPECT_NE(too_much[0].text.find("8 times the parameters"), std::string::npos);
     EXPECT_EQ(find_contradictions(with({{memory_category::parameter, 10 * MiB},

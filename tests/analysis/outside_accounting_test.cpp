@@ -53,8 +53,13 @@ TEST(OutsideAccounting, EveryByteAddsUp) {
 
 TEST(OutsideAccounting, PinnedHostMemoryByLibrary) {
     ms::snapshot s;
-    ms::outside_event pinned{.is_free = false, .kind = ms::outside_kind::pinned_host,
-                             .device = 0, .address = 1, .size = 4096, .stream = 0, .time_ns = 0,
+    ms::outside_event pinned{.is_free = false,
+                             .kind = ms::outside_kind::pinned_host,
+                             .device = 0,
+                             .address = 1,
+                             .size = 4096,
+                             .stream = 0,
+                             .time_ns = 0,
                              .call = s.intern_string("cudaHostAlloc"),
                              .library = s.intern_string("PyTorch (outside its allocator)"),
                              .stack = 0};

@@ -34,7 +34,8 @@ ma::rank_summary rank_summary(int rank, uint64_t activation_bytes = 2 * GiB) {
     }
     s.sequence_hash = 42;
     s.stack_sketch = {1, 2, 3, 4};
-    s.top_stacks.push_back({7, activation_bytes, 4, ma::memory_category::activation, {"relu (f.py:1)"}});
+    s.top_stacks.push_back(
+        {7, activation_bytes, 4, ma::memory_category::activation, {"relu (f.py:1)"}});
     s.top_stacks.push_back({8, GiB, 10, ma::memory_category::parameter, {"linear (m.py:9)"}});
     return s;
 }

@@ -37,7 +37,8 @@ std::vector<uint8_t> encoded(ms::snapshot s, int rank, int count, bool pickle,
 
 void write(const fs::path& path, const std::vector<uint8_t>& bytes) {
     std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
     if (!out) {
         std::fprintf(stderr, "make_rank_files: %s: cannot write\n", path.c_str());
         std::exit(2);

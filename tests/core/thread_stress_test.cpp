@@ -116,10 +116,10 @@ class lock_holder {
     std::thread thread_;
 };
 
-// With the combining device lock (the default) and without an observer, allocations served from the cache
-// and frees of blocks used on one stream may be made by the lock's holder for the waiting threads
-// (combining_lock.hpp); the rest, which this mix has too (new segments, cross-stream frees, out of
-// memory), each thread makes itself.
+// With the combining device lock (the default) and without an observer, allocations served from the
+// cache and frees of blocks used on one stream may be made by the lock's holder for the waiting
+// threads (combining_lock.hpp); the rest, which this mix has too (new segments, cross-stream frees,
+// out of memory), each thread makes itself.
 TEST(ThreadStress, EightThreadsOfPairsAndMixesWithoutObserverStayConsistent) {
     simulated_device_options options;
     options.capacity = 256ull << 20;  // small enough that some allocations run out of memory

@@ -188,9 +188,10 @@ TEST(live_endpoint, another_user_cannot_attach) {
             client stranger(owner);
             std::_Exit(12);
         } catch (const attach_error& error) {
-            const bool said = std::string(error.what()).find(
-                                  "belongs to another user (uid 0): only its owner can "
-                                  "attach") != std::string::npos;
+            const bool said = std::string(error.what())
+                                  .find(
+                                      "belongs to another user (uid 0): only its owner can "
+                                      "attach") != std::string::npos;
             std::_Exit(said ? 0 : 13);
         }
     }

@@ -2,11 +2,11 @@
 // the peer-credential check (a socketpair whose owner is faked), frames across a socket, and the
 // client's word for each process it cannot attach to.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,8 +83,9 @@ TEST_F(scratch, unsafe_folders_are_refused) {
     const fs::path open = root_ / "open";
     fs::create_directory(open);
     ::chmod(open.c_str(), 0755);
-    EXPECT_NE(error_of([&] { check_private_folder(open, ::geteuid()); })
-                  .find("open to other users (mode 755); it must be 700"),
+    EXPECT_NE(error_of([&] {
+                  check_private_folder(open, ::geteuid());
+              }).find("open to other users (mode 755); it must be 700"),
               std::string::npos);
 
     const fs::path link = root_ / "link";
@@ -101,8 +102,9 @@ TEST_F(scratch, unsafe_folders_are_refused) {
               std::string::npos);
 
     // Someone else's folder, as another user would have made it first.
-    EXPECT_NE(error_of([&] { check_private_folder(target, ::geteuid() + 1); })
-                  .find("owned by uid " + std::to_string(::geteuid())),
+    EXPECT_NE(error_of([&] {
+                  check_private_folder(target, ::geteuid() + 1);
+              }).find("owned by uid " + std::to_string(::geteuid())),
               std::string::npos);
 }
 
@@ -160,8 +162,9 @@ TEST_F(scratch, the_client_says_why_it_cannot_attach) {
               "there is no process " + std::to_string(gone));
 
     // This process is alive but has no endpoint: it does not record with memtrail.
-    EXPECT_NE(error_of([&] { client c(::getpid(), folder); })
-                  .find("is not recording with memtrail: it has no endpoint at"),
+    EXPECT_NE(error_of([&] {
+                  client c(::getpid(), folder);
+              }).find("is not recording with memtrail: it has no endpoint at"),
               std::string::npos);
 
     // A socket file nobody listens on: left by a killed process, whose pid is now free or used
@@ -178,9 +181,9 @@ TEST_F(scratch, the_client_says_why_it_cannot_attach) {
     EXPECT_NE(error_of([&] { client c(gone, folder); }).find("was stale"), std::string::npos);
     EXPECT_FALSE(fs::exists(endpoint_path(folder, gone)));  // removed
     leave_socket(::getpid());
-    EXPECT_NE(error_of([&] { client c(::getpid(), folder); })
-                  .find("is stale: process " + std::to_string(::getpid()) +
-                        " does not listen on it"),
+    EXPECT_NE(error_of([&] {
+                  client c(::getpid(), folder);
+              }).find("is stale: process " + std::to_string(::getpid()) + " does not listen on it"),
               std::string::npos);
 
     ::chmod(folder.c_str(), 0777);

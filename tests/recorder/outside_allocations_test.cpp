@@ -95,9 +95,9 @@ TEST_F(outside_allocations_test, frees_are_recorded_and_end_the_live_allocation)
 TEST_F(outside_allocations_test, the_same_address_twice_and_bad_devices_are_refused) {
     workspace_from_a_named_function(history);
     EXPECT_THROW(workspace_from_a_named_function(history), std::invalid_argument);
-    EXPECT_THROW(history.record_outside_allocation(
-                     {.device = 3, .call = "cuMemAlloc", .caller_module = ""}),
-                 std::invalid_argument);
+    EXPECT_THROW(
+        history.record_outside_allocation({.device = 3, .call = "cuMemAlloc", .caller_module = ""}),
+        std::invalid_argument);
 }
 
 TEST_F(outside_allocations_test, accounting_adds_up_to_the_devices_used_memory) {
@@ -105,11 +105,9 @@ TEST_F(outside_allocations_test, accounting_adds_up_to_the_devices_used_memory) 
     workspace_from_a_named_function(history);
     const uint64_t reserved = 2 << 20;
     // NVML said this process holds 600 MiB of the 1 GiB in use: the rest is other processes'.
-    history.record_accounting("oom", 0,
-                              {.total = 80ull << 30,
-                               .used = 1ull << 30,
-                               .this_process = 600ull << 20,
-                               .unsplit = ""});
+    history.record_accounting(
+        "oom", 0,
+        {.total = 80ull << 30, .used = 1ull << 30, .this_process = 600ull << 20, .unsplit = ""});
     // Without NVML the context holds the whole remainder, and says why.
     history.record_accounting("snapshot", 0,
                               {.total = 80ull << 30,
@@ -136,8 +134,8 @@ TEST_F(outside_allocations_test, accounting_adds_up_to_the_devices_used_memory) 
 
 TEST_F(outside_allocations_test, a_usage_source_adds_a_row_at_each_snapshot) {
     history.set_usage_source([](int) -> std::optional<recorder::device_usage> {
-        return recorder::device_usage{.total = 1ull << 30, .used = 5 << 20,
-                                      .this_process = 5 << 20, .unsplit = ""};
+        return recorder::device_usage{
+            .total = 1ull << 30, .used = 5 << 20, .this_process = 5 << 20, .unsplit = ""};
     });
     const snapshot::snapshot s = history.take_snapshot();
     ASSERT_EQ(s.outside.accounting.size(), 1u);

@@ -36,8 +36,8 @@ TEST(json_value, decodes_escapes_to_utf8) {
 }
 
 TEST(json_value, rejects_what_is_not_json_naming_the_byte) {
-    for (const char* bad : {"", "{", "{\"a\":}", "[1,]", "{\"a\":1} x", "\"\\x\"", "01a", "-",
-                            "1.", "1e", "\"\\ud83d\"", "\"unterminated", "tru", "{'a':1}"}) {
+    for (const char* bad : {"", "{", "{\"a\":}", "[1,]", "{\"a\":1} x", "\"\\x\"", "01a", "-", "1.",
+                            "1e", "\"\\ud83d\"", "\"unterminated", "tru", "{'a':1}"}) {
         try {
             parse_json(bad);
             ADD_FAILURE() << "accepted: " << bad;

@@ -96,8 +96,9 @@ int main(int argc, char** argv) {
         return 1;
     }
     if (marked && lowest_mark > static_cast<int>(mark_above * height)) {
-        std::fprintf(stderr, "png_check: the mark's colour %06x reaches row %d, below %.0f%% of %d\n",
-                     mark, lowest_mark, mark_above * 100.0, height);
+        std::fprintf(stderr,
+                     "png_check: the mark's colour %06x reaches row %d, below %.0f%% of %d\n", mark,
+                     lowest_mark, mark_above * 100.0, height);
         return 1;
     }
     return 0;

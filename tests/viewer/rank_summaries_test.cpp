@@ -295,7 +295,8 @@ TEST(workspace, a_bad_summary_is_named_with_why_and_the_other_ranks_still_show) 
 
     w.ws.open((folder / "gone.summary.json").string());
     w.settle();
-    EXPECT_EQ(w.ws.errors().back(), (folder / "gone.summary.json").string() + ": no such file or folder");
+    EXPECT_EQ(w.ws.errors().back(),
+              (folder / "gone.summary.json").string() + ": no such file or folder");
     fs::remove_all(folder);
 }
 

@@ -569,9 +569,8 @@ TEST(format, entry_context_names_the_compile_context_and_the_metadata) {
 }
 
 TEST(file_dialog, lists_snapshot_files_by_their_names) {
-    for (const char* name :
-         {"run.memtrail", "run.memtrail.zst", "rank0.pickle", "OLD.PKL", "a.b.Pickle",
-          "rank0.pickle.summary.json"}) {
+    for (const char* name : {"run.memtrail", "run.memtrail.zst", "rank0.pickle", "OLD.PKL",
+                             "a.b.Pickle", "rank0.pickle.summary.json"}) {
         EXPECT_TRUE(is_snapshot_file_name(name)) << name;
     }
     for (const char* name :

@@ -15,9 +15,8 @@ int level_of(uint64_t bytes, uint64_t largest) {
     if (bytes == 0 || largest == 0) {
         return 0;
     }
-    const auto scaled = static_cast<int>((static_cast<double>(bytes) / static_cast<double>(largest)) *
-                                         (heatmap_levels - 1) +
-                                         0.999);
+    const auto scaled = static_cast<int>(
+        (static_cast<double>(bytes) / static_cast<double>(largest)) * (heatmap_levels - 1) + 0.999);
     return std::clamp(scaled, 1, heatmap_levels - 1);
 }
 
@@ -66,16 +65,17 @@ std::vector<heatmap_run> heatmap_row_runs(const analysis::rank_summary& summary,
     }
     const auto column_of = [&](size_t position) {
         return static_cast<uint32_t>(std::min<size_t>(
-            columns - 1, static_cast<size_t>(static_cast<double>(position) /
-                                             static_cast<double>(longest) *
-                                             static_cast<double>(columns))));
+            columns - 1,
+            static_cast<size_t>(static_cast<double>(position) / static_cast<double>(longest) *
+                                static_cast<double>(columns))));
     };
     // Each column the most of the buckets it overlaps.
     const uint32_t end_column = column_of(positions_of(summary) - 1) + 1;
     std::vector<uint64_t> most(end_column, 0);
     for (size_t b = 0; b < curve.size(); ++b) {
-        const size_t last = b + 1 < curve.size() ? std::max(curve[b + 1].position, curve[b].position + 1) - 1
-                                                 : positions_of(summary) - 1;
+        const size_t last = b + 1 < curve.size()
+                                ? std::max(curve[b + 1].position, curve[b].position + 1) - 1
+                                : positions_of(summary) - 1;
         for (uint32_t c = column_of(curve[b].position); c <= column_of(last) && c < end_column;
              ++c) {
             most[c] = std::max(most[c], curve[b].allocated);

@@ -57,7 +57,8 @@ void search_folder(const std::string& folder, std::vector<std::string>& out) {
     for (const std::string& path : found) {
         if (is_summary_file(path)) {
             // Beside its snapshot it stands for that snapshot, which is listed (or not) below.
-            const std::string snapshot = path.substr(0, path.size() - analysis::summary_extension.size());
+            const std::string snapshot =
+                path.substr(0, path.size() - analysis::summary_extension.size());
             if (!std::binary_search(found.begin(), found.end(), snapshot)) {
                 out.push_back(path);
             }

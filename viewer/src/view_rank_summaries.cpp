@@ -138,7 +138,7 @@ std::string rank_summaries_view::take_requested_snapshot() {
 }
 
 std::optional<std::pair<float, float>> rank_summaries_view::row_on_screen(size_t job,
-                                                                         int rank) const {
+                                                                          int rank) const {
     for (const drawn_row& row : drawn_) {
         if (row.job == job && row.rank == rank) {
             return std::pair<float, float>(row.x, row.y);
@@ -170,8 +170,9 @@ void rank_summaries_view::draw() {
         ImGui::Text("in %zu jobs", jobs);
     }
     ImGui::SameLine();
-    ImGui::TextDisabled("(outliers first; hover a cell for its bytes, click a rank to open its "
-                        "snapshot)");
+    ImGui::TextDisabled(
+        "(outliers first; hover a cell for its bytes, click a rank to open its "
+        "snapshot)");
     if (!missing_.empty()) {
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(outlier_mark), "%s", missing_.c_str());
     }
@@ -287,8 +288,7 @@ void rank_summaries_view::draw_outliers(const heatmap_section& section) {
             std::string why = e.categories_text;
             if (!e.stacks.empty()) {
                 const analysis::stack_difference& s = e.stacks.front();
-                why += "; most in " + stack_label(s.frames) + " " +
-                       format_bytes_delta(s.change());
+                why += "; most in " + stack_label(s.frames) + " " + format_bytes_delta(s.change());
             }
             ImGui::TextUnformatted(why.c_str());
         }

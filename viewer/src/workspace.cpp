@@ -209,9 +209,9 @@ void workspace::collect_finished_summaries() {
             if (!set->summaries.empty()) {
                 // Every set opened joins the one ranks tab, ranked again together.
                 summaries_ = std::make_unique<rank_summaries_view>(
-                    summaries_ ? std::make_shared<const rank_summary_set>(
-                                     merged(summaries_->set(), *set))
-                               : set);
+                    summaries_
+                        ? std::make_shared<const rank_summary_set>(merged(summaries_->set(), *set))
+                        : set);
                 select_summaries_ = true;
             }
         } else {

@@ -176,9 +176,8 @@ class combining_lock {
             const unsigned index = (home + step) % slot_count;
             uint32_t expected = free_slot;
             // Acquire: the slot's last holder and waiter are done with it before it is reused.
-            if (slots_[index].state.compare_exchange_strong(expected, claimed,
-                                                            std::memory_order_acquire,
-                                                            std::memory_order_relaxed)) {
+            if (slots_[index].state.compare_exchange_strong(
+                    expected, claimed, std::memory_order_acquire, std::memory_order_relaxed)) {
                 home = index;
                 const uint64_t bit = uint64_t{1} << index;
                 if ((used_.load(std::memory_order_relaxed) & bit) == 0) [[unlikely]] {

@@ -118,9 +118,8 @@ enum {
  * CUDA, device memory is also taken from its capacity (MEMTRAIL_ERROR_OUT_OF_MEMORY when it has
  * no room). Returns 0, or -1 with MEMTRAIL_ERROR_BAD_ARGUMENT for a bad kind or device, or an
  * allocation of that kind already live at `ptr`. */
-MEMTRAIL_API int memtrail_outside_malloc(void* ptr, size_t size, int kind, int device,
-                                         void* stream, const char* call,
-                                         const char* caller_module);
+MEMTRAIL_API int memtrail_outside_malloc(void* ptr, size_t size, int kind, int device, void* stream,
+                                         const char* call, const char* caller_module);
 /* Records its free; -1 with MEMTRAIL_ERROR_UNKNOWN_POINTER when `ptr` is not a live outside
  * allocation of that kind. */
 MEMTRAIL_API int memtrail_outside_free(void* ptr, int kind, int device, void* stream);
@@ -205,8 +204,7 @@ typedef int (*memtrail_collect_callback)(int device, int pressure, void* user_da
  * before memtrail_malloc fails for want of memory (the allocation is then tried again; the
  * out-of-memory stays recorded). It runs on the allocating thread without the device's lock, so
  * it may free and allocate through memtrail, and wait for threads that do (a GIL). */
-MEMTRAIL_API int memtrail_set_collect_callback(memtrail_collect_callback callback,
-                                               void* user_data);
+MEMTRAIL_API int memtrail_set_collect_callback(memtrail_collect_callback callback, void* user_data);
 
 /* --- private pools (CUDA graphs, torch.cuda.MemPool) ----------------------------------------- */
 

@@ -12,7 +12,7 @@ namespace {
 // A forked child is a process of its own: what its parent reached is not its to write.
 std::atomic<uint64_t> process_generation{1};  // one more in every forked child
 std::atomic<uint64_t> reached_in{0};          // the generation that reached memtrail, or 0
-std::atomic<pid_t> reached_by{0};              // that process
+std::atomic<pid_t> reached_by{0};             // that process
 
 }  // namespace
 

@@ -29,8 +29,8 @@ inline bool records_outside() {
 // PyTorch on memtrail: CUDA makes the allocation, memtrail records it as outside its allocator.
 // `pointer` holds the result once CUDA has made it.
 template <typename Pointer, typename Real>
-MEMTRAIL_INLINE CUresult allocate_outside(Pointer* pointer, size_t size, int kind,
-                                          CUstream stream, const char* call, Real&& real) {
+MEMTRAIL_INLINE CUresult allocate_outside(Pointer* pointer, size_t size, int kind, CUstream stream,
+                                          const char* call, Real&& real) {
     CUresult result = CUDA_SUCCESS;
     {
         const passing_through inside;
@@ -47,8 +47,8 @@ MEMTRAIL_INLINE CUresult allocate_outside(Pointer* pointer, size_t size, int kin
 // Its free. A block memtrail's allocator served before PyTorch moved to memtrail (a library
 // that allocated in cache mode first) goes back to memtrail, never to CUDA.
 template <typename Real>
-MEMTRAIL_INLINE CUresult release_outside(void* address, int kind, CUstream stream,
-                                         const char* call, Real&& real) {
+MEMTRAIL_INLINE CUresult release_outside(void* address, int kind, CUstream stream, const char* call,
+                                         Real&& real) {
     if (memtrail_outside_free(address, kind, current_device(), stream) != 0) {
         if (memtrail_last_error_code() != MEMTRAIL_ERROR_UNKNOWN_POINTER) {
             report_failure(call);

@@ -27,8 +27,8 @@ CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t Wi
         result = call();
     }
     if (result == CUDA_SUCCESS) {
-        outside_allocated(reinterpret_cast<void*>(*dptr), *pPitch * Height,
-                          MEMTRAIL_OUTSIDE_DEVICE, current_device(), nullptr, "cuMemAllocPitch");
+        outside_allocated(reinterpret_cast<void*>(*dptr), *pPitch * Height, MEMTRAIL_OUTSIDE_DEVICE,
+                          current_device(), nullptr, "cuMemAllocPitch");
     }
     return result;
 }
@@ -42,8 +42,8 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned 
     if (!records_outside() || dptr == nullptr) {
         return call();
     }
-    return allocate_outside(dptr, bytesize, MEMTRAIL_OUTSIDE_MANAGED, nullptr,
-                            "cuMemAllocManaged", call);
+    return allocate_outside(dptr, bytesize, MEMTRAIL_OUTSIDE_MANAGED, nullptr, "cuMemAllocManaged",
+                            call);
 }
 
 CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
@@ -132,8 +132,7 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
         const bool on_device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
         outside_allocated(reinterpret_cast<void*>(*handle), size,
                           on_device ? MEMTRAIL_OUTSIDE_DEVICE : MEMTRAIL_OUTSIDE_PINNED_HOST,
-                          on_device ? prop->location.id : current_device(), nullptr,
-                          "cuMemCreate");
+                          on_device ? prop->location.id : current_device(), nullptr, "cuMemCreate");
     }
     return result;
 }

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -22,9 +22,9 @@
 
 #include "device_memory.hpp"
 #include "interpose_settings.hpp"
-#include "real_symbols.hpp"
 #include "memtrail/memtrail.h"
 #include "memtrail/recorder/dump_triggers.hpp"
+#include "real_symbols.hpp"
 
 namespace memtrail::interpose {
 

@@ -193,8 +193,9 @@ cudaError_t CUDARTAPI cudaMemGetInfo(size_t* free, size_t* total) {
     // PyTorch on memtrail sees the device as PyTorch alone would: its cache counts as used.
     if (settings().mode == interpose_mode::cache && reached_memtrail() &&
         !pytorch_allocates_here()) {
-        return memory_info(current_runtime_device(), free, total, "cudaMemGetInfo") ? cudaSuccess
-                                                                            : cudaErrorUnknown;
+        return memory_info(current_runtime_device(), free, total, "cudaMemGetInfo")
+                   ? cudaSuccess
+                   : cudaErrorUnknown;
     }
     static const auto real = runtime_function<decltype(&cudaMemGetInfo)>("cudaMemGetInfo");
     return real != nullptr ? real(free, total) : cudaErrorInitializationError;

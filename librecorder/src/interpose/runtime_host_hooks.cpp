@@ -75,9 +75,8 @@ cudaError_t CUDARTAPI cudaMallocHost(void** ptr, size_t size) {
 
 cudaError_t CUDARTAPI cudaFreeHost(void* ptr) {
     static const auto real = runtime_function<decltype(&cudaFreeHost)>("cudaFreeHost");
-    return host_free(ptr, "cudaFreeHost", [&] {
-        return real != nullptr ? real(ptr) : cudaErrorInitializationError;
-    });
+    return host_free(ptr, "cudaFreeHost",
+                     [&] { return real != nullptr ? real(ptr) : cudaErrorInitializationError; });
 }
 
 // Registering pins memory the program already has: recorded, never allocated here. On the
@@ -91,14 +90,13 @@ cudaError_t CUDARTAPI cudaHostRegister(void* ptr, size_t size, unsigned int flag
         return real != nullptr ? real(ptr, size, flags) : cudaErrorInitializationError;
     }
     void* registered = ptr;
-    return runtime_allocate_outside(&registered, size, MEMTRAIL_OUTSIDE_PINNED_HOST, nullptr,
-                                    "cudaHostRegister", [&] {
-                                        if (settings().simulated) {
-                                            return cudaSuccess;
-                                        }
-                                        return real != nullptr ? real(ptr, size, flags)
-                                                               : cudaErrorInitializationError;
-                                    });
+    return runtime_allocate_outside(
+        &registered, size, MEMTRAIL_OUTSIDE_PINNED_HOST, nullptr, "cudaHostRegister", [&] {
+            if (settings().simulated) {
+                return cudaSuccess;
+            }
+            return real != nullptr ? real(ptr, size, flags) : cudaErrorInitializationError;
+        });
 }
 
 cudaError_t CUDARTAPI cudaHostUnregister(void* ptr) {

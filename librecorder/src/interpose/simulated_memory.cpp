@@ -95,7 +95,7 @@ simulated_memory& simulated_memory::get() {
 // references in c_api.cpp, resolved when the interposer is loaded), so that a program that
 // allocates with memtrail_malloc and copies with cudaMemcpyAsync runs on the simulated device.
 extern "C" [[gnu::visibility("default")]] int memtrail_interpose_back_simulated(void* pointer,
-                                                                               size_t size) {
+                                                                                size_t size) {
     using memtrail::interpose::simulated_memory;
     if (!memtrail::interpose::settings().simulated || size == 0) {
         return 0;

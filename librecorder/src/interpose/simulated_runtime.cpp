@@ -159,8 +159,8 @@ cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t count, cudaM
     return simulated_memcpy(dst, src, count, kind);
 }
 
-cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count,
-                                      cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                                      cudaStream_t stream) {
     MEMTRAIL_FORWARD(cudaMemcpyAsync, dst, src, count, kind, stream);
     return simulated_memcpy(dst, src, count, kind);
 }

@@ -57,7 +57,7 @@ class outside_allocations {
     uint64_t pinned_host_bytes() const;
 
   private:
-    uint32_t name_index(std::string_view name);  // under mutex_
+    uint32_t name_index(std::string_view name);    // under mutex_
     void add_event(const outside_record& record);  // under mutex_
 
     mutable std::mutex mutex_;

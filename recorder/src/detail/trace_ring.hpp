@@ -105,9 +105,7 @@ class trace_ring {
     const trace_record& at(size_t index) const {
         return chunks_[index / chunk_entries][index % chunk_entries];
     }
-    trace_record& at(size_t index) {
-        return chunks_[index / chunk_entries][index % chunk_entries];
-    }
+    trace_record& at(size_t index) { return chunks_[index / chunk_entries][index % chunk_entries]; }
 
     // Where the next entry goes: a free slot, else the oldest entry (dropped). nullptr when the
     // capacity is 0 (the entry itself is dropped).

@@ -8,8 +8,8 @@
 //                   FILE [FILE2...]
 //   memtrail-viewer --attach PID [--screenshot OUT.png [--every SECONDS] [--save FILE]]
 
-#include <cstddef>
 #include <sys/types.h>
+#include <cstddef>
 
 #include <optional>
 #include <string>
@@ -31,11 +31,12 @@ struct options {
     int height = 900;
     bool fit_rows = false;    // the Segments view's "fit each row"
     bool all_frames = false;  // every frame shown, PyTorch's plumbing unfolded
-    pid_t attach = 0;  // 0: none; else the process to follow
+    pid_t attach = 0;         // 0: none; else the process to follow
     // With --attach and --screenshot: a picture every `every` seconds until the process exits
     // (OUT-1.png, OUT-2.png, ...); 0: one picture of the first state received.
     double every = 0;
-    std::string save;  // with --attach and --screenshot: where to save what was received, at the end
+    std::string
+        save;  // with --attach and --screenshot: where to save what was received, at the end
     bool help = false;
     bool version = false;
 };

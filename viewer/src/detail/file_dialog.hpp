@@ -11,8 +11,9 @@
 namespace memtrail::viewer {
 
 // Whether the dialog lists `file_name` without "All files": the names snapshots are saved under
-// (.memtrail, .memtrail.zst, .pickle, .pkl; any case) and rank summaries' (.summary.json). Files are still recognised by content when
-// opened, so a snapshot under another name opens from "All files" or the path box.
+// (.memtrail, .memtrail.zst, .pickle, .pkl; any case) and rank summaries' (.summary.json). Files
+// are still recognised by content when opened, so a snapshot under another name opens from "All
+// files" or the path box.
 bool is_snapshot_file_name(std::string_view file_name);
 
 class file_dialog {

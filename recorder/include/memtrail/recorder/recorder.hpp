@@ -33,7 +33,7 @@ namespace memtrail::recorder {
 namespace detail {
 class observed_allocations;
 class outside_allocations;
-}
+}  // namespace detail
 
 // An allocation a process made outside the caching allocator (memtrail run on a PyTorch process).
 struct outside_call {
@@ -60,7 +60,7 @@ inline constexpr int all_devices = -1;
 namespace detail {
 class capture_pools;
 class symbol_cache;
-}
+}  // namespace detail
 
 class recorder final : public allocator_observer {
   public:
@@ -110,8 +110,10 @@ class recorder final : public allocator_observer {
     void record_outside_allocation(const outside_call& call, size_t wrapper_frames = 0);
     // The freed allocation's device and size; nullopt (and nothing recorded) when no outside
     // allocation of `kind` starts at `address`. `device`: the caller's current device.
-    std::optional<std::pair<int, uint64_t>> record_outside_free(snapshot::outside_kind kind, device_address address, int device,
-                             stream_handle stream = 0, size_t wrapper_frames = 0);
+    std::optional<std::pair<int, uint64_t>> record_outside_free(snapshot::outside_kind kind,
+                                                                device_address address, int device,
+                                                                stream_handle stream = 0,
+                                                                size_t wrapper_frames = 0);
     // Live device bytes of `device` outside the allocator.
     uint64_t outside_device_bytes(int device) const;
     // Divides `device`'s used memory now (`moment`: "start", "oom", "snapshot") into the

@@ -1,8 +1,8 @@
 #pragma once
 // memtrail's one JSON reader, for the JSON it reads back (rank summaries, `memtrail oom --json`
 // for the viewer, trace metadata): a tree of values, numbers kept as their text so 64-bit
-// integers stay exact, nesting bounded so that a hostile file cannot exhaust the stack. Errors name the byte offset and
-// what was expected there.
+// integers stay exact, nesting bounded so that a hostile file cannot exhaust the stack. Errors name
+// the byte offset and what was expected there.
 
 #include <cstddef>
 #include <cstdint>

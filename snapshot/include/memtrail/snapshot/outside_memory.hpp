@@ -36,8 +36,8 @@ struct outside_event {
     int8_t device = 0;
     uint64_t address = 0;  // cuMemCreate: the allocation handle
     uint64_t size = 0;
-    uint64_t stream = 0;  // the stream of an async call, else 0
-    int64_t time_ns = 0;  // wall clock, ns since the Unix epoch
+    uint64_t stream = 0;    // the stream of an async call, else 0
+    int64_t time_ns = 0;    // wall clock, ns since the Unix epoch
     string_id call = 0;     // the CUDA call: "cuMemAlloc", "cudaHostAlloc"
     string_id library = 0;  // who asked: "cuBLAS", "NCCL", "libfoo.so"
     stack_id stack = 0;     // its native (and Python) stack, where recorded
@@ -61,7 +61,7 @@ struct memory_accounting {
     std::vector<library_bytes> outside_by_library;  // the most bytes first
     uint64_t context = 0;  // this process's memory beyond the two above: the CUDA context
     uint64_t other_processes = 0;
-    std::string unsplit;  // "" when split, else why context holds other processes' too
+    std::string unsplit;       // "" when split, else why context holds other processes' too
     uint64_t pinned_host = 0;  // live pinned host bytes of the process (not device memory)
     bool operator==(const memory_accounting&) const = default;
 
@@ -69,9 +69,9 @@ struct memory_accounting {
 };
 
 struct outside_memory {
-    std::vector<outside_event> events;  // oldest first
-    uint64_t dropped = 0;               // events past the recorder's bound, not kept
-    std::vector<outside_event> live;    // allocations not freed when the snapshot was taken
+    std::vector<outside_event> events;          // oldest first
+    uint64_t dropped = 0;                       // events past the recorder's bound, not kept
+    std::vector<outside_event> live;            // allocations not freed when the snapshot was taken
     std::vector<memory_accounting> accounting;  // in time order
     bool operator==(const outside_memory&) const = default;
     bool empty() const { return events.empty() && live.empty() && accounting.empty(); }

@@ -42,7 +42,7 @@ struct device_document {
     std::vector<size_t> marker_entries;  // annotation_marker entries
     // Annotation ranges in lanes; a lane's ranges do not overlap and are sorted by position.
     std::vector<std::vector<annotation_range>> annotation_lanes;
-    std::vector<uint64_t> streams;  // streams seen in the trace, ascending
+    std::vector<uint64_t> streams;        // streams seen in the trace, ascending
     analysis::stream_names stream_names;  // "stream 0" (the default), "stream 1"... by first use
     // Lifetime indices sorted by (address, begin): finds the allocation at an address and moment.
     std::vector<uint32_t> lifetimes_by_address;

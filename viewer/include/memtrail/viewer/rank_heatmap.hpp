@@ -22,8 +22,8 @@ struct heatmap_row {
     size_t summary = 0;  // into the set's summaries
     size_t member = 0;   // into the job's members
     int rank = 0;
-    double distance = 0.0;               // robust deviations from the job's median
-    std::optional<size_t> outlier;       // into the job's outliers, when one
+    double distance = 0.0;          // robust deviations from the job's median
+    std::optional<size_t> outlier;  // into the job's outliers, when one
 };
 
 struct heatmap_section {
