@@ -1,9 +1,12 @@
 #include "memtrail/analysis/rank_summary_json.hpp"
 
 #include <cstdlib>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
+#include "memtrail/snapshot/format_error.hpp"
 #include "memtrail/snapshot/json_value.hpp"
 
 namespace memtrail::analysis {
@@ -205,6 +208,20 @@ bool looks_like_summary(std::string_view text) {
         return c == '{';
     }
     return false;
+}
+
+rank_summary read_summary_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        throw snapshot::load_error(path + ": cannot open");
+    }
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    try {
+        return read_summary_json(std::move(buffer).str());
+    } catch (const snapshot::json_error& e) {
+        throw snapshot::load_error(path + ": not a rank summary (docs/ranks.md): " + e.what());
+    }
 }
 
 }  // namespace memtrail::analysis

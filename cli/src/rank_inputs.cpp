@@ -4,20 +4,13 @@
 #include <atomic>
 #include <exception>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "detail/common.hpp"
 #include "detail/summary_json.hpp"
 #include "memtrail/analysis/rank_jobs.hpp"
-#include "memtrail/snapshot/json_value.hpp"
 
 namespace memtrail::cli {
-
-using snapshot::json_error;
-using snapshot::json_value;
-using snapshot::parse_json;
 
 namespace fs = std::filesystem;
 
@@ -62,7 +55,7 @@ std::optional<analysis::rank_summary> cached_summary(const std::string& path,
         return std::nullopt;
     }
     try {
-        analysis::rank_summary s = read_summary_file(beside);
+        analysis::rank_summary s = analysis::read_summary_file(beside);
         if (const auto device = args.value("--device");
             (device && std::to_string(s.identity.device) != *device) ||
             s.all_frames != args.has("--all-frames")) {
@@ -159,21 +152,6 @@ analysis::rank_summary summarize_opened(const opened_file& file, const parsed_ar
                                     file.path, file_kind_name(file.kind), args.has("--all-frames"));
 }
 
-analysis::rank_summary read_summary_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw snapshot::load_error(path + ": cannot open");
-    }
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    const std::string text = std::move(buffer).str();
-    try {
-        return read_summary_json(text);
-    } catch (const json_error& e) {
-        throw snapshot::load_error(path + ": not a rank summary: " + e.what());
-    }
-}
-
 void for_each_summary(const std::vector<std::string>& paths, const parsed_arguments& args,
                       size_t workers, bool reuse,
                       const std::function<void(size_t, analysis::rank_summary&&)>& use) {
@@ -181,7 +159,7 @@ void for_each_summary(const std::vector<std::string>& paths, const parsed_argume
     std::vector<size_t> to_compute;
     for (size_t i = 0; i < paths.size(); ++i) {
         if (is_summary_path(paths[i])) {
-            use(i, read_summary_file(paths[i]));
+            use(i, analysis::read_summary_file(paths[i]));
         } else if (auto cached = reuse ? cached_summary(paths[i], args) : std::nullopt) {
             use(i, std::move(*cached));
         } else if (paths[i] == standard_stream_path) {

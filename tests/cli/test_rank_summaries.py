@@ -175,7 +175,7 @@ class Summaries(unittest.TestCase):
         bad.write_text(json.dumps(s))
         code, out, err = run("ranks", bad)
         self.assertEqual((code, out), (2, ""))
-        self.assertIn(f"{bad}: not a rank summary: the summary: the key 'peak_reserved' is "
+        self.assertIn(f"{bad}: not a rank summary (docs/ranks.md): the summary: the key 'peak_reserved' is "
                       "missing", err)
         s["peak_reserved"] = {}
         s["version"] = 7

@@ -3,13 +3,10 @@
 #include <algorithm>
 #include <exception>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include "memtrail/analysis/device_model.hpp"
 #include "memtrail/analysis/rank_summary_json.hpp"
-#include "memtrail/snapshot/json_value.hpp"
 #include "memtrail/snapshot/load.hpp"
 
 namespace memtrail::viewer {
@@ -71,20 +68,6 @@ void search_folder(const std::string& folder, std::vector<std::string>& out) {
         throw snapshot::load_error(folder +
                                    ": holds no snapshots (.pickle, .pkl, .memtrail, .zst) or rank "
                                    "summaries (.summary.json)");
-    }
-}
-
-analysis::rank_summary read_summary_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw snapshot::load_error(path + ": cannot open");
-    }
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    try {
-        return analysis::read_summary_json(std::move(buffer).str());
-    } catch (const snapshot::json_error& e) {
-        throw snapshot::load_error(path + ": not a rank summary (docs/ranks.md): " + e.what());
     }
 }
 
@@ -169,7 +152,7 @@ void rank_summaries_job::run(const std::vector<std::string>& paths, size_t worke
         const auto work = [&] {
             for (size_t i = next++; i < files.size(); i = next++) {
                 try {
-                    summaries[i] = is_summary_file(files[i]) ? read_summary_file(files[i])
+                    summaries[i] = is_summary_file(files[i]) ? analysis::read_summary_file(files[i])
                                                              : summarize_snapshot(files[i]);
                 } catch (const std::exception& e) {
                     const std::string what = e.what();

@@ -32,9 +32,6 @@ analysis::rank_summary summarize_snapshot(const std::string& path, const parsed_
 // file's path): from the model of every frame, which model_with_every_frame gives.
 analysis::rank_summary summarize_opened(const opened_file& file, const parsed_arguments& args);
 
-// Reads a summary file. Throws snapshot::load_error "PATH: reason".
-analysis::rank_summary read_summary_file(const std::string& path);
-
 // The summary of each path, in order: a summary file read; with `reuse`, a snapshot's summary
 // read from beside it when one is there, no older than the snapshot, of the device and the
 // frames asked;

@@ -2,6 +2,7 @@
 // Reading a rank summary's JSON file (docs/ranks.md): what `memtrail ranks` and the viewer's
 // Ranks view read. The CLI writes them (cli/src/summary_json.hpp).
 
+#include <string>
 #include <string_view>
 
 #include "memtrail/analysis/rank_summary.hpp"
@@ -17,6 +18,10 @@ inline constexpr std::string_view summary_extension = ".summary.json";
 // wrong and what was expected; a newer version than this memtrail reads is refused, saying both
 // versions.
 rank_summary read_summary_json(std::string_view text);
+
+// Reads the summary file at `path`. Throws snapshot::load_error naming the file: it cannot be
+// opened, or it is not a rank summary (and why, as read_summary_json says).
+rank_summary read_summary_file(const std::string& path);
 
 // Whether `text` starts like a summary (a JSON object): what ranks uses to tell summaries from
 // snapshots.
