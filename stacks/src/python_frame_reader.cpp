@@ -71,6 +71,25 @@ bool plausible(uintptr_t address) {
     return address >= 4096 && address % alignof(void*) == 0 && address < (uintptr_t{1} << 56);
 }
 
+// The innermost frame of `thread` (0: none), or nullopt when its state does not look like
+// CPython's.
+std::optional<uintptr_t> innermost_frame(const python_frame_layout& layout, const void* thread) {
+    const auto cframe = load<uintptr_t>(reinterpret_cast<uintptr_t>(thread), layout.thread_cframe);
+    if (!plausible(cframe)) {
+        return std::nullopt;
+    }
+    return load<uintptr_t>(cframe, layout.cframe_current);
+}
+
+// The location word of a frame whose last instruction is `last_instruction` code units in (-1:
+// none yet): its byte offset, as PyFrame_GetLasti gives it.
+uintptr_t location_of_instruction(ptrdiff_t last_instruction) {
+    return instruction_location(
+        last_instruction < 0
+            ? -1
+            : static_cast<int>(last_instruction * static_cast<ptrdiff_t>(code_unit_bytes)));
+}
+
 const python_frame_layout* layout_of(const python_interpreter& python) {
     if (python.version == nullptr || python.code_type == nullptr ||
         python.frame_last_instruction == nullptr) {
@@ -125,11 +144,11 @@ void python_frame_reader::give_up(const std::string& what) {
 std::optional<size_t> python_frame_reader::read(const void* thread,
                                                 std::span<uintptr_t> out) const {
     const python_frame_layout& layout = layout_;
-    const auto cframe = load<uintptr_t>(reinterpret_cast<uintptr_t>(thread), layout.thread_cframe);
-    if (!plausible(cframe)) {
+    const std::optional<uintptr_t> innermost = innermost_frame(layout, thread);
+    if (!innermost) {
         return std::nullopt;
     }
-    auto frame = load<uintptr_t>(cframe, layout.cframe_current);
+    uintptr_t frame = *innermost;
     size_t written = 0;
     size_t skipped = 0;
     while (frame != 0 && written + 2 <= out.size()) {
@@ -163,12 +182,8 @@ std::optional<size_t> python_frame_reader::read(const void* thread,
             (owner != owned_by_generator && last_instruction < first_traceable) ||
             (layout.owner_last >= owned_by_c_stack && owner == owned_by_c_stack);
         if (!incomplete) {
-            const int byte_offset =
-                last_instruction < 0
-                    ? -1
-                    : static_cast<int>(last_instruction * static_cast<ptrdiff_t>(code_unit_bytes));
             out[written++] = code;
-            out[written++] = instruction_location(byte_offset);
+            out[written++] = location_of_instruction(last_instruction);
         } else if (++skipped > most_skipped_frames) {
             return std::nullopt;
         }
@@ -180,11 +195,11 @@ std::optional<size_t> python_frame_reader::read(const void* thread,
 std::optional<size_t> python_frame_reader::read_for_lookup(const void* thread,
                                                            std::span<uintptr_t> out) const {
     const python_frame_layout& layout = layout_;
-    const auto cframe = load<uintptr_t>(reinterpret_cast<uintptr_t>(thread), layout.thread_cframe);
-    if (!plausible(cframe)) {
+    const std::optional<uintptr_t> innermost = innermost_frame(layout, thread);
+    if (!innermost) {
         return std::nullopt;
     }
-    auto frame = load<uintptr_t>(cframe, layout.cframe_current);
+    uintptr_t frame = *innermost;
     size_t written = 0;
     size_t frames = 0;
     while (frame != 0 && written + 2 <= out.size()) {
@@ -206,10 +221,7 @@ std::optional<size_t> python_frame_reader::read_for_lookup(const void* thread,
         // 3.12's entry frames are known by their owner alone; read() skips them too.
         if (layout.owner_last < owned_by_c_stack || owner != owned_by_c_stack) {
             out[written++] = code;
-            out[written++] = instruction_location(
-                last_instruction < 0
-                    ? -1
-                    : static_cast<int>(last_instruction * static_cast<ptrdiff_t>(code_unit_bytes)));
+            out[written++] = location_of_instruction(last_instruction);
         }
         frame = load<uintptr_t>(frame, layout.frame_previous);
     }
