@@ -242,10 +242,12 @@ def section_index_problem(lines):
 
 
 def header_place_problem(path):
-    """None unless `path` is a header directly in a `src/` folder, beside the sources: a module
-    keeps its private headers in src/detail/ (its public ones in include/)."""
+    """None unless `path` is a header beside the sources in a `src/` folder or one of its
+    subfolders (src/interpose/): a module keeps its private headers in a detail/ folder beside
+    them (its public ones in include/)."""
     folder, _, name = path.rpartition("/")
-    if not name.endswith(HEADER_SUFFIXES) or folder.split("/")[-1] != "src":
+    parts = folder.split("/")
+    if not name.endswith(HEADER_SUFFIXES) or "src" not in parts or "detail" in parts:
         return None
     return "%s: a private header beside the sources; move it to %s/detail/" % (path, folder)
 

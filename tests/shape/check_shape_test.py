@@ -124,6 +124,13 @@ class ShapeTest(unittest.TestCase):
             "f6/src/private.hpp: a private header beside the sources; move it to f6/src/detail/",
             "f7/src/legacy.h: a private header beside the sources; move it to f7/src/detail/"])
 
+    def test_a_header_beside_the_sources_of_a_subfolder_fails(self):
+        found = self.problems(self.balanced({"f8/src/hooks/private.hpp": "#pragma once\n",
+                                             "f8/src/hooks/detail/kept.hpp": "#pragma once\n"}))
+        self.assertEqual(found, [
+            "f8/src/hooks/private.hpp: a private header beside the sources; move it to "
+            "f8/src/hooks/detail/"])
+
     def test_headers_in_detail_and_include_pass(self):
         files = self.balanced({"f6/src/detail/private.hpp": "#pragma once\n",
                                "f6/include/memtrail/f6/api.hpp": "#pragma once\n",

@@ -1,4 +1,4 @@
-#include "caller_module.hpp"
+#include "detail/caller_module.hpp"
 
 #include <dlfcn.h>
 #include <unwind.h>

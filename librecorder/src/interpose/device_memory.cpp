@@ -1,4 +1,4 @@
-#include "device_memory.hpp"
+#include "detail/device_memory.hpp"
 
 #include <unistd.h>
 

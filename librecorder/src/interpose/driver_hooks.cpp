@@ -10,10 +10,10 @@
 
 #include <cstring>
 
-#include "device_memory.hpp"
-#include "driver_outside.hpp"
-#include "interpose_settings.hpp"
-#include "real_symbols.hpp"
+#include "detail/device_memory.hpp"
+#include "detail/driver_outside.hpp"
+#include "detail/interpose_settings.hpp"
+#include "detail/real_symbols.hpp"
 
 // The 4-argument cuGetProcAddress of CUDA 11.3 to 12: still exported by the driver.
 #undef cuGetProcAddress

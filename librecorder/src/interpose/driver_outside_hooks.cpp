@@ -5,7 +5,7 @@
 
 #include <cuda.h>
 
-#include "driver_outside.hpp"
+#include "detail/driver_outside.hpp"
 
 using namespace memtrail::interpose;
 

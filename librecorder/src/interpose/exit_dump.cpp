@@ -20,11 +20,11 @@
 #include <string>
 #include <thread>
 
-#include "device_memory.hpp"
-#include "interpose_settings.hpp"
+#include "detail/device_memory.hpp"
+#include "detail/interpose_settings.hpp"
 #include "memtrail/memtrail.h"
 #include "memtrail/recorder/dump_triggers.hpp"
-#include "real_symbols.hpp"
+#include "detail/real_symbols.hpp"
 
 namespace memtrail::interpose {
 

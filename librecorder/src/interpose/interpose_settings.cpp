@@ -1,4 +1,4 @@
-#include "interpose_settings.hpp"
+#include "detail/interpose_settings.hpp"
 
 namespace memtrail::interpose {
 

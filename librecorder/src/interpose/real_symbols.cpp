@@ -1,4 +1,4 @@
-#include "real_symbols.hpp"
+#include "detail/real_symbols.hpp"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -5,12 +5,12 @@
 
 #include <cstdlib>
 
-#include "device_memory.hpp"
-#include "interpose_settings.hpp"
-#include "real_symbols.hpp"
-#include "runtime_outside.hpp"
-#include "simulated_memory.hpp"
-#include "simulated_runtime.hpp"
+#include "detail/device_memory.hpp"
+#include "detail/interpose_settings.hpp"
+#include "detail/real_symbols.hpp"
+#include "detail/runtime_outside.hpp"
+#include "detail/simulated_memory.hpp"
+#include "detail/simulated_runtime.hpp"
 
 namespace memtrail::interpose {
 

@@ -7,9 +7,9 @@
 
 #include <cstdlib>
 
-#include "interpose_settings.hpp"
-#include "runtime_outside.hpp"
-#include "simulated_runtime.hpp"
+#include "detail/interpose_settings.hpp"
+#include "detail/runtime_outside.hpp"
+#include "detail/simulated_runtime.hpp"
 
 namespace memtrail::interpose {
 

@@ -1,6 +1,6 @@
-#include "simulated_memory.hpp"
+#include "detail/simulated_memory.hpp"
 
-#include "interpose_settings.hpp"
+#include "detail/interpose_settings.hpp"
 
 #include <pthread.h>
 

@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include "interpose_settings.hpp"
+#include "detail/interpose_settings.hpp"
 #include "memtrail/memtrail.h"
-#include "real_symbols.hpp"
-#include "simulated_memory.hpp"
-#include "simulated_runtime.hpp"
+#include "detail/real_symbols.hpp"
+#include "detail/simulated_memory.hpp"
+#include "detail/simulated_runtime.hpp"
 
 namespace memtrail::interpose {
 

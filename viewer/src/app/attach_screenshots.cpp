@@ -1,13 +1,13 @@
-#include "attach_screenshots.hpp"
+#include "detail/attach_screenshots.hpp"
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
-#include "gl_window.hpp"
+#include "detail/gl_window.hpp"
 #include "memtrail/viewer/workspace.hpp"
-#include "png_file.hpp"
+#include "detail/png_file.hpp"
 
 namespace memtrail::viewer::app {
 

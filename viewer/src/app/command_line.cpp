@@ -1,4 +1,4 @@
-#include "command_line.hpp"
+#include "detail/command_line.hpp"
 
 #include <stdexcept>
 #include <string_view>

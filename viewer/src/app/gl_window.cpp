@@ -1,4 +1,4 @@
-#include "gl_window.hpp"
+#include "detail/gl_window.hpp"
 
 #include <GLFW/glfw3.h>
 #include <backends/imgui_impl_glfw.h>

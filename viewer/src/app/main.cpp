@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <exception>
 
-#include "attach_screenshots.hpp"
-#include "command_line.hpp"
-#include "gl_window.hpp"
+#include "detail/attach_screenshots.hpp"
+#include "detail/command_line.hpp"
+#include "detail/gl_window.hpp"
 #include "memtrail/viewer/workspace.hpp"
-#include "png_file.hpp"
+#include "detail/png_file.hpp"
 
 namespace {
 
