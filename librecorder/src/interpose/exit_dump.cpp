@@ -22,9 +22,9 @@
 
 #include "detail/device_memory.hpp"
 #include "detail/interpose_settings.hpp"
+#include "detail/real_symbols.hpp"
 #include "memtrail/memtrail.h"
 #include "memtrail/recorder/dump_triggers.hpp"
-#include "detail/real_symbols.hpp"
 
 namespace memtrail::interpose {
 

@@ -10,10 +10,10 @@
 #include <cstring>
 
 #include "detail/interpose_settings.hpp"
-#include "memtrail/memtrail.h"
 #include "detail/real_symbols.hpp"
 #include "detail/simulated_memory.hpp"
 #include "detail/simulated_runtime.hpp"
+#include "memtrail/memtrail.h"
 
 namespace memtrail::interpose {
 

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "detail/gl_window.hpp"
-#include "memtrail/viewer/workspace.hpp"
 #include "detail/png_file.hpp"
+#include "memtrail/viewer/workspace.hpp"
 
 namespace memtrail::viewer::app {
 

@@ -7,8 +7,8 @@
 #include "detail/attach_screenshots.hpp"
 #include "detail/command_line.hpp"
 #include "detail/gl_window.hpp"
-#include "memtrail/viewer/workspace.hpp"
 #include "detail/png_file.hpp"
+#include "memtrail/viewer/workspace.hpp"
 
 namespace {
 
