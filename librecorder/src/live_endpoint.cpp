@@ -303,6 +303,7 @@ void start_endpoint() {
         const uid_t user = ::geteuid();
         const std::filesystem::path folder = live::endpoint_folder(user);
         live::make_private_folder(folder, user);
+        live::remove_dead_endpoints(folder);
         const std::string path = live::endpoint_path(folder, ::getpid()).string();
         if (path.size() >= socket_path.size()) {
             throw live::endpoint_error("memtrail: the endpoint path " + path + " is too long");

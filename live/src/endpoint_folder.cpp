@@ -2,8 +2,12 @@
 
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <csignal>
+#include <string_view>
 #include <system_error>
 
 namespace memtrail::live {
@@ -14,6 +18,31 @@ std::filesystem::path endpoint_folder(uid_t user) {
 
 std::filesystem::path endpoint_path(const std::filesystem::path& folder, pid_t pid) {
     return folder / (std::to_string(pid) + ".sock");
+}
+
+size_t remove_dead_endpoints(const std::filesystem::path& folder) {
+    size_t removed = 0;
+    std::error_code error;
+    std::filesystem::directory_iterator entry(folder, error);
+    for (; !error && entry != std::filesystem::directory_iterator(); entry.increment(error)) {
+        const std::string name = entry->path().filename().string();
+        constexpr std::string_view suffix = ".sock";
+        if (name.size() <= suffix.size() || !name.ends_with(suffix)) {
+            continue;
+        }
+        const char* digits_end = name.data() + name.size() - suffix.size();
+        pid_t pid = 0;
+        const auto [end, parsed] = std::from_chars(name.data(), digits_end, pid);
+        if (parsed != std::errc() || end != digits_end || pid <= 0) {
+            continue;
+        }
+        struct stat info {};
+        if (::kill(pid, 0) != 0 && errno == ESRCH && ::lstat(entry->path().c_str(), &info) == 0 &&
+            S_ISSOCK(info.st_mode) && ::unlink(entry->path().c_str()) == 0) {
+            ++removed;
+        }
+    }
+    return removed;
 }
 
 void make_private_folder(const std::filesystem::path& folder, uid_t user) {

@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "memtrail/live/client.hpp"
@@ -77,6 +78,31 @@ TEST_F(scratch, a_private_folder_is_made_owner_only) {
     ASSERT_EQ(::lstat(folder.c_str(), &info), 0);
     EXPECT_EQ(info.st_mode & 0777, 0700u);
     make_private_folder(folder, ::geteuid());  // existing: checked, kept
+}
+
+// A socket file bound at `path` and left behind, as by a process killed while listening.
+void leave_socket(const fs::path& path) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strcpy(address.sun_path, path.c_str());
+    ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+    ::close(fd);
+}
+
+TEST_F(scratch, the_sockets_of_dead_processes_are_removed_and_nothing_else) {
+    const pid_t dead = ended_pid();
+    leave_socket(endpoint_path(root_, dead));
+    leave_socket(endpoint_path(root_, ::getpid()));  // a process that runs: kept
+    leave_socket(root_ / "notapid.sock");
+    { std::ofstream(root_ / (std::to_string(ended_pid()) + ".sock")) << "a file, not a socket"; }
+    EXPECT_EQ(remove_dead_endpoints(root_), 1u);
+    EXPECT_FALSE(fs::exists(endpoint_path(root_, dead)));
+    EXPECT_TRUE(fs::exists(endpoint_path(root_, ::getpid())));
+    EXPECT_TRUE(fs::exists(root_ / "notapid.sock"));
+    EXPECT_EQ(std::distance(fs::directory_iterator(root_), fs::directory_iterator()), 3);
+    EXPECT_EQ(remove_dead_endpoints(root_ / "missing"), 0u);
 }
 
 TEST_F(scratch, unsafe_folders_are_refused) {

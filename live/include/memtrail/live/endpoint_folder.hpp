@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,12 @@ class endpoint_error : public std::runtime_error {
 std::filesystem::path endpoint_folder(uid_t user);
 // The socket of process `pid` in `folder`: "<pid>.sock".
 std::filesystem::path endpoint_path(const std::filesystem::path& folder, pid_t pid);
+
+/// Removes the sockets in `folder` of processes that no longer exist ("<pid>.sock" where no
+/// process `pid` runs): a process killed, or a forked child ended by _exit() (a DataLoader's
+/// worker), cannot remove its own. Anything else is left: other files, a socket whose pid runs
+/// (the client says when it is stale). Returns how many were removed; never throws.
+size_t remove_dead_endpoints(const std::filesystem::path& folder);
 
 /// Makes `folder` (mode 0700) if it does not exist, then checks it as check_private_folder.
 /// @throws endpoint_error as check_private_folder; std::system_error when it cannot be made.
