@@ -8,3 +8,11 @@ elseif(MEMTRAIL_SANITIZE STREQUAL "thread")
 elseif(NOT MEMTRAIL_SANITIZE STREQUAL "")
   message(FATAL_ERROR "MEMTRAIL_SANITIZE must be '', 'address' or 'thread', got '${MEMTRAIL_SANITIZE}'")
 endif()
+
+# The environment of tests whose forked children start threads: a recording child opens its own
+# attach endpoint, whose accept thread TSan refuses after a multi-threaded fork unless told to go
+# on (it then may miss races in the child; the parent's are checked as everywhere).
+set(MEMTRAIL_FORKING_TEST_ENVIRONMENT "")
+if(MEMTRAIL_SANITIZE STREQUAL "thread")
+  set(MEMTRAIL_FORKING_TEST_ENVIRONMENT "TSAN_OPTIONS=die_after_fork=0")
+endif()

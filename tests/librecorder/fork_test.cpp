@@ -57,6 +57,11 @@ std::string outcome(int status) {
 }  // namespace
 
 TEST(Fork, ChildrenOfARecordingProcessAllocateRecordAndDump) {
+#if defined(__SANITIZE_THREAD__)
+    // Each child starts threads (its attach endpoint's) after forking a process of many; TSan
+    // then fails inside its own runtime ("dup thread with used id"), whatever the child does.
+    GTEST_SKIP() << "children of a multi-threaded fork start threads, which TSan cannot follow";
+#endif
     ::setenv("MEMTRAIL_DEVICE", "sim:8GiB", 1);
     ASSERT_EQ(memtrail_record_memory_history("all", "all", "native", 20000), 0)
         << memtrail_last_error();
